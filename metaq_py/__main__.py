@@ -1,0 +1,3 @@
+from metaq_py.cli import main
+
+main()

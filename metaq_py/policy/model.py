@@ -1,0 +1,212 @@
+"""The world at one instant, as the policy sees it, and the actions it may take.
+
+Everything here is a plain frozen value. A driver (the live runner or the simulator) builds a
+:class:`Snapshot`, hands it to a scheduler's ``decide`` and applies the returned actions to its
+:class:`~metaq_py.cluster.Cluster`. Nothing in this module reads a clock, a file or the
+environment.
+
+Vocabulary (the same words are used in the CLI, the docs and the simulator):
+
+job
+    A unit of work. In the live runner it is a task script from the queue; in the simulator a
+    trace job. It is *waiting* (a :class:`Job`) or *running* (a :class:`Running`).
+kind
+    rigid, malleable or ondemand, after Fan et al., "Hybrid Workload Scheduling on HPC
+    Systems" (IPDPS 2022).
+notice
+    An advance announcement that on-demand work of a given size will arrive at an estimated
+    time (:class:`Notice`).
+nodes
+    Concrete node ids, small integers ``0 .. size-1``. The live runner maps them to host names
+    through its allocation's node list, so actions always name the exact hosts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from enum import Enum
+
+JobId = Hashable
+NodeId = int
+Nodes = tuple[NodeId, ...]
+
+
+class Kind(str, Enum):
+    """How a job reacts to the on-demand layer."""
+
+    RIGID = "rigid"
+    """Fixed size. Checkpoints periodically; preemption loses the work since the last one."""
+    MALLEABLE = "malleable"
+    """Any size between ``min_size`` and ``size``; may be shrunk and expanded while running."""
+    ONDEMAND = "ondemand"
+    """Time-critical: must start at once. Never preempted."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job waiting for nodes.
+
+    ``size`` is the node count for rigid and on-demand jobs and the *maximum* for malleable
+    ones; ``min_size`` equals ``size`` unless the job is malleable. ``walltime`` is the requested
+    time at ``size`` nodes (the user's estimate, which decisions use); ``runtime`` is the true
+    undisturbed time at ``size`` nodes and is known only to the simulator (the ``oracle``
+    switch decides on it). A preempted job comes back with its original ``submit`` time, so it
+    keeps its place in the order, and with ``walltime``/``runtime`` reduced to what is left.
+    """
+
+    id: JobId
+    kind: Kind
+    size: int
+    walltime: float
+    submit: float
+    min_size: int = 0
+    runtime: float | None = None
+    priority: int = 0
+    rank: int = 0
+    setup: float = 0.0
+    checkpoint_interval: float | None = None
+    checkpoint_cost: float = 0.0
+    notice: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_size == 0:
+            object.__setattr__(self, "min_size", self.size)
+        if not 1 <= self.min_size <= self.size:
+            raise ValueError(f"job {self.id!r}: need 1 <= min_size <= size, got "
+                             f"{self.min_size} and {self.size}")
+
+    def estimate(self, oracle: bool) -> float:
+        """The time this job is assumed to need at full size."""
+        if oracle and self.runtime is not None:
+            return self.runtime
+        return self.walltime
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A job holding nodes now.
+
+    ``end`` is when it is expected to end by its requested walltime at its current size;
+    ``true_end`` is when it really ends (simulator only, used in ``oracle`` mode).
+    ``last_checkpoint`` is the time its last checkpoint completed (``None``: none yet).
+    ``borrowed`` names the notice whose reserved nodes it runs on, when it was backfilled
+    onto a reservation; such work is preempted when the on-demand job arrives.
+    """
+
+    job: Job
+    nodes: Nodes
+    start: float
+    end: float
+    true_end: float | None = None
+    last_checkpoint: float | None = None
+    borrowed: str | None = None
+
+    def expected_end(self, oracle: bool) -> float:
+        if oracle and self.true_end is not None:
+            return self.true_end
+        return self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """An advance notice: ``nodes`` will be needed from about ``arrival`` for ``walltime``."""
+
+    id: str
+    nodes: int
+    arrival: float
+    walltime: float
+    issued: float
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything a decision may look at.
+
+    Drivers may pass their live containers here instead of copies, to keep a decision cheap;
+    in exchange a decision must never mutate them (it works on copies, as Flux's backfill
+    works on a copy of the resource pool), and drivers must not change them during one.
+
+    ``free`` holds idle nodes not reserved for any notice. ``reserved`` maps a notice id to the
+    idle nodes held for it. ``owed`` maps a shrunk job to nodes that came back from the
+    on-demand job it lent them to; they are free, but go back to the lender first. ``end`` is
+    the end of the allocation: inside a batch job the wall clock is a resource too.
+    """
+
+    now: float
+    total: int
+    free: Set[NodeId]
+    running: Mapping[JobId, Running]
+    waiting: Sequence[Job]
+    reserved: Mapping[str, Set[NodeId]] = field(default_factory=dict)
+    notices: Mapping[str, Notice] = field(default_factory=dict)
+    owed: Mapping[JobId, Nodes] = field(default_factory=dict)
+    end: float = math.inf
+
+
+# --- actions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start ``job`` on exactly ``nodes``. ``borrowed``: the notice whose reserved nodes it uses."""
+
+    job: JobId
+    nodes: Nodes
+    borrowed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Stop ``job`` and requeue it; ``for_job`` is the on-demand job its nodes are lent to."""
+
+    job: JobId
+    for_job: JobId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Shrink:
+    """Take ``nodes`` away from malleable ``job``, lending them to ``for_job``."""
+
+    job: JobId
+    nodes: Nodes
+    for_job: JobId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Expand:
+    """Give ``nodes`` to malleable ``job``."""
+
+    job: JobId
+    nodes: Nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """Hold idle ``nodes`` for ``notice``."""
+
+    notice: str
+    nodes: Nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Give every node held for ``notice`` back to the free pool."""
+
+    notice: str
+
+
+Action = Start | Preempt | Shrink | Expand | Reserve | Release
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The actions to apply, in order, and the latest time the driver should decide again
+    even if nothing happens (a reservation to release, a checkpoint to catch)."""
+
+    actions: tuple[Action, ...] = ()
+    wake: float | None = None
