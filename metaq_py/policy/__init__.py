@@ -2,4 +2,71 @@
 
 Nothing in this package reads a clock, a file or the environment, and nothing in it imports a
 driver (``metaq_py.runner``, ``sim``). See ``docs/model.md`` for every modelling choice.
+
+Modules, one job each:
+
+- :mod:`~metaq_py.policy.model`: the value types (jobs, running jobs, notices, snapshot, actions);
+- :mod:`~metaq_py.policy.order`: the one queue order;
+- :mod:`~metaq_py.policy.backfill`: EASY and conservative backfilling;
+- :mod:`~metaq_py.policy.checkpoint`: Daly's interval, the checkpoint schedule, lost work;
+- :mod:`~metaq_py.policy.notice`: N, CUA, CUP before an on-demand arrival;
+- :mod:`~metaq_py.policy.arrival`: PAA, SPAA, SPAA+ at the arrival;
+- :mod:`~metaq_py.policy.mechanisms`: schedulers composed by name;
+- :mod:`~metaq_py.policy.work`, :mod:`~metaq_py.policy.pool`: one decision's scratch state.
 """
+
+from metaq_py.policy.checkpoint import (
+    checkpoint_cost,
+    checkpoint_plan,
+    daly_interval,
+    last_checkpoint,
+    lost_node_seconds,
+    lost_seconds,
+    next_checkpoint,
+    resumed,
+)
+from metaq_py.policy.mechanisms import MECHANISMS, Scheduler, make_scheduler
+from metaq_py.policy.model import (
+    Action,
+    Decision,
+    Expand,
+    Job,
+    Kind,
+    Notice,
+    Preempt,
+    Release,
+    Reserve,
+    Running,
+    Shrink,
+    Snapshot,
+    Start,
+)
+from metaq_py.policy.order import queue_key
+
+__all__ = [
+    "MECHANISMS",
+    "Action",
+    "Decision",
+    "Expand",
+    "Job",
+    "Kind",
+    "Notice",
+    "Preempt",
+    "Release",
+    "Reserve",
+    "Running",
+    "Scheduler",
+    "Shrink",
+    "Snapshot",
+    "Start",
+    "checkpoint_cost",
+    "checkpoint_plan",
+    "daly_interval",
+    "last_checkpoint",
+    "lost_node_seconds",
+    "lost_seconds",
+    "make_scheduler",
+    "next_checkpoint",
+    "queue_key",
+    "resumed",
+]

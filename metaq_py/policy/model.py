@@ -32,6 +32,12 @@ JobId = Hashable
 NodeId = int
 Nodes = tuple[NodeId, ...]
 
+Ending = tuple[float, NodeId, JobId, int, "str | None"]
+"""One running job in end order: ``(expected end, lowest node, job id, node count, borrowed)``.
+
+The lowest node id is unique among running jobs (they hold disjoint, non-empty node sets), so
+sorting these tuples never compares job ids and the order is fully deterministic."""
+
 
 class Kind(str, Enum):
     """How a job reacts to the on-demand layer."""
@@ -86,6 +92,15 @@ class Job:
             return self.runtime
         return self.walltime
 
+    def time_at(self, nodes: int, oracle: bool) -> float:
+        """The time this job is assumed to need on ``nodes`` nodes.
+
+        Malleable speedup is linear: ``estimate * size / nodes``. Other kinds run at ``size``.
+        """
+        if nodes == self.size:
+            return self.estimate(oracle)
+        return self.estimate(oracle) * self.size / nodes
+
 
 @dataclass(frozen=True, slots=True)
 class Running:
@@ -106,7 +121,13 @@ class Running:
     last_checkpoint: float | None = None
     borrowed: str | None = None
 
+    @property
+    def size(self) -> int:
+        """The number of nodes held now (below ``job.size`` for a shrunk malleable job)."""
+        return len(self.nodes)
+
     def expected_end(self, oracle: bool) -> float:
+        """When a decision assumes this job ends: by walltime, or truly in ``oracle`` mode."""
         if oracle and self.true_end is not None:
             return self.true_end
         return self.end
@@ -114,7 +135,11 @@ class Running:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """An advance notice: ``nodes`` will be needed from about ``arrival`` for ``walltime``."""
+    """An advance notice: ``nodes`` will be needed from about ``arrival`` for ``walltime``.
+
+    ``issued`` is when the notice was given; several notices are served earliest-issued first.
+    The on-demand job that redeems a notice names it in :attr:`Job.notice`.
+    """
 
     id: str
     nodes: int
@@ -132,9 +157,17 @@ class Snapshot:
     works on a copy of the resource pool), and drivers must not change them during one.
 
     ``free`` holds idle nodes not reserved for any notice. ``reserved`` maps a notice id to the
-    idle nodes held for it. ``owed`` maps a shrunk job to nodes that came back from the
-    on-demand job it lent them to; they are free, but go back to the lender first. ``end`` is
-    the end of the allocation: inside a batch job the wall clock is a resource too.
+    *idle* nodes held for it; ``borrowers`` maps a notice id to the running jobs backfilled onto
+    its reserved nodes (their nodes go back to the reservation when they end). ``owed`` maps a
+    shrunk malleable job to nodes that came back from the on-demand job it lent them to; they
+    are not in ``free`` and go back to the lender first. ``end`` is the end of the allocation:
+    inside a batch job the wall clock is a resource too.
+
+    ``waiting`` is the waiting work; when ``ordered`` is true the driver promises it is already
+    sorted by :func:`metaq_py.policy.order.queue_key`, which spares a sort per decision.
+    ``ending`` and ``ending_true`` list the running jobs sorted by ``end`` and by ``true_end``
+    (``end`` where unknown) as :data:`Ending` tuples; a :class:`~metaq_py.cluster.Cluster`
+    keeps them sorted incrementally. When they are ``None`` a decision sorts ``running`` itself.
     """
 
     now: float
@@ -146,6 +179,10 @@ class Snapshot:
     notices: Mapping[str, Notice] = field(default_factory=dict)
     owed: Mapping[JobId, Nodes] = field(default_factory=dict)
     end: float = math.inf
+    borrowers: Mapping[str, Set[JobId]] = field(default_factory=dict)
+    ordered: bool = False
+    ending: Sequence[Ending] | None = None
+    ending_true: Sequence[Ending] | None = None
 
 
 # --- actions -------------------------------------------------------------------------------
@@ -162,7 +199,12 @@ class Start:
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
-    """Stop ``job`` and requeue it; ``for_job`` is the on-demand job its nodes are lent to."""
+    """Stop ``job`` and requeue it.
+
+    ``for_job`` names the on-demand job the nodes are freed for (or ``None`` when CUP frees them
+    for a reservation). They are not lent: a preempted job resumes through the normal queue
+    order, with its original submit time, and gets no nodes back.
+    """
 
     job: JobId
     for_job: JobId | None = None
@@ -170,7 +212,10 @@ class Preempt:
 
 @dataclass(frozen=True, slots=True)
 class Shrink:
-    """Take ``nodes`` away from malleable ``job``, lending them to ``for_job``."""
+    """Take ``nodes`` away from malleable ``job``, lending them to on-demand ``for_job``.
+
+    When ``for_job`` ends, the lent nodes are owed back to ``job`` (see :attr:`Snapshot.owed`).
+    """
 
     job: JobId
     nodes: Nodes
@@ -179,7 +224,7 @@ class Shrink:
 
 @dataclass(frozen=True, slots=True)
 class Expand:
-    """Give ``nodes`` to malleable ``job``."""
+    """Give ``nodes`` to malleable ``job`` (in practice: the nodes it is owed)."""
 
     job: JobId
     nodes: Nodes

@@ -1,0 +1,438 @@
+"""Node bookkeeping shared by the live runner and the simulator.
+
+A :class:`Cluster` knows, for concrete node ids ``0 .. total-1``, which are free, which each
+running job holds, which are reserved (idle) for which notice, which an on-demand job holds on
+loan from which shrunk malleable job, and which have come back and are owed to their lender.
+Drivers build a :class:`~metaq_py.policy.model.Snapshot` from it, ask a scheduler to decide, and
+apply the returned actions here, one by one, in order::
+
+    snap = cluster.snapshot(now=now, waiting=queue, end=alloc_end, ordered=True)
+    decision = scheduler.decide(snap)
+    for action in decision.actions:
+        effect = cluster.apply(action, now=now, job=waiting_by_id.get(getattr(action, "job", None)))
+        # Start -> new Running; Preempt -> the removed Running (requeue resumed(effect, now));
+        # Shrink/Expand -> the resized Running; Reserve/Release -> None
+
+plus the events only a driver sees: :meth:`finish`, :meth:`checkpoint`, :meth:`add_notice` and
+:meth:`remove_notice`.
+
+Every operation checks its invariants first and raises :class:`ClusterError`, with one sentence
+saying what is wrong, before changing anything: no node is ever held twice, a job starts only on
+nodes it may use, a shrink never goes below the job's minimum, and so on.
+
+Cost: every operation is proportional to the nodes it moves, never to the machine size, and the
+running jobs are kept sorted by expected end (bisect on a list), so a snapshot is O(1).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence, Set
+from types import MappingProxyType
+
+from metaq_py.policy.model import (
+    Action,
+    Ending,
+    Expand,
+    Job,
+    JobId,
+    Kind,
+    NodeId,
+    Nodes,
+    Notice,
+    Preempt,
+    Release,
+    Reserve,
+    Running,
+    Shrink,
+    Snapshot,
+    Start,
+)
+from metaq_py.policy.work import resized
+
+
+class ClusterError(ValueError):
+    """An action or event would break the cluster's bookkeeping."""
+
+
+class Cluster:
+    """The nodes of one machine (simulator) or one allocation (live runner)."""
+
+    def __init__(self, total: int) -> None:
+        if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+            raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
+        self.total = total
+        self._free: set[NodeId] = set(range(total))
+        self._running: dict[JobId, Running] = {}
+        self._reserved: dict[str, set[NodeId]] = {}
+        self._notices: dict[str, Notice] = {}
+        self._borrowers: dict[str, set[JobId]] = {}
+        self._owed: dict[JobId, Nodes] = {}
+        self._promised: dict[JobId, dict[JobId, Nodes]] = {}
+        self._loans: dict[JobId, dict[JobId, Nodes]] = {}
+        self._by_end: list[Ending] = []
+        self._by_true_end: list[Ending] = []
+
+    # --- read-only views --------------------------------------------------------------------
+
+    @property
+    def free(self) -> Set[NodeId]:
+        """Idle nodes reserved for nobody (a live view: do not mutate)."""
+        return self._free
+
+    @property
+    def running(self) -> Mapping[JobId, Running]:
+        """Running jobs by id."""
+        return MappingProxyType(self._running)
+
+    @property
+    def reserved(self) -> Mapping[str, Set[NodeId]]:
+        """Idle nodes held for each notice."""
+        return MappingProxyType(self._reserved)
+
+    @property
+    def notices(self) -> Mapping[str, Notice]:
+        """Live advance notices by id."""
+        return MappingProxyType(self._notices)
+
+    @property
+    def owed(self) -> Mapping[JobId, Nodes]:
+        """Nodes back from an on-demand job, waiting to be expanded into their lender."""
+        return MappingProxyType(self._owed)
+
+    @property
+    def loans(self) -> Mapping[JobId, Mapping[JobId, Nodes]]:
+        """For each on-demand job, the nodes it holds on loan, by lender."""
+        return MappingProxyType(self._loans)
+
+    @property
+    def ending(self) -> Sequence[Ending]:
+        """Running jobs sorted by walltime end."""
+        return self._by_end
+
+    def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
+                 ordered: bool = False) -> Snapshot:
+        """The world as a scheduler sees it, over the live containers (no copies).
+
+        ``ordered``: the driver keeps ``waiting`` sorted by
+        :func:`metaq_py.policy.order.queue_key`. Apply the decision before changing anything.
+        """
+        return Snapshot(
+            now=now, total=self.total, free=self._free, running=self._running,
+            waiting=waiting, reserved=self._reserved, notices=self._notices, owed=self._owed,
+            end=end, borrowers=self._borrowers, ordered=ordered, ending=self._by_end,
+            ending_true=self._by_true_end,
+        )
+
+    # --- actions -----------------------------------------------------------------------------
+
+    def apply(self, action: Action, *, now: float, job: Job | None = None) -> Running | None:
+        """Apply one scheduler action at ``now``; ``job`` is the waiting job a Start names."""
+        if isinstance(action, Start):
+            if job is None or job.id != action.job:
+                raise ClusterError(f"starting job {action.job!r} needs its waiting Job record")
+            return self.start(job, action.nodes, now=now, borrowed=action.borrowed)
+        if isinstance(action, Preempt):
+            return self.preempt(action.job, now=now)
+        if isinstance(action, Shrink):
+            return self.shrink(action.job, action.nodes, now=now, for_job=action.for_job)
+        if isinstance(action, Expand):
+            return self.expand(action.job, action.nodes, now=now)
+        if isinstance(action, Reserve):
+            self.reserve(action.notice, action.nodes)
+            return None
+        if isinstance(action, Release):
+            self.release(action.notice)
+            return None
+        raise ClusterError(f"{action!r} is not a scheduler action")
+
+    def start(self, job: Job, nodes: Sequence[NodeId], *, now: float,
+              borrowed: str | None = None) -> Running:
+        """``job`` starts on exactly ``nodes``.
+
+        A batch job takes free nodes, or only nodes reserved for ``borrowed``. An on-demand job
+        may also take nodes shrunk for it and idle nodes reserved for any notice; starting it
+        redeems its own notice (leftover reserved nodes become free, borrowers stay as
+        ordinary jobs).
+        """
+        if job.id in self._running:
+            raise ClusterError(f"job {job.id!r} is already running")
+        picked = set(nodes)
+        k = len(picked)
+        if k != len(nodes):
+            raise ClusterError(f"job {job.id!r} names a node twice in {tuple(nodes)}")
+        if not job.min_size <= k <= job.size:
+            raise ClusterError(f"job {job.id!r} needs {job.min_size}..{job.size} nodes, "
+                               f"not {k}")
+        ondemand = job.kind is Kind.ONDEMAND
+        promised = self._promised.get(job.id, {}) if ondemand else {}
+        if borrowed is not None:
+            if ondemand:
+                raise ClusterError(f"on-demand job {job.id!r} cannot borrow a reservation")
+            pool = self._reserved.get(borrowed)
+            if pool is None:
+                raise ClusterError(f"job {job.id!r} borrows from unknown notice {borrowed!r}")
+            if not picked <= pool:
+                raise ClusterError(f"job {job.id!r} may only borrow nodes reserved for "
+                                   f"{borrowed!r}, and {sorted(picked - pool)[:5]} are not")
+            pool -= picked
+        elif not promised and picked <= self._free:
+            self._free -= picked
+        else:
+            rest = picked - self._free
+            lent = set().union(*promised.values()) if promised else set()
+            rest -= lent
+            taken: list[tuple[set[NodeId], set[NodeId]]] = []
+            if rest and ondemand:
+                for pool in self._reserved.values():
+                    hit = rest & pool
+                    if hit:
+                        taken.append((pool, hit))
+                        rest -= hit
+            if rest:
+                raise ClusterError(f"job {job.id!r} cannot start on nodes that are not free: "
+                                   f"{sorted(rest)[:5]}")
+            if lent - picked:
+                raise ClusterError(f"on-demand job {job.id!r} must use all nodes shrunk for it")
+            for pool, hit in taken:
+                pool -= hit
+            self._free -= picked
+            if promised:
+                self._loans[job.id] = dict(promised)
+                del self._promised[job.id]
+        ordered = tuple(sorted(picked))
+        scale = job.size / k
+        true_end = None if job.runtime is None else now + job.runtime * scale
+        r = Running(job=job, nodes=ordered, start=now, end=now + job.walltime * scale,
+                    true_end=true_end, borrowed=borrowed)
+        self._running[job.id] = r
+        if borrowed is not None:
+            self._borrowers.setdefault(borrowed, set()).add(job.id)
+        self._index(r)
+        if ondemand and job.notice is not None and job.notice in self._notices:
+            self._drop_notice(job.notice)
+        return r
+
+    def preempt(self, job_id: JobId, *, now: float) -> Running:
+        """Stop a running batch job; returns its record (requeue ``resumed(record, now)``).
+
+        Its nodes return to the reservation it borrowed, or become free.
+        """
+        r = self._get(job_id, "preempt")
+        if r.job.kind is Kind.ONDEMAND:
+            raise ClusterError(f"on-demand job {job_id!r} is never preempted")
+        self._remove(r)
+        self._put_back(r)
+        return r
+
+    def shrink(self, job_id: JobId, nodes: Sequence[NodeId], *, now: float,
+               for_job: JobId | None = None) -> Running:
+        """Take ``nodes`` from a malleable job; with ``for_job`` they are lent to that
+        on-demand job (kept for its Start), otherwise they become free."""
+        r = self._get(job_id, "shrink")
+        if r.job.kind is not Kind.MALLEABLE:
+            raise ClusterError(f"job {job_id!r} is {r.job.kind}, only malleable jobs shrink")
+        taken = set(nodes)
+        if len(taken) != len(nodes) or not taken or not taken <= set(r.nodes):
+            raise ClusterError(f"job {job_id!r} can only give up distinct nodes it holds")
+        keep = tuple(n for n in r.nodes if n not in taken)
+        if len(keep) < r.job.min_size:
+            raise ClusterError(f"shrinking job {job_id!r} to {len(keep)} nodes goes below its "
+                               f"minimum of {r.job.min_size}")
+        if for_job is not None and for_job in self._running:
+            raise ClusterError(f"cannot lend nodes to {for_job!r}, which is already running")
+        new = resized(r, keep, now)
+        self._replace(r, new)
+        lent = tuple(sorted(taken))
+        if for_job is None:
+            self._free |= taken
+        else:
+            loans = self._promised.setdefault(for_job, {})
+            loans[job_id] = loans.get(job_id, ()) + lent
+        return new
+
+    def expand(self, job_id: JobId, nodes: Sequence[NodeId], *, now: float) -> Running:
+        """Give a malleable job free nodes or the nodes it is owed, up to its maximum."""
+        r = self._get(job_id, "expand")
+        if r.job.kind is not Kind.MALLEABLE:
+            raise ClusterError(f"job {job_id!r} is {r.job.kind}, only malleable jobs expand")
+        given = set(nodes)
+        owed = set(self._owed.get(job_id, ()))
+        if len(given) != len(nodes) or not given <= (self._free | owed):
+            raise ClusterError(f"job {job_id!r} can only expand onto distinct free or owed nodes")
+        if len(r.nodes) + len(given) > r.job.size:
+            raise ClusterError(f"expanding job {job_id!r} to {len(r.nodes) + len(given)} nodes "
+                               f"exceeds its maximum of {r.job.size}")
+        new = resized(r, tuple(sorted(set(r.nodes) | given)), now)
+        self._replace(r, new)
+        self._free -= given
+        left = owed - given
+        if left:
+            self._owed[job_id] = tuple(sorted(left))
+        else:
+            self._owed.pop(job_id, None)
+        return new
+
+    def reserve(self, notice_id: str, nodes: Sequence[NodeId]) -> None:
+        """Hold free ``nodes`` for a live notice."""
+        if notice_id not in self._notices:
+            raise ClusterError(f"cannot reserve nodes for unknown notice {notice_id!r}")
+        picked = set(nodes)
+        if len(picked) != len(nodes) or not picked <= self._free:
+            raise ClusterError(f"notice {notice_id!r} can only reserve distinct free nodes")
+        self._free -= picked
+        self._reserved.setdefault(notice_id, set()).update(picked)
+
+    def release(self, notice_id: str) -> None:
+        """Drop a notice: its idle reserved nodes become free, its borrowers ordinary jobs."""
+        if notice_id not in self._notices:
+            raise ClusterError(f"cannot release unknown notice {notice_id!r}")
+        self._drop_notice(notice_id)
+
+    # --- driver events -----------------------------------------------------------------------
+
+    def add_notice(self, notice: Notice) -> None:
+        """An advance notice was issued."""
+        if notice.id in self._notices:
+            raise ClusterError(f"notice {notice.id!r} exists already")
+        if not 1 <= notice.nodes <= self.total:
+            raise ClusterError(f"notice {notice.id!r} asks for {notice.nodes} nodes, the "
+                               f"machine has {self.total}")
+        self._notices[notice.id] = notice
+
+    def remove_notice(self, notice_id: str) -> None:
+        """A notice was withdrawn (same effect as a Release)."""
+        self.release(notice_id)
+
+    def finish(self, job_id: JobId, *, now: float) -> Running:
+        """A running job ended on its own. Borrowers' nodes go back to their reservation; an
+        on-demand job's borrowed nodes become owed to lenders that still run; the rest is free.
+        """
+        r = self._get(job_id, "finish")
+        self._remove(r)
+        loans = self._loans.pop(job_id, None)
+        if loans:
+            held = set(r.nodes)
+            for lender, lent in loans.items():
+                back = held.intersection(lent)
+                held -= back
+                lr = self._running.get(lender)
+                if lr is not None and back:
+                    # a lender never regrows past its maximum, whatever happened since
+                    room = lr.job.size - len(lr.nodes) - len(self._owed.get(lender, ()))
+                    give = tuple(sorted(back))[:max(0, room)]
+                    if give:
+                        self._owed[lender] = self._owed.get(lender, ()) + give
+                    self._free.update(back.difference(give))
+                else:
+                    self._free |= back
+            self._free |= held
+            return r
+        self._put_back(r)
+        return r
+
+    def checkpoint(self, job_id: JobId, *, at: float) -> Running:
+        """A running job completed a checkpoint at ``at``."""
+        r = self._get(job_id, "checkpoint")
+        if not r.start <= at:
+            raise ClusterError(f"job {job_id!r} cannot checkpoint at {at}, before its start "
+                               f"at {r.start}")
+        new = Running(job=r.job, nodes=r.nodes, start=r.start, end=r.end, true_end=r.true_end,
+                      last_checkpoint=at, borrowed=r.borrowed)
+        self._running[job_id] = new
+        return new
+
+    def check(self) -> None:
+        """Verify every invariant from scratch (O(nodes); for tests and debugging)."""
+        seen: dict[NodeId, str] = {}
+
+        def claim(nodes: Set[NodeId] | Sequence[NodeId], who: str) -> None:
+            for n in nodes:
+                if not 0 <= n < self.total:
+                    raise ClusterError(f"{who} holds node {n}, outside 0..{self.total - 1}")
+                if n in seen:
+                    raise ClusterError(f"node {n} is held twice: by {seen[n]} and {who}")
+                seen[n] = who
+
+        claim(self._free, "the free pool")
+        for jid, r in self._running.items():
+            claim(r.nodes, f"job {jid!r}")
+            if not r.job.min_size <= len(r.nodes) <= r.job.size:
+                raise ClusterError(f"job {jid!r} holds {len(r.nodes)} nodes, outside "
+                                   f"{r.job.min_size}..{r.job.size}")
+        for nid, pool in self._reserved.items():
+            claim(pool, f"notice {nid!r}")
+        for jid, nodes in self._owed.items():
+            claim(nodes, f"the debt to {jid!r}")
+        for jid, loans in self._promised.items():
+            for lender, nodes in loans.items():
+                claim(nodes, f"the loan from {lender!r} to {jid!r}")
+        if len(seen) != self.total:
+            raise ClusterError(f"{self.total - len(seen)} nodes are unaccounted for")
+        expect = sorted(self._key(r, False) for r in self._running.values())
+        if expect != self._by_end:
+            raise ClusterError("the end-ordered index disagrees with the running jobs")
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _get(self, job_id: JobId, verb: str) -> Running:
+        r = self._running.get(job_id)
+        if r is None:
+            raise ClusterError(f"cannot {verb} job {job_id!r}: it is not running")
+        return r
+
+    @staticmethod
+    def _key(r: Running, true: bool) -> Ending:
+        e = r.true_end if true and r.true_end is not None else r.end
+        return (e, r.nodes[0], r.job.id, len(r.nodes), r.borrowed)
+
+    def _index(self, r: Running) -> None:
+        insort(self._by_end, self._key(r, False))
+        insort(self._by_true_end, self._key(r, True))
+
+    def _unindex(self, r: Running) -> None:
+        for lst, true in ((self._by_end, False), (self._by_true_end, True)):
+            key = self._key(r, true)
+            i = bisect_left(lst, key)
+            del lst[i]
+
+    def _replace(self, old: Running, new: Running) -> None:
+        self._unindex(old)
+        self._running[new.job.id] = new
+        self._index(new)
+
+    def _remove(self, r: Running) -> None:
+        """Forget a running job; a lender's debts and claims die with it."""
+        self._unindex(r)
+        jid = r.job.id
+        del self._running[jid]
+        owed = self._owed.pop(jid, None)
+        if owed:
+            self._free.update(owed)
+        for loans in self._loans.values():
+            loans.pop(jid, None)
+        if r.borrowed is not None:
+            group = self._borrowers.get(r.borrowed)
+            if group is not None:
+                group.discard(r.job.id)
+                if not group:
+                    del self._borrowers[r.borrowed]
+
+    def _put_back(self, r: Running) -> None:
+        pool = self._reserved.get(r.borrowed) if r.borrowed is not None else None
+        if pool is not None:
+            pool.update(r.nodes)
+        else:
+            self._free.update(r.nodes)
+
+    def _drop_notice(self, notice_id: str) -> None:
+        del self._notices[notice_id]
+        pool = self._reserved.pop(notice_id, None)
+        if pool:
+            self._free |= pool
+        for jid in self._borrowers.pop(notice_id, ()):
+            r = self._running[jid]
+            new = Running(job=r.job, nodes=r.nodes, start=r.start, end=r.end,
+                          true_end=r.true_end, last_checkpoint=r.last_checkpoint)
+            self._replace(r, new)

@@ -1,0 +1,203 @@
+"""Backfilling: which waiting jobs start now on the free nodes.
+
+Both policies take the queue in order (:mod:`metaq_py.policy.order`) and the free nodes of the
+decision's working pool (:class:`~metaq_py.policy.work.Work`, a copy of the cluster's free pool,
+as Flux's sched-backfill works on a copy of its resource graph).
+
+EASY (Mu'alem and Feitelson, "Utilization, predictability, workloads, and user runtime
+estimates in scheduling the IBM SP2 with backfilling", IEEE TPDS 12(6), 2001):
+
+1. Start jobs in queue order while they fit.
+2. The first job that does not fit is the *head*. Walk the running jobs in expected-end order,
+   adding the nodes each releases to the free ones, until the head fits: that instant is the
+   *shadow time*, and the nodes left over then are the *extra nodes*.
+3. Any later job may start now if it fits in the free nodes and either ends by the shadow time
+   or uses only extra nodes (which it then consumes). Either way the head still starts at its
+   shadow time.
+
+Conservative backfilling (the same paper): every waiting job in order gets a reservation at the
+earliest time the availability profile has room for it, and a job starts now only if that
+earliest time is now. No job is ever delayed by one behind it. The walk stops once no node is
+free now, since later reservations cannot change what starts now.
+
+Estimates: decisions use requested walltimes; with ``oracle`` they use actual runtimes (what
+CQSim does), for like-for-like comparisons with it.
+
+Malleable start size: a malleable job starts at the largest size in ``[min_size, size]`` that is
+allowed now. Linear speedup means a larger size ends sooner, so this size is also the one most
+likely to end by the shadow time; only when that fails does EASY try the extra nodes, with the
+size capped by them. The head of EASY waits for ``min_size`` nodes.
+
+The wall clock of the allocation (``snapshot.end``) is a resource: a job whose estimate at its
+chosen size does not end by ``end`` never starts; a job that cannot end by ``end`` even at its
+largest size is skipped entirely and never becomes the head, since time only runs out.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from metaq_py.policy.model import Job
+from metaq_py.policy.work import Work
+
+
+def _hopeless(work: Work, job: Job) -> bool:
+    """Whether ``job`` can never run here: too big for the machine or for the time left."""
+    return job.min_size > work.snap.total or \
+        work.now + job.time_at(job.size, work.oracle) > work.end
+
+
+def shadow(work: Work, job: Job) -> tuple[float, int] | None:
+    """EASY's ``(shadow time, extra nodes)`` for head ``job``, from the work's free pool.
+
+    ``(inf, 0)`` when running jobs never release enough (reservations hold the rest), and
+    ``None`` when the head could not end by the allocation's end even starting at its shadow
+    time (it is then not protected).
+    """
+    need = job.min_size
+    avail = work.free.count
+    for t, k in work.releases():
+        avail += k
+        if avail >= need:
+            if t + job.time_at(min(job.size, avail), work.oracle) > work.end:
+                return None
+            return t, avail - need
+    return math.inf, 0
+
+
+def easy(work: Work, queue: Sequence[Job]) -> None:
+    """One EASY pass over ``queue``, recording starts on ``work``."""
+    pool = work.free
+    if pool.count == 0:
+        return
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    shadow_time = -math.inf
+    extra = 0
+    protected = False
+    for job in queue:
+        if protected:
+            # the cheap test first: most of a long queue does not fit in the free nodes
+            if job.min_size > pool.count or job.id in started:
+                continue
+            k = min(job.size, pool.count)
+            finish = now + job.time_at(k, oracle)
+            if finish > end:
+                continue
+            if finish <= shadow_time:
+                work.start(job, pool.take(k))
+            elif extra >= job.min_size:
+                k = min(k, extra)
+                if now + job.time_at(k, oracle) <= end:
+                    work.start(job, pool.take(k))
+                    extra -= k
+            if pool.count == 0:
+                return
+            continue
+        if job.id in started or _hopeless(work, job):
+            continue
+        k = min(job.size, pool.count)
+        if k >= job.min_size and now + job.time_at(k, oracle) <= end:
+            work.start(job, pool.take(k))
+            if pool.count == 0:
+                return
+            continue
+        found = shadow(work, job)
+        if found is not None:
+            shadow_time, extra = found
+            protected = True
+
+
+class _Profile:
+    """Free nodes over time, a step function: ``avail[i]`` on ``[times[i], times[i+1])``."""
+
+    __slots__ = ("avail", "times")
+
+    def __init__(self, work: Work) -> None:
+        times, avail = [work.now], [work.free.count]
+        for t, k in work.releases():
+            if t == times[-1]:
+                avail[-1] += k
+            else:
+                times.append(t)
+                avail.append(avail[-1] + k)
+        self.times, self.avail = times, avail
+
+    def _cut(self, t: float) -> int:
+        """Make ``t`` a breakpoint; return its index."""
+        times = self.times
+        i = bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            return i
+        times.insert(i, t)
+        self.avail.insert(i, self.avail[i - 1])
+        return i
+
+    def hold(self, t0: float, t1: float, k: int) -> None:
+        """Take ``k`` nodes over ``[t0, t1)``."""
+        i = self._cut(t0)
+        j = self._cut(t1) if t1 != math.inf else len(self.times)
+        avail = self.avail
+        for x in range(i, j):
+            avail[x] -= k
+
+    def largest_now(self, job: Job, now: float, end: float, oracle: bool) -> int:
+        """The largest size at which ``job`` fits from now on without touching any hold.
+
+        Try the largest size the free nodes allow; if the profile dips below it before the job
+        would end, retry at the dip's level (a smaller size runs longer, so the dip can only
+        deepen). Each round is a bisect and a C-level ``min`` over a slice.
+        """
+        times, avail = self.times, self.avail
+        k = min(job.size, avail[0])
+        while k >= job.min_size:
+            finish = now + job.time_at(k, oracle)
+            if finish > end:
+                return 0
+            low = min(avail[:max(1, bisect_left(times, finish))])
+            if low >= k:
+                return k
+            k = low
+        return 0
+
+    def earliest(self, k: int, duration: float) -> float:
+        """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps)."""
+        times, avail = self.times, self.avail
+        m = len(times)
+        begin = -1
+        for j in range(m):
+            if avail[j] >= k:
+                if begin < 0:
+                    begin = j
+                if j + 1 == m or times[j + 1] - times[begin] >= duration:
+                    return times[begin]
+            else:
+                begin = -1
+        return math.inf
+
+
+def conservative(work: Work, queue: Sequence[Job]) -> None:
+    """One conservative-backfilling pass over ``queue``, recording starts on ``work``."""
+    pool = work.free
+    if pool.count == 0:
+        return
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    profile = _Profile(work)
+    for job in queue:
+        if job.id in started or _hopeless(work, job):
+            continue
+        k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
+        if k:
+            work.start(job, pool.take(k))
+            profile.hold(now, now + job.time_at(k, oracle), k)
+            if pool.count == 0:
+                return
+            continue
+        k = min(job.size, profile.avail[-1])
+        if k < job.min_size:
+            continue
+        duration = job.time_at(k, oracle)
+        t = profile.earliest(k, duration)
+        if t + duration <= end:
+            profile.hold(t, t + duration, k)

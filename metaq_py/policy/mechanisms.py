@@ -1,0 +1,167 @@
+"""Schedulers by name: a backfilling policy, optionally with an on-demand mechanism on top.
+
+=================  ==========================================================================
+name               what it is
+=================  ==========================================================================
+``easy``           FCFS with EASY backfilling; every job, on-demand or not, just queues.
+``conservative``   FCFS with conservative backfilling; likewise.
+``N&PAA`` ...      ``<notice>&<arrival>``: notice strategy N, CUA or CUP
+                   (:mod:`~metaq_py.policy.notice`) with arrival strategy PAA, SPAA or SPAA+
+                   (:mod:`~metaq_py.policy.arrival`), over EASY (or conservative) backfilling.
+                   ``SPAA+`` (shrink, then preempt) is our extension, not the paper's.
+=================  ==========================================================================
+
+One decision of an on-demand scheduler runs these stages on one
+:class:`~metaq_py.policy.work.Work`, each seeing what the earlier ones did:
+
+1. release reservations whose job is ``release_after`` late;
+2. give lenders the nodes they are owed (``Expand``);
+3. start waiting on-demand jobs, in queue order, by the arrival strategy;
+4. reserve free nodes for notices, earliest issued first (CUA, CUP), and preempt for CUP;
+5. backfill the queue (on-demand jobs that could not start at its head) on the free nodes;
+6. backfill waiting jobs onto idle reserved nodes.
+
+A scheduler is a frozen value: ``decide`` keeps nothing between calls, so the same snapshot
+always gives the same decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from metaq_py.policy.arrival import ArrivalStrategy, admit
+from metaq_py.policy.backfill import conservative, easy
+from metaq_py.policy.model import Decision, Job, Kind, Snapshot
+from metaq_py.policy.notice import (
+    NoticeStrategy,
+    collect,
+    lend_reservations,
+    notice_order,
+    release_expired,
+)
+from metaq_py.policy.order import in_order, ondemand_first
+from metaq_py.policy.work import Work
+
+_NOTHING = Decision()
+
+
+class Backfill(str, Enum):
+    """The backfilling policy under a scheduler."""
+
+    EASY = "easy"
+    CONSERVATIVE = "conservative"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_FILL: dict[Backfill, Callable[[Work, Sequence[Job]], None]] = {
+    Backfill.EASY: easy,
+    Backfill.CONSERVATIVE: conservative,
+}
+
+MECHANISMS: tuple[str, ...] = (
+    "easy", "conservative",
+    "N&PAA", "N&SPAA", "N&SPAA+",
+    "CUA&PAA", "CUA&SPAA", "CUA&SPAA+",
+    "CUP&PAA", "CUP&SPAA", "CUP&SPAA+",
+)
+"""Every scheduler name :func:`make_scheduler` knows."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduler:
+    """A named, stateless decision procedure.
+
+    ``notice``/``arrival`` are ``None`` for the baselines, which ignore kinds and notices.
+    ``oracle`` decides on true runtimes instead of requested walltimes. ``release_after`` is how
+    long after the estimated arrival a reservation whose job has not come is kept. ``warning``
+    is how long before the estimated arrival CUP preempts a malleable job.
+    """
+
+    name: str
+    backfill: Backfill
+    notice: NoticeStrategy | None = None
+    arrival: ArrivalStrategy | None = None
+    oracle: bool = False
+    release_after: float = 600.0
+    warning: float = 120.0
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        """The actions to take now, in order, and when to decide again at the latest."""
+        if self.arrival is None:
+            return self._baseline(snapshot)
+        return self._hybrid(snapshot)
+
+    def _baseline(self, snap: Snapshot) -> Decision:
+        if not snap.waiting or not snap.free:
+            return _NOTHING
+        work = Work(snap, oracle=self.oracle)
+        _FILL[self.backfill](work, in_order(snap.waiting, ordered=snap.ordered))
+        return work.decision()
+
+    def _hybrid(self, snap: Snapshot) -> Decision:
+        waiting = snap.waiting
+        if not snap.notices and not snap.owed and (not waiting or (
+                not snap.free and not any(j.kind is Kind.ONDEMAND for j in waiting))):
+            return _NOTHING
+        work = Work(snap, oracle=self.oracle)
+        queue = ondemand_first(in_order(waiting, ordered=snap.ordered))
+        arrived = queue[:_count_ondemand(queue)]
+        order = notice_order(snap.notices)
+        awaited = {j.notice for j in arrived if j.notice is not None}
+        release_expired(work, order, awaited, release_after=self.release_after)
+        for lender, nodes in snap.owed.items():
+            if lender in snap.running:
+                work.expand(lender, nodes)
+        for job in arrived:
+            admit(work, job, self.arrival, order)
+        collect(work, order, self.notice, warning=self.warning)
+        _FILL[self.backfill](work, queue)
+        if self.notice is not NoticeStrategy.N:
+            lend_reservations(work, order, queue)
+        return work.decision()
+
+
+def _count_ondemand(queue: Sequence[Job]) -> int:
+    n = 0
+    for job in queue:
+        if job.kind is not Kind.ONDEMAND:
+            break
+        n += 1
+    return n
+
+
+def make_scheduler(
+    name: str,
+    *,
+    oracle: bool = False,
+    release_after: float = 600.0,
+    warning: float = 120.0,
+    backfill: str | None = None,
+) -> Scheduler:
+    """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
+
+    ``backfill`` overrides the backfilling under an on-demand mechanism (``easy`` by default).
+    """
+    canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
+    if canon is None:
+        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(MECHANISMS)}")
+    if release_after < 0 or warning < 0:
+        raise ValueError(f"release_after and warning must be >= 0, got {release_after} "
+                         f"and {warning}")
+    if canon in ("easy", "conservative"):
+        if backfill is not None and backfill != canon:
+            raise ValueError(f"scheduler {canon!r} is itself a backfilling policy; "
+                             f"do not pass backfill={backfill!r}")
+        return Scheduler(canon, Backfill(canon), oracle=oracle, release_after=release_after,
+                         warning=warning)
+    try:
+        fill = Backfill(backfill or "easy")
+    except ValueError:
+        raise ValueError(f"unknown backfill {backfill!r}; choose easy or conservative") from None
+    notice, arrival = canon.split("&")
+    return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
+                     oracle=oracle, release_after=release_after, warning=warning)

@@ -1,0 +1,35 @@
+"""The queue order: which waiting job comes first.
+
+There is exactly one order in metaq-py, used by the live runner, the simulator and every
+scheduler: folder rank first (``priority/`` before ``todo/``), then ``PRIORITY`` (higher first),
+then the original submit time (earlier first). A preempted job keeps its original submit time,
+so it resumes ahead of work submitted after it. Ties keep the order the driver passed, so a
+decision never depends on anything but its input.
+
+The on-demand mechanisms put on-demand jobs that could not start at once at the head of the
+queue, ahead of all batch work (:func:`ondemand_first`); the baseline schedulers do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from metaq_py.policy.model import Job, Kind
+
+
+def queue_key(job: Job) -> tuple[int, int, float]:
+    """The sort key of a waiting job: ``(rank, -priority, submit)``."""
+    return (job.rank, -job.priority, job.submit)
+
+
+def in_order(jobs: Iterable[Job], *, ordered: bool = False) -> list[Job]:
+    """The jobs in queue order; ``ordered`` says they already are (no sort needed)."""
+    return list(jobs) if ordered else sorted(jobs, key=queue_key)
+
+
+def ondemand_first(jobs: Sequence[Job]) -> list[Job]:
+    """Stable partition: on-demand jobs first, each part keeping its queue order."""
+    head = [job for job in jobs if job.kind is Kind.ONDEMAND]
+    if not head:
+        return list(jobs)
+    return head + [job for job in jobs if job.kind is not Kind.ONDEMAND]

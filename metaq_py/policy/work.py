@@ -1,0 +1,191 @@
+"""The scratch state of one decision.
+
+A scheduler's ``decide`` builds one :class:`Work` from the snapshot, lets each stage (notice
+releases, owed expansions, on-demand arrivals, reservations, backfilling) record actions on it,
+and turns it into a :class:`~metaq_py.policy.model.Decision`. The Work mirrors what the actions
+will do to the cluster (which nodes each stage may still use, which jobs are gone or resized), so
+later stages see the effect of earlier ones without touching the snapshot. It lives for one
+call only: schedulers keep no state between decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+from metaq_py.policy.model import (
+    Action,
+    Decision,
+    Ending,
+    Expand,
+    Job,
+    JobId,
+    NodeId,
+    Preempt,
+    Release,
+    Reserve,
+    Running,
+    Shrink,
+    Snapshot,
+    Start,
+)
+from metaq_py.policy.pool import NodePool
+
+
+def ending_order(snap: Snapshot, oracle: bool) -> Sequence[Ending]:
+    """The running jobs in expected-end order (the snapshot's, or sorted here if it has none)."""
+    given = snap.ending_true if oracle else snap.ending
+    if given is not None:
+        return given
+    return sorted(
+        (r.expected_end(oracle), min(r.nodes), jid, len(r.nodes), r.borrowed)
+        for jid, r in snap.running.items()
+    )
+
+
+class Work:
+    """What one decision has done so far, and what it may still use."""
+
+    __slots__ = (
+        "_reserved", "actions", "changed", "closed", "end", "free", "gone", "now", "oracle",
+        "snap", "started", "wake",
+    )
+
+    def __init__(self, snap: Snapshot, *, oracle: bool) -> None:
+        self.snap = snap
+        self.now = snap.now
+        self.end = snap.end
+        self.oracle = oracle
+        self.free = NodePool(snap.free)
+        self._reserved: dict[str, NodePool] = {}
+        self.actions: list[Action] = []
+        self.gone: set[JobId] = set()
+        """Jobs preempted by this decision."""
+        self.changed: dict[JobId, Running] = {}
+        """Jobs shrunk or expanded by this decision, as they will be afterwards."""
+        self.started: dict[JobId, tuple[float, int, str | None]] = {}
+        """Jobs started by this decision: (expected end, nodes, borrowed notice)."""
+        self.closed: set[str] = set()
+        """Notices released or redeemed by this decision."""
+        self.wake = math.inf
+
+    # --- reading --------------------------------------------------------------------------
+
+    def running(self, jid: JobId) -> Running:
+        """A running job as it will be once the actions so far are applied."""
+        return self.changed.get(jid) or self.snap.running[jid]
+
+    def reserved(self, notice: str) -> NodePool:
+        """The idle nodes held for ``notice`` that this decision has not used yet."""
+        pool = self._reserved.get(notice)
+        if pool is None:
+            pool = NodePool(self.snap.reserved.get(notice, frozenset()))
+            self._reserved[notice] = pool
+        return pool
+
+    def borrowers(self, notice: str) -> list[JobId]:
+        """Running jobs backfilled onto ``notice``'s reservation and not preempted."""
+        out = [j for j in self.snap.borrowers.get(notice, ()) if j not in self.gone]
+        out.extend(j for j, s in self.started.items() if s[2] == notice)
+        return out
+
+    def held(self, notice: str) -> int:
+        """Nodes committed to ``notice``: idle reserved ones plus those its borrowers run on."""
+        total = self.reserved(notice).count
+        for jid in self.borrowers(notice):
+            s = self.started.get(jid)
+            total += s[1] if s is not None else len(self.running(jid).nodes)
+        return total
+
+    def releases(self) -> Iterator[tuple[float, int]]:
+        """``(time, nodes)`` in time order: when running jobs hand nodes to the free pool.
+
+        Borrowers hand theirs back to their reservation instead, and are skipped.
+        """
+        local = sorted(
+            [(max(r.expected_end(self.oracle), self.now), len(r.nodes))
+             for r in self.changed.values() if r.borrowed is None or r.borrowed in self.closed]
+            + [(max(e, self.now), k) for e, k, b in self.started.values() if b is None]
+        )
+        skip_ids = self.gone.union(self.changed) if self.gone or self.changed else None
+        closed = self.closed
+        i, n = 0, len(local)
+        for e, _, jid, k, borrowed in ending_order(self.snap, self.oracle):
+            if borrowed is not None and borrowed not in closed:
+                continue
+            if skip_ids is not None and jid in skip_ids:
+                continue
+            while i < n and local[i][0] <= e:
+                yield local[i]
+                i += 1
+            yield (e if e > self.now else self.now), k
+        while i < n:
+            yield local[i]
+            i += 1
+
+    # --- acting ---------------------------------------------------------------------------
+
+    def start(self, job: Job, nodes: list[NodeId], *, borrowed: str | None = None) -> None:
+        """Start ``job`` on ``nodes`` (already taken from a pool)."""
+        k = len(nodes)
+        self.actions.append(Start(job.id, tuple(sorted(nodes)), borrowed))
+        self.started[job.id] = (self.now + job.time_at(k, self.oracle), k, borrowed)
+
+    def preempt(self, jid: JobId, *, for_job: JobId | None = None) -> tuple[NodeId, ...]:
+        """Preempt a running job; its nodes go to its reservation if it borrowed, else free."""
+        r = self.running(jid)
+        self.actions.append(Preempt(jid, for_job))
+        self.gone.add(jid)
+        self.changed.pop(jid, None)
+        if r.borrowed is not None and r.borrowed not in self.closed:
+            self.reserved(r.borrowed).give(r.nodes)
+        else:
+            self.free.give(r.nodes)
+        return r.nodes
+
+    def shrink(self, jid: JobId, k: int, *, for_job: JobId | None) -> tuple[NodeId, ...]:
+        """Take ``k`` nodes (its highest ids) from malleable ``jid``; return them."""
+        r = self.running(jid)
+        keep, lent = r.nodes[:-k], r.nodes[-k:]
+        self.actions.append(Shrink(jid, lent, for_job))
+        self.changed[jid] = resized(r, keep, self.now)
+        return lent
+
+    def expand(self, jid: JobId, nodes: tuple[NodeId, ...]) -> None:
+        """Give ``nodes`` (already out of every pool) to malleable ``jid``."""
+        r = self.running(jid)
+        self.actions.append(Expand(jid, nodes))
+        self.changed[jid] = resized(r, tuple(sorted(r.nodes + nodes)), self.now)
+
+    def reserve(self, notice: str, k: int) -> None:
+        """Move ``k`` free nodes to ``notice``'s reservation."""
+        nodes = self.free.take(k)
+        self.actions.append(Reserve(notice, tuple(sorted(nodes))))
+        self.reserved(notice).give(nodes)
+
+    def close(self, notice: str, *, release: bool) -> None:
+        """The notice ends (released, or redeemed by its job): idle reserved nodes become free."""
+        if release:
+            self.actions.append(Release(notice))
+        pool = self.reserved(notice)
+        self.free.give(pool.take(pool.count))
+        self.closed.add(notice)
+
+    def wake_at(self, t: float) -> None:
+        """Ask the driver to decide again at ``t`` at the latest."""
+        if self.now < t < self.wake:
+            self.wake = t
+
+    def decision(self) -> Decision:
+        """The recorded actions and wake time, as a value."""
+        return Decision(tuple(self.actions), None if self.wake == math.inf else self.wake)
+
+
+def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
+    """``r`` moved to ``nodes`` at ``now``, with linear speedup: remaining time scales by
+    old size / new size. Shared with :mod:`metaq_py.cluster`, so both sides agree."""
+    f = len(r.nodes) / len(nodes)
+    end = now + max(0.0, r.end - now) * f
+    true_end = None if r.true_end is None else now + max(0.0, r.true_end - now) * f
+    return Running(r.job, nodes, r.start, end, true_end, r.last_checkpoint, r.borrowed)
+

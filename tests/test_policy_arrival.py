@@ -1,0 +1,143 @@
+"""Arrival strategies: PAA, SPAA, SPAA+ (hand-made scenarios with known answers)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metaq_py.policy import Preempt, Shrink
+from metaq_py.policy.arrival import spread
+from metaq_py.policy.model import Kind
+from tests.policy_world import World, job
+
+
+def kinds(actions: tuple) -> list[tuple[str, object, int]]:
+    out = []
+    for a in actions:
+        n = len(a.nodes) if hasattr(a, "nodes") else 0
+        out.append((type(a).__name__, a.job, n))
+    return out
+
+
+def two_malleable(name: str) -> World:
+    """10 nodes, all busy with two malleable jobs of 5 nodes (minimum 2, slack 3 each)."""
+    w = World(10, name)
+    w.run(job("M1", 5, 1000.0, kind=Kind.MALLEABLE, min_size=2, setup=10.0), range(5))
+    w.run(job("M2", 5, 1000.0, kind=Kind.MALLEABLE, min_size=2, setup=20.0), range(5, 10))
+    w.now = 50.0
+    return w
+
+
+def test_shrink_exactly_covers_the_request() -> None:
+    w = two_malleable("N&SPAA")
+    w.submit(job("O", 6, 100.0, kind=Kind.ONDEMAND, submit=50.0))
+    d = w.decide()
+    assert kinds(d.actions) == [("Shrink", "M1", 3), ("Shrink", "M2", 3), ("Start", "O", 6)]
+    assert all(a.for_job == "O" for a in d.actions if isinstance(a, Shrink))
+    assert len(w.holder("M1").nodes) == len(w.holder("M2").nodes) == 2
+    assert w.holder("O") is not None and not w.lost
+
+
+def test_shrink_spreads_evenly_with_the_odd_node_from_the_larger_slack() -> None:
+    w = two_malleable("N&SPAA")
+    w.submit(job("O", 5, 100.0, kind=Kind.ONDEMAND, submit=50.0))
+    d = w.decide()
+    assert sorted((a.job, len(a.nodes)) for a in d.actions if isinstance(a, Shrink)) == [
+        ("M1", 2), ("M2", 3)]
+
+
+def test_spaa_falls_back_to_paa() -> None:
+    w = two_malleable("N&SPAA")
+    w.submit(job("O", 7, 100.0, kind=Kind.ONDEMAND, submit=50.0))
+    d = w.decide()
+    assert kinds(d.actions) == [("Preempt", "M1", 0), ("Preempt", "M2", 0), ("Start", "O", 7)]
+    assert w.lost == {"M1": 10.0, "M2": 20.0}, "malleable jobs lose only their setup"
+
+
+def test_spaa_plus_preempts_only_what_shrinking_cannot_cover() -> None:
+    w = two_malleable("N&SPAA+")
+    w.submit(job("O", 7, 100.0, kind=Kind.ONDEMAND, submit=50.0))
+    d = w.decide()
+    assert kinds(d.actions) == [("Preempt", "M1", 0), ("Shrink", "M2", 2), ("Start", "O", 7)]
+
+
+def test_paa_orders_by_node_seconds_lost() -> None:
+    w = World(6, "N&PAA")
+    w.run(job("wide", 4, 1000.0), range(4), start=0.0)      # 100 s lost x 4 = 400
+    w.run(job("narrow", 1, 1000.0), (4,), start=-200.0)    # 300 s lost x 1 = 300
+    w.run(job("busy", 1, 1000.0, kind=Kind.ONDEMAND), (5,))
+    w.submit(job("O", 1, kind=Kind.ONDEMAND, submit=100.0))
+    d = w.decide(100.0)
+    assert kinds(d.actions) == [("Preempt", "narrow", 0), ("Start", "O", 1)]
+    assert d.actions[0] == Preempt("narrow", "O")
+
+
+def test_rigid_preemption_loses_work_since_checkpoint_plus_setup() -> None:
+    w = World(4, "N&PAA")
+    w.run(job("R", 4, 1000.0, setup=5.0), range(4), start=0.0, checkpoint=60.0)
+    w.submit(job("O", 4, kind=Kind.ONDEMAND, submit=100.0))
+    w.decide(100.0)
+    assert w.lost == {"R": 40.0 + 5.0}
+    assert w.waiting["R"].walltime == 1000.0 - (60.0 - 5.0)
+    assert w.waiting["R"].submit == 0.0, "a preempted job keeps its submit time"
+
+
+def test_nothing_is_preempted_in_vain_and_the_job_heads_the_queue() -> None:
+    w = World(8, "N&PAA")
+    w.run(job("other", 4, 1000.0, kind=Kind.ONDEMAND), range(4))
+    w.run(job("soon", 2, 50.0, kind=Kind.ONDEMAND), (4, 5))
+    w.run(job("R", 1, 50.0), (6,))
+    w.submit(job("O", 4, kind=Kind.ONDEMAND, submit=10.0),
+             job("B", 1, 500.0, submit=0.0))  # would delay O, whose shadow is t=50
+    d = w.decide(10.0)
+    assert d.actions == (), "4 nodes cannot be freed: no preemption, and B must not start"
+    w.now = 50.0
+    w.finish("soon")
+    w.finish("R")
+    d = w.decide()
+    assert kinds(d.actions)[0] == ("Start", "O", 4)
+
+
+def test_reserved_nodes_of_other_notices_before_preemption() -> None:
+    w = World(6, "CUA&PAA")
+    w.run(job("R", 4, 1000.0), range(4))
+    w.notice("later", 2, arrival=900.0)
+    w.decide(0.0)
+    assert len(w.cluster.reserved["later"]) == 2
+    w.submit(job("O", 2, kind=Kind.ONDEMAND, submit=10.0))
+    d = w.decide(10.0)
+    assert kinds(d.actions) == [("Start", "O", 2)]
+
+
+def test_borrowers_of_own_reservation_go_first() -> None:
+    w = World(6, "CUA&PAA")
+    w.run(job("R", 2, 1000.0), range(2), start=0.0)
+    w.notice("n", 4, arrival=300.0)
+    w.submit(job("short", 4, 100.0, submit=0.0))
+    w.decide(0.0)
+    assert w.holder("short").borrowed == "n"
+    w.submit(job("O", 4, kind=Kind.ONDEMAND, notice="n", submit=50.0))
+    d = w.decide(50.0)
+    assert kinds(d.actions) == [("Preempt", "short", 0), ("Start", "O", 4)]
+    assert w.holder("R") is not None
+
+
+def test_spread_is_even_and_exact() -> None:
+    assert sorted(spread([(1, 0, "a"), (5, 1, "b"), (5, 2, "c")], 7)) == [
+        ("a", 1), ("b", 3), ("c", 3)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=8), st.data())
+def test_spread_properties(slacks: list[int], data: st.DataObject) -> None:
+    amount = data.draw(st.integers(0, sum(slacks)))
+    items = [(s, i, i) for i, s in enumerate(slacks)]
+    out = dict(spread(items, amount))
+    assert sum(out.values()) == amount
+    for i, s in enumerate(slacks):
+        assert 0 <= out.get(i, 0) <= s, "never below a job's minimum"
+    # even: a job that gives less than another gave all its slack
+    for i, s in enumerate(slacks):
+        for j in range(len(slacks)):
+            if out.get(i, 0) + 1 < out.get(j, 0):
+                assert out.get(i, 0) == s
