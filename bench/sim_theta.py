@@ -1,0 +1,96 @@
+"""How fast the simulator replays the full Theta 2022 trace.
+
+Prints, for EASY on the plain trace (23,911 jobs, 4,360 nodes), the wall and CPU time, jobs per
+second and the ratio against CQSim's 12.3 s on a 2-core machine (target: at most 0.5 s); then
+the same for every scheduler on a hybrid W5 workload of the full trace (target: at most 2 s
+each). Each figure is the best of ``--repeat`` runs (default 3), since the machine is shared.
+With ``--profile``, it also prints where the EASY run spends its time, grouped by layer
+(engine, cluster bookkeeping, policy), from cProfile.
+
+Run: ``python bench/sim_theta.py [--trace path] [--repeat N] [--profile]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+from pathlib import Path
+
+from metaq_py.policy import MECHANISMS
+from sim.engine import simulate
+from sim.trace import load_trace
+from sim.workload import WorkloadModel, hybrid_workload
+
+TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "theta_2022.swf.gz"
+CQSIM_SECONDS = 12.3
+EASY_TARGET = 0.5
+MECHANISM_TARGET = 2.0
+
+
+def best_of(repeat: int, run) -> tuple[float, float, object]:
+    """(best wall seconds, CPU seconds of that run, its result)."""
+    best = None
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = run()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        if best is None or wall < best[0]:
+            best = (wall, cpu, result)
+    assert best is not None
+    return best
+
+
+def layer_profile(trace) -> None:
+    """cProfile's own time, summed by the file it was spent in."""
+    prof = cProfile.Profile()
+    prof.runcall(simulate, trace, policy="easy", oracle=True)
+    stats = pstats.Stats(prof)
+    by_file: dict[str, float] = {}
+    total = 0.0
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        key = filename.split("/work/main/")[-1] if "/work/main/" in filename else "builtins etc."
+        by_file[key] = by_file.get(key, 0.0) + tottime
+        total += tottime
+    print(f"\nprofile of easy (oracle) by file, {total:.2f} s under cProfile:")
+    for key, t in sorted(by_file.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {t / total:6.1%}  {t:6.2f} s  {key}")
+    print("\nhottest functions (own time):")
+    stats.sort_stats("tottime").print_stats(12)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    if not args.trace.is_file():
+        raise SystemExit(f"no trace at {args.trace}; pass --trace")
+
+    t0 = time.perf_counter()
+    trace = load_trace(args.trace)
+    print(f"loaded {len(trace):,} jobs in {time.perf_counter() - t0:.2f} s")
+
+    print(f"\n{'run':<28}{'wall s':>8}{'cpu s':>8}{'jobs/s':>10}{'events/s':>10}"
+          f"{'decide s':>10}{'target':>8}{'vs CQSim':>10}")
+    for label, oracle in (("easy (oracle)", True), ("easy (walltimes)", False)):
+        wall, cpu, result = best_of(args.repeat, lambda o=oracle: simulate(
+            trace, policy="easy", oracle=o))
+        print(f"{label:<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
+              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
+              f"{EASY_TARGET:8.1f}{CQSIM_SECONDS / wall:9.1f}x")
+
+    work = hybrid_workload(trace, WorkloadModel.for_workload("W5", seed=0))
+    for name in MECHANISMS:
+        wall, cpu, result = best_of(args.repeat, lambda n=name: simulate(work, policy=n))
+        print(f"{name + ' on W5':<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
+              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
+              f"{MECHANISM_TARGET:8.1f}{CQSIM_SECONDS / wall:9.1f}x")
+    if args.profile:
+        layer_profile(trace)
+
+
+if __name__ == "__main__":
+    main()
