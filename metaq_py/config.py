@@ -1,0 +1,332 @@
+"""Queue-wide settings, read from ``metaq.yaml`` at the queue root.
+
+Every setting is optional; a queue without the file uses the defaults below. A bad setting is
+a :class:`~metaq_py.errors.ConfigError` naming the key and its line. :data:`TEMPLATE` is the
+commented file ``metaq init`` writes; ``docs/user-guide.md`` explains each setting.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from metaq_py.durations import DurationError, parse_duration
+from metaq_py.errors import ConfigError
+
+__all__ = ["CONFIG_NAME", "TEMPLATE", "Caps", "Defaults", "QueueConfig", "load_config"]
+
+CONFIG_NAME = "metaq.yaml"
+
+STATE_FOLDERS = ("hold", "working", "finished", "failed", "rejected", "cancelled", "notices",
+                 "jobs")
+"""Folders of the queue that hold tasks in other states; never task folders."""
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """What a task gets when it does not say: its wall clock and how often it is retried."""
+
+    min_wc_time: float = 3600.0
+    retries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Upper limits. A task asking for more nodes, GPUs or wall clock is rejected; a task whose
+    runs ended without success ``attempts`` times goes to ``failed/`` instead of back to its
+    folder (a guard against a task that keeps killing its batch job). ``None``: no cap."""
+
+    nodes: int | None = None
+    gpus: int | None = None
+    min_wc_time: float | None = None
+    attempts: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """The settings of one queue.
+
+    ``folders``: the task folders, scanned in this order (a task in an earlier folder goes
+    first). ``trusted_users``: if not empty, only tasks owned by these users are accepted.
+    ``group``: the collaboration's group; files and folders writable by it are trusted (any
+    other group- or world-writable path is refused). ``log_roots``: absolute folders a task's
+    ``LOG`` may write under; the queue's ``jobs/`` is always one of them. ``heartbeat``:
+    seconds between lease heartbeats; ``stale_after``: a lease not renewed for this long is
+    considered lost; ``poll_interval``: seconds between rescans when no file-system event
+    arrives (NFS and Lustre deliver none from other hosts).
+    """
+
+    folders: tuple[str, ...] = ("priority", "todo")
+    trusted_users: tuple[str, ...] = ()
+    group: str | None = None
+    log_roots: tuple[str, ...] = ()
+    defaults: Defaults = field(default_factory=Defaults)
+    caps: Caps = field(default_factory=Caps)
+    heartbeat: float = 30.0
+    stale_after: float = 600.0
+    poll_interval: float = 5.0
+
+    @property
+    def gid(self) -> int | None:
+        """The numeric id of :attr:`group`, or ``None``."""
+        if self.group is None:
+            return None
+        return _gid(self.group)
+
+    @property
+    def trusted_uids(self) -> frozenset[int]:
+        """Numeric ids of :attr:`trusted_users` (empty: everyone)."""
+        return frozenset(_uid(u) for u in self.trusted_users)
+
+
+def _gid(name: str) -> int:
+    if name.isdigit():
+        return int(name)
+    return grp.getgrnam(name).gr_gid
+
+
+def _uid(name: str) -> int:
+    if name.isdigit():
+        return int(name)
+    return pwd.getpwnam(name).pw_uid
+
+
+TEMPLATE = """\
+# metaq queue settings. Every setting is optional; the values shown are the defaults.
+# See docs/user-guide.md for what each one means.
+
+# Task folders, scanned in this order: a task in an earlier folder always goes first.
+folders: [priority, todo]
+
+# Only tasks owned by these users are accepted (empty: any owner).
+trusted_users: []
+
+# The collaboration's group. Files and folders writable by this group are trusted; any other
+# group- or world-writable task or folder is refused.
+group: {group}
+
+# Folders a task's #METAQ LOG may write under (the queue's jobs/ folder is always allowed).
+# Relative paths are relative to the queue root.
+log_roots: []
+
+# What a task gets when it does not say.
+defaults:
+  min_wc_time: "1:00:00"   # wall clock of a task without #METAQ MIN_WC_TIME
+  retries: 0               # extra runs of a task that fails, without #METAQ RETRIES
+
+# Upper limits: a task asking for more is rejected. Empty means no limit.
+caps:
+  nodes:
+  gpus:
+  min_wc_time:
+  attempts: 5              # runs ended without success before a task goes to failed/
+
+heartbeat: 30s             # how often a running job renews its leases
+stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
+poll_interval: 5s          # rescan period when no file-system event arrives (NFS, Lustre)
+"""
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Turns a composed YAML mapping into typed values, keeping line numbers for errors."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node | None, key: str, message: str) -> ConfigError:
+        line = node.start_mark.line + 1 if node is not None else None
+        return ConfigError(str(self.path), line, key, message)
+
+    def mapping(self, node: yaml.Node, key: str | None) -> dict[str, tuple[yaml.Node, Any]]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key or "(top level)", "must be a mapping of settings")
+        out: dict[str, tuple[yaml.Node, Any]] = {}
+        for k, v in node.value:
+            name = k.value if isinstance(k, yaml.ScalarNode) else str(k.value)
+            full = f"{key}.{name}" if key else name
+            if name in out:
+                raise self.fail(k, full, "is given twice")
+            out[name] = (k, v)
+        return out
+
+    def scalar(self, node: yaml.Node, key: str) -> Any:
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            return None
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, key, "must be a single value")
+        return yaml.safe_load(yaml.serialize(node))
+
+    def words(self, node: yaml.Node, key: str) -> tuple[str, ...]:
+        if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+            return ()
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, key, "must be a list, such as [a, b]")
+        out = []
+        for item in node.value:
+            value = self.scalar(item, key)
+            if not isinstance(value, str | int) or isinstance(value, bool) or not str(value):
+                raise self.fail(item, key, "must list names")
+            out.append(str(value))
+        return tuple(out)
+
+    def integer(self, node: yaml.Node, key: str, *, least: int, optional: bool) -> int | None:
+        value = self.scalar(node, key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.fail(node, key, f"must be a whole number, not {value!r}")
+        if value < least:
+            raise self.fail(node, key, f"must be at least {least}, not {value}")
+        return value
+
+    def duration(self, node: yaml.Node, key: str, *, optional: bool) -> float | None:
+        value = self.scalar(node, key)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or value is None:
+            raise self.fail(node, key, "must be a duration such as 30s, 10m or 1:00:00")
+        if isinstance(value, int | float):
+            # YAML 1.1 reads 1:00:00 as a sexagesimal integer; the scalar text is what we want.
+            value = node.value
+        try:
+            seconds = parse_duration(str(value))
+        except DurationError as e:
+            raise self.fail(node, key, str(e)) from None
+        if seconds <= 0:
+            raise self.fail(node, key, "must be more than zero")
+        return seconds
+
+
+def load_config(root: str | os.PathLike[str]) -> QueueConfig:
+    """The settings of the queue at ``root``: its ``metaq.yaml``, or the defaults without one."""
+    root = Path(root)
+    path = root / CONFIG_NAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return _with_roots(QueueConfig(), root)
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), None, None, "the file is not UTF-8 text") from None
+    except OSError as e:
+        raise ConfigError(str(path), None, None, f"cannot be read ({e.strerror})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or "is not valid YAML"
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(str(path), line, None, f"is not valid YAML: {problem}") from None
+    if node is None:
+        return _with_roots(QueueConfig(), root)
+    r = _Reader(path)
+    settings = r.mapping(node, None)
+    values: dict[str, Any] = {}
+    readers: dict[str, Callable[[yaml.Node, yaml.Node, str], Any]] = {
+        "folders": lambda k, v, key: _folders(r, v, key),
+        "trusted_users": lambda k, v, key: _users(r, v, key),
+        "group": lambda k, v, key: _group(r, v, key),
+        "log_roots": lambda k, v, key: r.words(v, key),
+        "defaults": lambda k, v, key: _defaults(r, v, key),
+        "caps": lambda k, v, key: _caps(r, v, key),
+        "heartbeat": lambda k, v, key: r.duration(v, key, optional=False),
+        "stale_after": lambda k, v, key: r.duration(v, key, optional=False),
+        "poll_interval": lambda k, v, key: r.duration(v, key, optional=False),
+    }
+    for name, (k, v) in settings.items():
+        reader = readers.get(name)
+        if reader is None:
+            raise r.fail(k, name, f"is unknown; known settings are {', '.join(readers)}")
+        values[name] = reader(k, v, name)
+    config = QueueConfig(**values)
+    if config.stale_after <= config.heartbeat:
+        k, _ = settings.get("stale_after", settings.get("heartbeat", (None, None)))
+        raise r.fail(k, "stale_after", "must be longer than heartbeat, or every lease would "
+                                       "look lost between two heartbeats")
+    return _with_roots(config, root)
+
+
+def _with_roots(config: QueueConfig, root: Path) -> QueueConfig:
+    base = root.absolute()
+    roots = [str(base / "jobs")]
+    for entry in config.log_roots:
+        p = Path(entry)
+        roots.append(os.path.normpath(p if p.is_absolute() else base / p))
+    return QueueConfig(
+        folders=config.folders, trusted_users=config.trusted_users, group=config.group,
+        log_roots=tuple(dict.fromkeys(roots)), defaults=config.defaults, caps=config.caps,
+        heartbeat=config.heartbeat, stale_after=config.stale_after,
+        poll_interval=config.poll_interval,
+    )
+
+
+def _folders(r: _Reader, node: yaml.Node, key: str) -> tuple[str, ...]:
+    names = r.words(node, key)
+    if not names:
+        raise r.fail(node, key, "must name at least one task folder")
+    for name in names:
+        if "/" in name or name.startswith(".") or name in STATE_FOLDERS:
+            raise r.fail(node, key, f"cannot use {name!r}; a task folder is a plain name that "
+                                    f"is not hidden and not one of {', '.join(STATE_FOLDERS)}")
+    if len(set(names)) != len(names):
+        raise r.fail(node, key, "lists a folder twice")
+    return names
+
+
+def _users(r: _Reader, node: yaml.Node, key: str) -> tuple[str, ...]:
+    names = r.words(node, key)
+    for name in names:
+        try:
+            _uid(name)
+        except KeyError:
+            raise r.fail(node, key, f"names {name!r}, who is not a user on this system") from None
+    return names
+
+
+def _group(r: _Reader, node: yaml.Node, key: str) -> str | None:
+    value = r.scalar(node, key)
+    if value is None:
+        return None
+    try:
+        _gid(str(value))
+    except KeyError:
+        raise r.fail(node, key, f"names {value!r}, which is not a group on this system") from None
+    return str(value)
+
+
+def _defaults(r: _Reader, node: yaml.Node, key: str) -> Defaults:
+    values: dict[str, Any] = {}
+    for name, (k, v) in r.mapping(node, key).items():
+        full = f"{key}.{name}"
+        if name == "min_wc_time":
+            values[name] = r.duration(v, full, optional=False)
+        elif name == "retries":
+            values[name] = r.integer(v, full, least=0, optional=False)
+        else:
+            raise r.fail(k, full, "is unknown; known defaults are min_wc_time and retries")
+    return Defaults(**values)
+
+
+def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
+    values: dict[str, Any] = {}
+    for name, (k, v) in r.mapping(node, key).items():
+        full = f"{key}.{name}"
+        if name in ("nodes", "gpus"):
+            values[name] = r.integer(v, full, least=0 if name == "gpus" else 1, optional=True)
+        elif name == "min_wc_time":
+            values[name] = r.duration(v, full, optional=True)
+        elif name == "attempts":
+            values[name] = r.integer(v, full, least=1, optional=False)
+        else:
+            raise r.fail(k, full, "is unknown; known caps are nodes, gpus, min_wc_time and "
+                                  "attempts")
+    return Caps(**values)

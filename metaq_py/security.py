@@ -1,0 +1,73 @@
+"""Who may write a task: tasks are code that runs under the batch job owner's account.
+
+A task file, and every folder from the queue root down to it, must be writable only by its
+owner and the queue's configured group. A group-writable path is also accepted when the group
+is its owner's private group (the user-private-group scheme of Debian and Red Hat, where umask
+002 is the default). With ``trusted_users`` set, the owner must be one of them.
+
+:class:`Trust` answers with a reason string, or ``None`` when the path is trusted; it never
+raises, and it caches the (cheap but repeated) group look-ups.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+from functools import lru_cache
+
+__all__ = ["Trust"]
+
+
+@lru_cache(maxsize=256)
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+@lru_cache(maxsize=256)
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
+@lru_cache(maxsize=256)
+def _private_group(gid: int, uid: int) -> bool:
+    """True when ``gid`` is the private group of ``uid``: same name, no other members."""
+    try:
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    owner = _user_name(uid)
+    return group.gr_name == owner and set(group.gr_mem) <= {owner}
+
+
+class Trust:
+    """The trust rule of one queue: its group id and trusted user ids (empty: anyone)."""
+
+    __slots__ = ("gid", "uids")
+
+    def __init__(self, *, gid: int | None, uids: frozenset[int]) -> None:
+        self.gid = gid
+        self.uids = uids
+
+    def problem(self, st: os.stat_result, what: str) -> str | None:
+        """Why the file or folder with status ``st`` (called ``what`` in the message) cannot be
+        trusted, or ``None`` if it can."""
+        mode = st.st_mode
+        if mode & stat.S_IWOTH:
+            return (f"{what} is writable by every user (mode {stat.filemode(mode)}), so anyone "
+                    f"could change the code; run chmod o-w on it")
+        if (mode & stat.S_IWGRP and st.st_gid != self.gid
+                and not _private_group(st.st_gid, st.st_uid)):
+            return (f"{what} is writable by group {_group_name(st.st_gid)}, which is not the "
+                    f"queue's group; run chmod g-w on it or set 'group' in metaq.yaml")
+        if self.uids and st.st_uid not in self.uids:
+            return (f"{what} belongs to {_user_name(st.st_uid)}, who is not in the queue's "
+                    f"trusted_users")
+        return None

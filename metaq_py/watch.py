@@ -1,0 +1,115 @@
+"""Waking up when the queue changes.
+
+``watchdog`` reports local changes at once (inotify on Linux). It does not see writes made by
+other hosts on NFS or Lustre, so :class:`QueueWatcher` also polls: every ``interval`` seconds it
+compares the modification times of the watched folders and their sub-folders, which change
+whenever a file is added, removed or renamed in them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["QueueWatcher"]
+
+
+class QueueWatcher:
+    """Waits for a change in some folders of a queue.
+
+    Use it as a context manager (it runs a watchdog observer thread when it can)::
+
+        with QueueWatcher([queue / "todo"], interval=5) as watcher:
+            while running:
+                if watcher.wait(timeout=30):
+                    ...  # something changed: rescan
+    """
+
+    def __init__(self, folders: Sequence[str | os.PathLike[str]], *, interval: float,
+                 use_watchdog: bool = True) -> None:
+        self.folders = [Path(f) for f in folders]
+        self.interval = interval
+        self._changed = threading.Event()
+        self._observer = None
+        self._signature = self._look()
+        if use_watchdog:
+            self._start_observer()
+
+    @property
+    def live(self) -> bool:
+        """Whether instant (watchdog) notifications are active; polling always is."""
+        return self._observer is not None
+
+    def _start_observer(self) -> None:
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:
+            return
+        changed = self._changed
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: object) -> None:
+                if getattr(event, "event_type", "") not in ("opened", "closed_no_write"):
+                    changed.set()
+
+        observer = Observer()
+        try:
+            for folder in self.folders:
+                if folder.is_dir():
+                    observer.schedule(_Handler(), str(folder), recursive=True)
+            observer.start()
+        except OSError:
+            # e.g. the inotify watch limit: polling still works.
+            return
+        self._observer = observer
+
+    def _look(self) -> tuple:
+        """The mtimes of every watched folder and sub-folder (cheap: folders, not files)."""
+        marks = []
+        for folder in self.folders:
+            stack = [str(folder)]
+            while stack:
+                d = stack.pop()
+                try:
+                    marks.append((d, os.stat(d).st_mtime_ns))
+                    with os.scandir(d) as it:
+                        stack.extend(e.path for e in it
+                                     if e.name[0] != "." and e.is_dir(follow_symlinks=False))
+                except OSError:
+                    marks.append((d, None))
+        return tuple(sorted(marks))
+
+    def wait(self, timeout: float) -> bool:
+        """Block until something changes or ``timeout`` seconds pass; ``True`` on a change."""
+        remaining = timeout
+        while True:
+            step = min(self.interval, remaining)
+            if self._changed.wait(step):
+                self._changed.clear()
+                self._signature = self._look()
+                return True
+            remaining -= step
+            now = self._look()
+            if now != self._signature:
+                self._signature = now
+                return True
+            if remaining <= 0:
+                return False
+
+    def close(self) -> None:
+        """Stop the observer thread."""
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+
+    def __enter__(self) -> QueueWatcher:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

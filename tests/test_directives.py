@@ -1,0 +1,290 @@
+"""#METAQ parsing: METAQ compatibility, extensions, every bad input, properties."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metaq_py.directives import (
+    HEADER_LIMIT,
+    Checkpoint,
+    Resize,
+    Signal,
+    TaskSpec,
+    format_directives,
+    late_directives,
+    parse_header,
+    read_task,
+)
+from metaq_py.errors import TaskError
+from metaq_py.policy.model import Kind
+
+
+def parse(text: str) -> TaskSpec:
+    return parse_header(text.encode(), path="t.sh")
+
+
+def error(text: str | bytes, **kw: bool) -> TaskError:
+    data = text.encode() if isinstance(text, str) else text
+    with pytest.raises(TaskError) as info:
+        parse_header(data, path="dir/t.sh", **kw)
+    return info.value
+
+
+def test_a_metaq_script_works_unchanged() -> None:
+    spec = parse(
+        "#!/bin/bash\n"
+        "#METAQ NODES 2\n"
+        "#METAQ GPUS 4\n"
+        "#METAQ MIN_WC_TIME 1:30:00\n"
+        "#METAQ PROJECT lqcd\n"
+        "#METAQ LOG /scratch/logs/run7.log\n"
+        "#METAQ MACHINE titan\n"
+        "\n"
+        "aprun -n 32 ./hmc\n"
+    )
+    assert (spec.nodes, spec.min_nodes, spec.gpus) == (2, 2, 4)
+    assert spec.min_wc_time == 5400.0
+    assert (spec.project, spec.log, spec.machine) == ("lqcd", "/scratch/logs/run7.log", "titan")
+    assert spec.type is Kind.RIGID
+    assert spec.line_of("GPUS") == 3
+
+
+def test_extensions() -> None:
+    spec = parse(
+        "#!/bin/sh\n"
+        "# comments and blank lines may be mixed in\n"
+        "\n"
+        "#METAQ TYPE malleable\n"
+        "#METAQ NODES 8\n"
+        "#METAQ MIN_NODES 2   # trailing comment\n"
+        "#METAQ PRIORITY -3\n"
+        "#METAQ SETUP 5m\n"
+        "#METAQ CHECKPOINT 1h 2m\n"
+        "#METAQ SIGNAL SIGUSR1@30\n"
+        "#METAQ RETRIES 2\n"
+        "#METAQ RESIZE in-place HUP\n"
+        "run\n"
+    )
+    assert spec.type is Kind.MALLEABLE and (spec.nodes, spec.min_nodes) == (8, 2)
+    assert spec.priority == -3 and spec.setup == 300.0
+    assert spec.checkpoint == Checkpoint(interval=3600.0, cost=120.0)
+    assert spec.signal == Signal(name="USR1", before=30.0)
+    assert spec.retries == 2
+    assert spec.resize == Resize(mode="in-place", signal="HUP")
+
+
+def test_defaults_and_small_forms() -> None:
+    spec = parse("#!/bin/sh\n#METAQ TYPE malleable\n#METAQ RESIZE in-place\n"
+                 "#METAQ SIGNAL USR2\n")
+    assert spec.min_nodes == 1 and spec.nodes == 1
+    assert spec.resize == Resize(mode="in-place", signal="USR2")
+    assert spec.signal == Signal(name="USR2", before=60.0)
+    ondemand = parse("#!/bin/sh\n#METAQ TYPE ondemand\n#METAQ NOTICE storm-7\n")
+    assert ondemand.type is Kind.ONDEMAND and ondemand.notice == "storm-7"
+
+
+def test_directives_after_the_first_command_are_ignored_and_reported() -> None:
+    text = "#!/bin/sh\n#METAQ NODES 2\necho hi\n#METAQ NODES 5\n"
+    assert parse(text).nodes == 2
+    assert late_directives(text.encode()) == [4]
+
+
+def test_octal_looking_time_is_decimal() -> None:
+    assert parse("#!/bin/sh\n#METAQ MIN_WC_TIME 00:08:09\n").min_wc_time == 489.0
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("#!/bin/sh\n#METAQ NODES 2\n#METAQ NODES 3\n", 3, "given again (first on line 2)"),
+        ("#!/bin/sh\n#METAQ NODE 2\n", 2, "did you mean NODES"),
+        ("#!/bin/sh\n#METAQ nodes 2\n", 2, "not a known #METAQ key"),
+        ("#!/bin/sh\n#METAQ NODES two\n", 2, "whole number, not 'two'"),
+        ("#!/bin/sh\n#METAQ NODES 0\n", 2, "at least 1"),
+        ("#!/bin/sh\n#METAQ NODES -2\n", 2, "at least 1"),
+        ("#!/bin/sh\n#METAQ GPUS 1.5\n", 2, "whole number"),
+        ("#!/bin/sh\n#METAQ NODES 2 3\n", 2, "one value"),
+        ("#!/bin/sh\n#METAQ TYPE malleable\n#METAQ NODES 2\n#METAQ MIN_NODES 3\n", 4,
+         "more than NODES 2"),
+        ("#!/bin/sh\n#METAQ MIN_NODES 1\n", 2, "only to malleable"),
+        ("#!/bin/sh\n#METAQ TYPE elastic\n", 2, "use rigid, malleable or ondemand"),
+        ("#!/bin/sh\n#METAQ NOTICE x\n", 2, "only to ondemand"),
+        ("#!/bin/sh\n#METAQ MIN_WC_TIME 08:60\n", 2, "below 60"),
+        ("#!/bin/sh\n#METAQ MIN_WC_TIME 0\n", 2, "more than zero"),
+        ("#!/bin/sh\n#METAQ CHECKPOINT 1h\n", 2, "two durations"),
+        ("#!/bin/sh\n#METAQ SIGNAL KILL@5\n", 2, "cannot catch"),
+        ("#!/bin/sh\n#METAQ SIGNAL WHISTLE\n", 2, "unknown signal"),
+        ("#!/bin/sh\n#METAQ TYPE malleable\n#METAQ RESIZE sideways\n", 3, "in-place or restart"),
+        ("#!/bin/sh\n#METAQ TYPE malleable\n#METAQ RESIZE restart USR1\n", 3, "no signal"),
+        ("#!/bin/sh\n#METAQ LOG $HOME/x.log\n", 2, "never expanded by a shell"),
+        ("#!/bin/sh\n#METAQ LOG `rm -rf /`\n", 2, "never expanded by a shell"),
+        ("#!/bin/sh\n#METAQ PROJECT a\x1b[31m\n", 2, "control character"),
+        ("#!/bin/sh\n#METAQ\n", 2, "no key"),
+        ("#!/bin/sh\n#METAQNODES 2\n", 2, "not a directive"),
+        ("#!/bin/sh\n#METAQ PRIORITY\n", 2, "got nothing"),
+    ],
+)
+def test_bad_directives_name_file_line_and_problem(text: str, line: int, words: str) -> None:
+    e = error(text)
+    assert e.line == line
+    assert words in str(e)
+    assert str(e).startswith(f"dir/t.sh, line {line}: ")
+    assert str(e).endswith((".", "?")) and "\n" not in str(e)
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"", "empty"),
+        (b"#!/bin/sh\n\x00\x01\x02", "binary"),
+        (b"\x7fELF\x02\x01\x01\x00", "binary"),
+        (b"echo no shebang\n", "shebang"),
+        (b"#!/bin/sh\r\necho hi\r\n", "CRLF"),
+        (b"#!/bin/sh\n#METAQ PROJECT caf\xe9\n", "not UTF-8"),
+    ],
+)
+def test_bad_files(data: bytes, words: str) -> None:
+    assert words in str(error(data))
+
+
+def test_a_header_that_never_ends() -> None:
+    data = b"#!/bin/sh\n" + b"# padding\n" * (HEADER_LIMIT // 10)
+    e = error(data[:HEADER_LIMIT], truncated=True)
+    assert "64 KiB" in str(e)
+    # The same comments followed by a command within the limit are fine.
+    assert parse_header(b"#!/bin/sh\n# x\n" * 10 + b"true\n", path="t").nodes == 1
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def script(path: Path, text: str, mode: int = 0o755) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_read_task_checks_the_file(tmp_path: Path) -> None:
+    ok = script(tmp_path / "ok.sh", "#!/bin/sh\n#METAQ NODES 3\ntrue\n")
+    assert read_task(ok).nodes == 3
+    assert read_task(ok).path == str(ok)
+    plain = script(tmp_path / "plain.sh", "#!/bin/sh\ntrue\n", mode=0o644)
+    with pytest.raises(TaskError, match="not executable; run chmod"):
+        read_task(plain)
+    with pytest.raises(TaskError, match="does not exist"):
+        read_task(tmp_path / "gone.sh")
+    with pytest.raises(TaskError, match="folder"):
+        read_task(tmp_path)
+
+
+def test_symlinks(tmp_path: Path) -> None:
+    target = script(tmp_path / "real.sh", "#!/bin/sh\n#METAQ NODES 2\ntrue\n")
+    link = tmp_path / "link.sh"
+    link.symlink_to(target)
+    assert read_task(link).nodes == 2
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    with pytest.raises(TaskError, match="symlink loop"):
+        read_task(a)
+    dangling = tmp_path / "dangling.sh"
+    dangling.symlink_to(tmp_path / "nowhere.sh")
+    with pytest.raises(TaskError, match="points to a file that does not exist"):
+        read_task(dangling)
+
+
+def test_fifo_is_not_a_task(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(TaskError, match="not a regular file"):
+        read_task(fifo)
+
+
+def test_long_file_with_short_header(tmp_path: Path) -> None:
+    body = "#!/bin/sh\n#METAQ NODES 4\n" + "echo x\n" * (HEADER_LIMIT // 4)
+    assert read_task(script(tmp_path / "big.sh", body)).nodes == 4
+    never = "#!/bin/sh\n" + "#\n" * HEADER_LIMIT
+    with pytest.raises(TaskError, match="64 KiB"):
+        read_task(script(tmp_path / "never.sh", never))
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_give_a_spec_or_task_error(data: bytes) -> None:
+    try:
+        spec = parse_header(data, path="x")
+    except TaskError as e:
+        assert str(e).startswith("x")
+    else:
+        assert isinstance(spec, TaskSpec)
+
+
+_line = st.sampled_from(["#METAQ NODES 2", "#METAQ TYPE malleable", "#METAQ MIN_NODES 1",
+                         "#METAQ GPUS 08", "# comment", "", "#METAQ SIGNAL USR1@1:00",
+                         "#METAQ CHECKPOINT 1h 1m", "#METAQ NOTICE n", "#METAQ TYPE ondemand",
+                         "#METAQ RESIZE restart", "echo", "#METAQ LOG /a b"])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(_line, st.text(max_size=30)), max_size=12))
+def test_near_valid_headers_give_a_spec_or_task_error(lines: list[str]) -> None:
+    data = ("#!/bin/sh\n" + "\n".join(lines)).encode()
+    try:
+        spec = parse_header(data, path="x")
+    except TaskError as e:
+        assert e.path == "x"
+    else:
+        assert spec.nodes >= spec.min_nodes >= 1
+
+
+_word = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zs", "Zl", "Zp")),
+    min_size=1, max_size=12,
+).filter(lambda w: w.split() == [w] and not w.startswith("#"))
+_dur = st.one_of(st.integers(0, 10**7).map(float),
+                 st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 3)))
+_pos = _dur.filter(lambda x: x > 0)
+_signal = st.sampled_from(["USR1", "USR2", "TERM", "HUP", "INT"])
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> TaskSpec:
+    kind = draw(st.sampled_from(list(Kind)))
+    nodes = draw(st.integers(1, 5000))
+    resize = None
+    if kind is Kind.MALLEABLE and draw(st.booleans()):
+        mode = draw(st.sampled_from(["in-place", "restart"]))
+        resize = Resize(mode=mode, signal=draw(_signal) if mode == "in-place" else None)
+    return TaskSpec(
+        path="t.sh",
+        nodes=nodes,
+        min_nodes=draw(st.integers(1, nodes)) if kind is Kind.MALLEABLE else 0,
+        gpus=draw(st.integers(0, 64)),
+        min_wc_time=draw(st.none() | _pos),
+        project=draw(st.none() | _word),
+        log=draw(st.none() | _word.filter(lambda w: not set(w) & set("$`~"))),
+        machine=draw(st.none() | _word),
+        type=kind,
+        priority=draw(st.integers(-100, 100)),
+        setup=draw(_dur),
+        checkpoint=draw(st.none() | st.builds(Checkpoint, interval=_pos, cost=_dur)),
+        signal=draw(st.none() | st.builds(Signal, name=_signal, before=_dur)),
+        notice=draw(_word) if kind is Kind.ONDEMAND and draw(st.booleans()) else None,
+        retries=draw(st.none() | st.integers(0, 20)),
+        resize=resize,
+    )
+
+
+@settings(max_examples=300)
+@given(specs())
+def test_format_then_parse_gives_the_same_spec(spec: TaskSpec) -> None:
+    text = "#!/bin/bash\n" + format_directives(spec) + "exec ./work\n"
+    assert parse_header(text.encode(), path="t.sh") == spec

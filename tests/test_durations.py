@@ -1,0 +1,114 @@
+"""The one duration parser: every form, decimal fields, clear errors, exact round trips."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metaq_py.durations import DurationError, format_duration, parse_duration, parse_time
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("3600", 3600.0),
+        ("90.5", 90.5),
+        ("0", 0.0),
+        ("08:09", 8 * 60 + 9.0),
+        ("1:08:09", 3600 + 8 * 60 + 9.0),
+        ("09:09:09", 9 * 3600 + 9 * 60 + 9.0),
+        ("2-03:04:05", 2 * 86400 + 3 * 3600 + 4 * 60 + 5.0),
+        ("1-08", 86400 + 8 * 3600.0),
+        ("1-08:30", 86400 + 8 * 3600 + 30 * 60.0),
+        ("90s", 90.0),
+        ("30m", 1800.0),
+        ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("1.5h", 5400.0),
+        ("90:00", 5400.0),
+        ("100:00:00", 360000.0),
+        (" 08 ", 8.0),
+    ],
+)
+def test_every_form(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_zero_leading_fields_are_decimal_not_octal() -> None:
+    # METAQ's bash read 08 and 09 as invalid octal and silently got 0.
+    assert parse_duration("00:08:09") == 489.0
+    assert parse_duration("08") == 8.0
+    assert parse_duration("09m") == 540.0
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "empty"),
+        ("soon", "not a duration"),
+        ("1:60", "60 seconds"),
+        ("1:60:00", "60 minutes"),
+        ("1-24:00:00", "24 hours"),
+        ("-5", "negative"),
+        ("1:2:3:4", "not a duration"),
+        ("1e5", "not a duration"),
+        ("1:x", "not a number"),
+        ("x-01:00:00", "bad day field"),
+        ("5w", "not a duration"),
+    ],
+)
+def test_bad_durations_say_what_is_wrong(text: str, words: str) -> None:
+    with pytest.raises(DurationError, match=words):
+        parse_duration(text)
+
+
+def test_format_examples() -> None:
+    assert format_duration(0) == "00:00:00"
+    assert format_duration(3661) == "01:01:01"
+    assert format_duration(2 * 86400 + 5) == "2-00:00:05"
+    assert format_duration(59.5) == "59.5"
+    with pytest.raises(DurationError):
+        format_duration(-1)
+    with pytest.raises(DurationError):
+        format_duration(math.inf)
+
+
+@settings(max_examples=300)
+@given(st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False))
+def test_format_round_trips(seconds: float) -> None:
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 99), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
+def test_clock_fields_with_leading_zeros(d: int, h: int, m: int, s: int) -> None:
+    assert parse_duration(f"{d}-{h:02d}:{m:02d}:{s:02d}") == d * 86400 + h * 3600 + m * 60 + s
+    assert parse_duration(f"{h:02d}:{m:02d}:{s:02d}") == h * 3600 + m * 60 + s
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=20))
+def test_any_text_parses_or_raises_duration_error(text: str) -> None:
+    try:
+        value = parse_duration(text)
+    except DurationError as e:
+        assert str(e)
+    else:
+        assert value >= 0 and math.isfinite(value)
+
+
+def test_parse_time_forms() -> None:
+    now = datetime(2025, 3, 1, 12, 0).timestamp()
+    assert parse_time("+30m", now=now) == now + 1800
+    assert parse_time("2025-03-01T14:30", now=now) == datetime(2025, 3, 1, 14, 30).timestamp()
+    assert parse_time("2025-03-01T14:30:00+00:00", now=now) == 1740839400.0
+    assert parse_time("13:15", now=now) == datetime(2025, 3, 1, 13, 15).timestamp()
+    # A time of day already past today means tomorrow, as `at` reads it.
+    assert parse_time("08:00", now=now) == datetime(2025, 3, 2, 8, 0).timestamp()
+    for bad in ("", "25:00", "tomorrow", "+soon"):
+        with pytest.raises(DurationError):
+            parse_time(bad, now=now)
