@@ -1,0 +1,43 @@
+"""``python -m metaq_py.launch STEP_FILE SCRIPT``: the first command in a wrapped task's step.
+
+In ``srun_wrap`` mode the runner starts ``srun ... python -m metaq_py.launch STEP_FILE
+SCRIPT``. Here, on the task's first node and inside the one-task step, SLURM has just set the
+step's node and task counts (one of each). This records the step's id in ``STEP_FILE`` (so
+that the runner can signal the script through ``scancel``), sets the counts to the task's
+(``METAQ_NNODES`` nodes, see :mod:`metaq_py.launch.slurm_step`) and replaces itself with
+the script.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from metaq_py.launch.slurm_step import slurm_task_env
+
+
+def main(argv: list[str]) -> int:
+    """Record the step, then execute the script with the task's SLURM counts; returns only
+    if that fails."""
+    if len(argv) < 2:
+        print("usage: python -m metaq_py.launch STEP_FILE SCRIPT [ARG...]", file=sys.stderr)
+        return 2
+    step_file, argv = argv[0], argv[1:]
+    try:
+        nnodes = int(os.environ["METAQ_NNODES"])
+    except (KeyError, ValueError):
+        print("python -m metaq_py.launch: METAQ_NNODES is not a node count", file=sys.stderr)
+        return 2
+    step = f"{os.environ.get('SLURM_JOB_ID', '')}.{os.environ.get('SLURM_STEP_ID', '')}"
+    try:
+        with open(step_file, "w") as f:
+            f.write(step + "\n")
+        os.execve(argv[0], argv, slurm_task_env(os.environ, nnodes))
+    except OSError as e:
+        host = os.environ.get("SLURMD_NODENAME", "this node")
+        print(f"metaq: cannot run {argv[0]} on {host}: {e.strerror}", file=sys.stderr)
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

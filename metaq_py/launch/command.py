@@ -1,0 +1,93 @@
+"""What exactly is executed for a task: its argument vector and its environment.
+
+The script is executed directly (its ``#!`` line picks the interpreter), never through a
+shell, so nothing from a ``#METAQ`` directive or a file name is ever parsed as shell code.
+
+The environment is the runner's own (so the batch job's ``SLURM_*``/``PBS_*`` variables and
+loaded modules carry over, as in METAQ) plus:
+
+``METAQ_TASK``
+    the task's id relative to the queue;
+``METAQ_ATTEMPT``, ``METAQ_RESUME``
+    which start this is (from 1) and ``1`` when the task should resume from a checkpoint;
+``METAQ_NODELIST``, ``METAQ_NNODES``, ``METAQ_HOSTFILE``
+    its hosts, comma-separated, their number, and a file naming them one per line (for
+    ``srun --nodelist=$METAQ_NODELIST -N $METAQ_NNODES`` or ``mpirun -hostfile``);
+``CUDA_VISIBLE_DEVICES``
+    its GPU ids on each node, when the runner assigns GPUs;
+``METAQ_CHECKPOINT_FILE``, ``METAQ_RESIZE_FILE``
+    the file to touch after a checkpoint and the file the runner writes a new node list to
+    before a resize signal;
+``METAQ_LOG``
+    the task's own log file.
+
+Inside a SLURM job the node and task counts srun reads are adjusted to the task (see
+:mod:`metaq_py.launch.slurm_step`).
+
+In ``srun_wrap`` mode the command is ``srun --nodelist=FIRST --nodes=1 --ntasks=1 --exact
+--overlap --job-name=TASK [srun_args] PYTHON -m metaq_py.launch STEP_FILE SCRIPT``:
+
+- one copy of the script needs a one-task step, and a one-task step cannot span several nodes
+  (srun cuts ``--nodes`` down to the task count), so the script runs on the first of its
+  nodes and reaches the others with its own ``srun --nodelist=$METAQ_NODELIST``;
+- ``--exact`` keeps the wrapper step to one CPU, and ``--overlap`` lets the script's own steps
+  use the CPUs it holds (without it they wait for them forever);
+- the runner's Python records the step's id, re-applies the node-count fix inside the step
+  and then becomes the script (``execve``); it must exist at the same path on the compute
+  nodes, as it normally does on a shared file system;
+- graceful signals go through ``scancel`` (see :mod:`metaq_py.launch.slurm_step`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from metaq_py.launch.slurm_step import slurm_task_env
+from metaq_py.launch.spec import LaunchSpec
+
+__all__ = ["task_command", "task_environment"]
+
+
+def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
+    """The argument vector that starts ``spec``'s script, directly or under ``srun``."""
+    script = os.path.abspath(spec.script)
+    if not spec.srun_wrap:
+        return [script]
+    return [
+        srun,
+        f"--nodelist={spec.nodes[0]}",
+        "--nodes=1",
+        "--ntasks=1",
+        "--exact",
+        "--overlap",
+        f"--job-name={spec.task}",
+        *spec.srun_args,
+        sys.executable,
+        "-m",
+        "metaq_py.launch",
+        os.path.abspath(spec.step_file),
+        script,
+    ]
+
+
+def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``spec``'s script starts with, built on ``base``."""
+    env = {**base, **spec.env}
+    if env.get("SLURM_JOB_ID"):
+        env = slurm_task_env(env, len(spec.nodes))
+    env.update(
+        METAQ_TASK=spec.task,
+        METAQ_ATTEMPT=str(spec.attempt),
+        METAQ_RESUME="1" if spec.resume else "0",
+        METAQ_NODELIST=",".join(spec.nodes),
+        METAQ_NNODES=str(len(spec.nodes)),
+        METAQ_HOSTFILE=os.path.abspath(spec.hostfile),
+        METAQ_CHECKPOINT_FILE=os.path.abspath(spec.checkpoint_file),
+        METAQ_RESIZE_FILE=os.path.abspath(spec.resize_file),
+        METAQ_LOG=os.path.abspath(spec.log),
+    )
+    if spec.gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(spec.gpus)
+    return env

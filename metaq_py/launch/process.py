@@ -1,0 +1,348 @@
+"""Running task processes: starting them, signalling them, and noticing when they end.
+
+Every task runs in a session and process group of its own (``start_new_session``), so one
+signal reaches the script and everything it started. When the script ends, whatever it left
+behind in its session is killed, as SLURM does with a job step's processes: a task's nodes
+are free when the runner is told it is over.
+
+**Noticing exits without polling.** Each task has a watcher thread blocked in ``waitid`` on
+the task's pid alone (so it never reaps processes it does not own). When the script exits,
+the watcher kills the rest of the session, reaps the script, lets the output copier finish,
+records the :class:`ExitStatus`, and then calls the ``on_exit`` callback given to
+:func:`launch` with the :class:`TaskProcess`. A runner passes ``events.put`` of a
+``queue.Queue`` that its file-system watcher and timers also feed, and blocks in
+``events.get(timeout=...)``: it wakes on a task exit, a queue change or its next deadline,
+and never busy-polls. The callback runs in the watcher thread; it should only hand over.
+
+The watchers rely on being the only ones to reap the task processes: the runner must not
+call ``os.wait()``/``waitpid(-1)`` or set SIGCHLD to ``SIG_IGN``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaq_py.launch.command import task_command, task_environment
+from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
+from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.launch.tee import OutputTee, make_pipe
+
+__all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
+
+_log = logging.getLogger(__name__)
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+
+
+@dataclass(frozen=True, slots=True)
+class ExitStatus:
+    """How a task's script ended: ``returncode`` as :mod:`subprocess` reports it (a negative
+    number is the signal that killed it)."""
+
+    returncode: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether the script exited with code 0."""
+        return self.returncode == 0
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code, or ``None`` when a signal killed the script."""
+        return self.returncode if self.returncode >= 0 else None
+
+    @property
+    def signal(self) -> signal.Signals | None:
+        """The signal that killed the script, or ``None`` when it exited."""
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode)
+        except ValueError:
+            return None
+
+    def __str__(self) -> str:
+        if self.returncode >= 0:
+            return f"exit code {self.returncode}"
+        sig = self.signal
+        return f"killed by {sig.name if sig else f'signal {-self.returncode}'}"
+
+
+class TaskProcess:
+    """A started task: its process group, its log, and (once over) how it ended.
+
+    Made by :func:`launch`. ``pid`` is the script's pid, which is also its process group and
+    session id. ``sent_signals`` lists the signals the runner sent, in order, so that an
+    interruption can be told apart from a failure.
+    """
+
+    def __init__(
+        self,
+        *,
+        spec: LaunchSpec,
+        popen: subprocess.Popen[bytes],
+        tee: OutputTee | None,
+        on_exit: Callable[[TaskProcess], object] | None,
+        clock: Callable[[], float],
+        started_at: float,
+    ) -> None:
+        self.spec = spec
+        self.pid = popen.pid
+        self.started_at = started_at
+        self.ended_at: float | None = None
+        self.sent_signals: list[signal.Signals] = []
+        self.output_errors: tuple[str, ...] = ()
+        self._popen = popen
+        self._tee = tee
+        self._on_exit = on_exit
+        self._clock = clock
+        self._status: ExitStatus | None = None
+        self._reaped = False
+        self._lock = threading.Lock()  # no signal may cross the reaping of the pid
+        self._done = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name=f"task {spec.task}", daemon=True)
+        self._watcher.start()
+
+    @property
+    def log(self) -> Path:
+        """The task's own log file."""
+        return self.spec.log
+
+    @property
+    def status(self) -> ExitStatus | None:
+        """How the task ended, or ``None`` while it runs."""
+        return self._status if self._done.is_set() else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The script's return code (negative: killed by that signal), ``None`` while running."""
+        status = self.status
+        return None if status is None else status.returncode
+
+    def wait(self, timeout: float | None = None) -> ExitStatus | None:
+        """Wait until the task is over (at most ``timeout`` seconds); ``None`` if it is not."""
+        self._done.wait(timeout)
+        return self.status
+
+    def send_signal(self, sig: int) -> bool:
+        """Send ``sig`` to the task's whole process group; ``False`` if it is already over.
+
+        For a task wrapped in ``srun``, signals that ``srun`` would turn into an immediate kill
+        go to the script's step through ``scancel`` instead (see
+        :mod:`metaq_py.launch.slurm_step`).
+        """
+        sig = signal.Signals(sig)
+        if self.spec.srun_wrap and sig in SRUN_INTERCEPTS and not self._done.is_set():
+            step = read_step(self.spec.step_file)
+            # Before the step has recorded itself the script has not started, and the group
+            # signal below (which srun turns into a kill) loses nothing.
+            if step is not None and signal_step(step, sig):
+                self.sent_signals.append(sig)
+                return True
+        with self._lock:
+            if self._reaped:
+                return False
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                return False
+            self.sent_signals.append(sig)
+            return True
+
+    def kill(self) -> bool:
+        """SIGKILL the task's process group and anything else left in its session."""
+        with self._lock:
+            if self._reaped:
+                return False
+            self.sent_signals.append(signal.SIGKILL)
+            _kill_session(self.pid)
+            return True
+
+    def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
+        """Send ``sig``, give the task ``grace`` seconds to end, then kill it; its status."""
+        terminate_all([self], grace=grace, sig=sig)
+        status = self.status
+        assert status is not None  # terminate_all returns only when the task is over
+        return status
+
+    def _watch(self) -> None:
+        # Wait for the script's exit *without* reaping it: while it is a zombie its pid, and so
+        # its process group and session id, cannot be reused, and the sweep below is safe.
+        with contextlib.suppress(ChildProcessError):  # already reaped: Popen still knows
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+        with self._lock:
+            _kill_session(self.pid)
+            returncode = self._popen.wait()
+            self._reaped = True
+        self.ended_at = self._clock()
+        if self._tee is not None:
+            self.output_errors = tuple(self._tee.finish())
+        self._status = ExitStatus(returncode)
+        self._done.set()
+        if self._on_exit is not None:
+            try:
+                self._on_exit(self)
+            except Exception:
+                _log.exception("the exit callback of task %s failed", self.spec.task)
+
+    def __repr__(self) -> str:
+        state = self._status if self._done.is_set() else "running"
+        return f"<TaskProcess {self.spec.task!r} pid={self.pid} {state}>"
+
+
+def launch(
+    spec: LaunchSpec,
+    *,
+    on_exit: Callable[[TaskProcess], object] | None = None,
+    base_env: Mapping[str, str] | None = None,
+    clock: Callable[[], float] = time.time,
+    srun: str = "srun",
+) -> TaskProcess:
+    """Start ``spec``'s script in a new session and return its :class:`TaskProcess`.
+
+    Writes the hostfile first, then starts the script with stdin from ``/dev/null`` and
+    stdout and stderr both going to the log (and the ``tee`` file, through a copier thread).
+    ``on_exit`` is called once, from the watcher thread, after the task is over and its
+    output is complete. ``base_env`` defaults to the runner's environment. A script that
+    cannot be started raises :class:`LaunchError` and leaves no process behind.
+    """
+    _check_script(spec)
+    command = task_command(spec, srun=srun)
+    env = task_environment(spec, os.environ if base_env is None else base_env)
+    try:
+        spec.rundir.mkdir(parents=True, exist_ok=True)
+        spec.hostfile.write_text("".join(f"{host}\n" for host in spec.nodes))
+        spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
+        spec.log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        where = e.filename or spec.rundir
+        raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
+
+    log_fd = _open_output(spec.log, spec.task)
+    tee: OutputTee | None = None
+    if spec.tee is not None:
+        try:
+            tee_fd = _open_output(spec.tee, spec.task)
+        except LaunchError:
+            os.close(log_fd)
+            raise
+        read_fd, out_fd = make_pipe()
+        tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
+    else:
+        out_fd = log_fd
+    try:
+        popen = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out_fd,
+            stderr=subprocess.STDOUT,
+            cwd=spec.cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as e:
+        if tee is not None:
+            tee.abandon()
+        raise LaunchError(_start_failure(spec, command, e)) from None
+    finally:
+        # The child has its own copy; the parent's must go, or the pipe would never end.
+        os.close(out_fd)
+    started_at = clock()
+    if tee is not None:
+        tee.start()
+    return TaskProcess(
+        spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at
+    )
+
+
+def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:
+    """Stop several tasks at once: ``sig`` to each, one shared ``grace`` period, then SIGKILL
+    to those still running. Returns when every one of them is over."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.send_signal(sig)
+    deadline = time.monotonic() + grace
+    for task in tasks:
+        task.wait(max(0.0, deadline - time.monotonic()))
+    for task in tasks:
+        if task.status is None:
+            task.kill()
+    for task in tasks:
+        task.wait()
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL process group ``sid`` and every other process still in session ``sid``.
+
+    A process may leave its group (``setpgid``, job control in a shell) but not its session
+    without ``setsid``; the sweep over ``/proc`` catches the first kind too.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)
+    for pid in _session_members(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _session_members(sid: int) -> list[int]:
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members  # no /proc (not Linux): the process group kill has to do
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == sid:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Fields after the command name (which may hold spaces and parentheses):
+        # state ppid pgrp session ...
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == sid:
+            members.append(int(entry))
+    return members
+
+
+def _check_script(spec: LaunchSpec) -> None:
+    script = spec.script
+    who = f"task {spec.task!r}"
+    if not script.exists():
+        raise LaunchError(f"{who}: the script {script} does not exist")
+    if not script.is_file():
+        raise LaunchError(f"{who}: the script {script} is not a regular file")
+    if not os.access(script, os.X_OK):
+        raise LaunchError(f"{who}: the script {script} is not executable (chmod +x it)")
+    if spec.cwd is not None and not spec.cwd.is_dir():
+        raise LaunchError(f"{who}: the working directory {spec.cwd} does not exist")
+    if spec.tee is not None and not spec.tee.parent.is_dir():
+        raise LaunchError(f"{who}: the directory of its LOG file {spec.tee} does not exist")
+
+
+def _open_output(path: Path, task: str) -> int:
+    try:
+        return os.open(path, _OPEN_FLAGS, 0o644)
+    except OSError as e:
+        message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
+        raise LaunchError(message) from None
+
+
+def _start_failure(spec: LaunchSpec, command: list[str], error: OSError) -> str:
+    who = f"task {spec.task!r}"
+    if error.errno == errno.ENOEXEC:
+        return f"{who}: the script {spec.script} has no #! line naming its interpreter"
+    if spec.srun_wrap and error.filename == command[0]:
+        return f"{who}: cannot run {command[0]} to wrap the script: {error.strerror}"
+    return f"{who}: cannot start {spec.script}: {error.strerror}"

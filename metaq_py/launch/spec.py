@@ -1,0 +1,117 @@
+"""What the runner decides about one start of one task, as a value.
+
+A :class:`LaunchSpec` holds everything :func:`~metaq_py.launch.process.launch` needs and
+nothing it has to find out: the script, the concrete hosts and GPU ids the runner gave it,
+which attempt this is, and where its output and its private files go.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from metaq_py.errors import MetaqError
+
+__all__ = ["LaunchError", "LaunchSpec"]
+
+
+class LaunchError(MetaqError):
+    """A task could not be started; ``str()`` is one sentence naming the task and the cause."""
+
+
+_NAME = re.compile(r"^[^\s,]+$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchSpec:
+    """One start of one task.
+
+    ``script`` is the executable task script and ``task`` its id relative to the queue
+    (``METAQ_TASK``). ``nodes`` are the host names it may use, ``gpus`` the device ids it may
+    use on each of them: ``None`` leaves ``CUDA_VISIBLE_DEVICES`` as the batch job set it,
+    while a tuple (even an empty one, which hides every GPU) sets it exactly; the runner
+    passes a tuple on GPU allocations so that no task touches another's devices. ``attempt``
+    counts from 1; ``resume`` says the task was interrupted before and should continue from
+    its checkpoint.
+
+    ``log`` is the task's own log (the runner picks a unique name); ``tee``, the ``#METAQ LOG``
+    path, receives the same output when given. Both are appended to, so a resumed task adds
+    to what its earlier attempts wrote. ``rundir`` is the task's private directory, kept
+    across its attempts: it holds the hostfile and the checkpoint and resize files. ``cwd``
+    is where the script starts (``None``: the runner's own directory). ``env`` adds variables
+    on top of the runner's environment; the ``METAQ_*`` variables always win.
+
+    ``srun_wrap`` starts the script itself as a one-task SLURM step on the first of its nodes
+    instead of on the batch node; ``srun_args`` are extra options for that ``srun``.
+    """
+
+    script: Path
+    task: str
+    nodes: tuple[str, ...]
+    log: Path
+    rundir: Path
+    attempt: int = 1
+    resume: bool = False
+    gpus: tuple[str, ...] | None = None
+    tee: Path | None = None
+    cwd: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    srun_wrap: bool = False
+    srun_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Accept plain strings for paths and lists for tuples, but store one canonical form.
+        for name in ("script", "log", "rundir"):
+            object.__setattr__(self, name, Path(getattr(self, name)))
+        for name in ("tee", "cwd"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "srun_args", tuple(self.srun_args))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        if self.gpus is not None:
+            object.__setattr__(self, "gpus", tuple(str(g) for g in self.gpus))
+
+        who = f"task {self.task!r}"
+        if not self.task:
+            raise LaunchError("a task to launch has an empty task id")
+        if not self.nodes:
+            raise LaunchError(f"{who} was given no nodes")
+        bad = [n for n in self.nodes if not isinstance(n, str) or not _NAME.match(n)]
+        if bad:
+            raise LaunchError(f"{who} was given the node name {bad[0]!r}, which is not a host")
+        if len(set(self.nodes)) != len(self.nodes):
+            raise LaunchError(f"{who} was given the same node twice in {list(self.nodes)}")
+        if self.gpus is not None:
+            bad = [g for g in self.gpus if not _NAME.match(g)]
+            if bad:
+                raise LaunchError(f"{who} was given the GPU id {bad[0]!r}, which is not a device")
+        if self.attempt < 1:
+            raise LaunchError(f"{who} has attempt number {self.attempt}; attempts count from 1")
+        for key, value in self.env.items():
+            if not key or "=" in key or "\0" in key or "\0" in str(value):
+                raise LaunchError(f"{who} has the environment variable {key!r}, which is invalid")
+
+    @property
+    def hostfile(self) -> Path:
+        """The file listing the task's hosts, one per line (``METAQ_HOSTFILE``)."""
+        return self.rundir / "hostfile"
+
+    @property
+    def checkpoint_file(self) -> Path:
+        """The file a task touches after each checkpoint (``METAQ_CHECKPOINT_FILE``)."""
+        return self.rundir / "checkpoint"
+
+    @property
+    def step_file(self) -> Path:
+        """Where a wrapped task records its SLURM step (``JOBID.STEPID``) once it runs."""
+        return self.rundir / "step"
+
+    @property
+    def resize_file(self) -> Path:
+        """Where the runner writes a malleable task's new node list (``METAQ_RESIZE_FILE``)."""
+        return self.rundir / "resize"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Start the local four-node SLURM (nodes n1..n4 on 127.0.0.1) used by the `slurm` tests.
+#
+# Idempotent: a cluster that is already up is left alone. Writes /etc/slurm/slurm.conf from
+# slurm.conf.in (refusing to replace a slurm.conf it did not write), starts munged as the munge
+# user, then slurmctld and one `slurmd -N nX` per node, and waits until sinfo shows the nodes
+# ready. State and logs go to $METAQ_SLURM_STATE (default /var/spool/metaq-slurm).
+# Stop it with tests/slurm/stop.sh.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+state="${METAQ_SLURM_STATE:-/var/spool/metaq-slurm}"
+conf=/etc/slurm/slurm.conf
+marker="# metaq-py local test cluster"
+nodes=(n1 n2 n3 n4)
+say() { echo "tests/slurm/start.sh: $*"; }
+die() { echo "tests/slurm/start.sh: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (the daemons run as root and munge)"
+for cmd in munged slurmctld slurmd sinfo scontrol; do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd is not installed; run tests/slurm/install.sh first"
+done
+
+# Ready means: the controller answers and all four nodes are idle, mixed or allocated.
+ready() {
+    local states
+    states=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u) || return 1
+    [ "$(grep -cE '^n[1-4] (idle|mix|alloc|comp)$' <<<"$states")" -eq 4 ]
+}
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+started=0  # set when this run starts a daemon
+
+# 1. munge: the key, its run directory, and the daemon as the munge user.
+if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
+    install -d -o munge -g munge -m 0700 /etc/munge /var/lib/munge /var/log/munge
+    install -d -o munge -g munge -m 0755 /run/munge
+    if [ ! -s /etc/munge/munge.key ]; then
+        say "creating a munge key"
+        if command -v mungekey >/dev/null 2>&1; then
+            mungekey --create --keyfile=/etc/munge/munge.key
+        else  # munge before 0.5.14 has no mungekey
+            dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+        fi
+        chown munge:munge /etc/munge/munge.key
+        chmod 0400 /etc/munge/munge.key
+    fi
+    if command -v runuser >/dev/null 2>&1; then
+        runuser -u munge -- munged
+    else
+        su -s /bin/sh munge -c munged
+    fi
+    for _ in $(seq 50); do
+        munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    munge -n </dev/null | unmunge >/dev/null || die "munged does not answer (see /var/log/munge/munged.log)"
+    say "munged started"
+fi
+
+# 2. The configuration, written from the template unless a foreign one is in place.
+if [ -f "$conf" ] && ! grep -qF "$marker" "$conf"; then
+    die "$conf exists and was not written by this script; move it away first"
+fi
+install -d "$state"/ctld "$state"/log "${nodes[@]/#/$state/spool/}"
+new_conf=$(sed -e "s|@HOST@|$(hostname -s)|g" -e "s|@STATE@|$state|g" "$here/slurm.conf.in")
+if [ ! -f "$conf" ] || [ "$new_conf" != "$(cat "$conf")" ]; then
+    install -d /etc/slurm
+    printf '%s\n' "$new_conf" >"$conf"
+    say "wrote $conf"
+    # A running cluster with an old configuration must be restarted to pick up the new one.
+    if alive "$state/slurmctld.pid"; then
+        bash "$here/stop.sh"
+    fi
+fi
+
+# 3. The controller, then one slurmd per pretend node.
+if ! alive "$state/slurmctld.pid"; then
+    slurmctld
+    started=1
+    say "slurmctld started"
+fi
+for _ in $(seq 100); do
+    scontrol ping 2>/dev/null | grep -q UP && break
+    sleep 0.1
+done
+scontrol ping | grep -q UP || die "slurmctld does not answer (see $state/log/slurmctld.log)"
+for node in "${nodes[@]}"; do
+    if ! alive "$state/slurmd-$node.pid"; then
+        slurmd -N "$node"
+        started=1
+        say "slurmd -N $node started"
+    fi
+done
+
+# 4. Wait until the nodes are ready; nodes left down or drained by an earlier run are resumed.
+up=0
+for i in $(seq 300); do
+    ready && { up=1; break; }
+    if [ "$i" -eq 50 ]; then
+        scontrol update NodeName=n[1-4] State=RESUME 2>/dev/null || true
+    fi
+    sleep 0.1
+done
+if [ "$up" -ne 1 ]; then
+    sinfo -N >&2 || true
+    die "the nodes did not become idle within 30 s (see $state/log)"
+fi
+
+# 5. Prove a fresh start with a step on all four nodes. (A controller restored from its state
+#    files can show nodes idle a moment before their slurmd has really registered.)
+if [ "$started" -eq 1 ] && ! timeout 60 srun -N 4 -t 1 --job-name=metaq-smoke true; then
+    die "a one-second job on all four nodes failed (see $state/log)"
+fi
+say "SLURM is up: $(sinfo -h -o '%P %D %t %N' | tr '\n' ' ')"
