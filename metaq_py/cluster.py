@@ -158,6 +158,10 @@ class Cluster:
         """
         if job.id in self._running:
             raise ClusterError(f"job {job.id!r} is already running")
+        if borrowed is None and job.kind is not Kind.ONDEMAND:
+            fast = self._take_free(job, nodes)
+            if fast is not None:
+                return self._started(job, fast, now, None)
         picked = set(nodes)
         k = len(picked)
         if k != len(nodes):
@@ -201,17 +205,39 @@ class Cluster:
             if promised:
                 self._loans[job.id] = dict(promised)
                 del self._promised[job.id]
-        ordered = tuple(sorted(picked))
-        scale = job.size / k
+        r = self._started(job, tuple(sorted(picked)), now, borrowed)
+        if ondemand and job.notice is not None and job.notice in self._notices:
+            self._drop_notice(job.notice)
+        return r
+
+    def _take_free(self, job: Job, nodes: Sequence[NodeId]) -> Nodes | None:
+        """The common start, a batch job on free nodes, with C-level set operations only.
+
+        Returns ``nodes`` sorted once they have left the free pool, or ``None`` (nothing
+        changed) when the general path must decide, and word the error.
+        """
+        free = self._free
+        k = len(nodes)
+        if not job.min_size <= k <= job.size or not free.issuperset(nodes):
+            return None
+        before = len(free)
+        free.difference_update(nodes)
+        if len(free) != before - k:
+            # a node was named twice: put the distinct ones back, let the general path say so
+            free.update(nodes)
+            return None
+        # a decision hands its nodes over sorted already: sorted() then makes one linear pass
+        return tuple(sorted(nodes))
+
+    def _started(self, job: Job, ordered: Nodes, now: float, borrowed: str | None) -> Running:
+        """Record ``job`` as running on ``ordered`` (sorted, already out of every pool)."""
+        scale = job.size / len(ordered)
         true_end = None if job.runtime is None else now + job.runtime * scale
-        r = Running(job=job, nodes=ordered, start=now, end=now + job.walltime * scale,
-                    true_end=true_end, borrowed=borrowed)
+        r = Running(job, ordered, now, now + job.walltime * scale, true_end, None, borrowed)
         self._running[job.id] = r
         if borrowed is not None:
             self._borrowers.setdefault(borrowed, set()).add(job.id)
         self._index(r)
-        if ondemand and job.notice is not None and job.notice in self._notices:
-            self._drop_notice(job.notice)
         return r
 
     def preempt(self, job_id: JobId, *, now: float) -> Running:
@@ -234,9 +260,13 @@ class Cluster:
         if r.job.kind is not Kind.MALLEABLE:
             raise ClusterError(f"job {job_id!r} is {r.job.kind}, only malleable jobs shrink")
         taken = set(nodes)
-        if len(taken) != len(nodes) or not taken or not taken <= set(r.nodes):
+        k = len(nodes)
+        if k and tuple(nodes) == r.nodes[-k:]:
+            keep = r.nodes[:-k]  # a decision gives up the highest ids: no scan needed
+        elif len(taken) != k or not taken or not taken <= set(r.nodes):
             raise ClusterError(f"job {job_id!r} can only give up distinct nodes it holds")
-        keep = tuple(n for n in r.nodes if n not in taken)
+        else:
+            keep = tuple(n for n in r.nodes if n not in taken)
         if len(keep) < r.job.min_size:
             raise ClusterError(f"shrinking job {job_id!r} to {len(keep)} nodes goes below its "
                                f"minimum of {r.job.min_size}")

@@ -33,7 +33,7 @@ from enum import Enum
 
 from metaq_py.policy.arrival import ArrivalStrategy, admit
 from metaq_py.policy.backfill import conservative, easy
-from metaq_py.policy.model import Decision, Job, Kind, Snapshot
+from metaq_py.policy.model import Decision, Job, Snapshot
 from metaq_py.policy.notice import (
     NoticeStrategy,
     collect,
@@ -41,7 +41,7 @@ from metaq_py.policy.notice import (
     notice_order,
     release_expired,
 )
-from metaq_py.policy.order import in_order, ondemand_first
+from metaq_py.policy.order import any_ondemand, in_order_view, split_ondemand
 from metaq_py.policy.work import Work
 
 _NOTHING = Decision()
@@ -99,17 +99,16 @@ class Scheduler:
         if not snap.waiting or not snap.free:
             return _NOTHING
         work = Work(snap, oracle=self.oracle)
-        _FILL[self.backfill](work, in_order(snap.waiting, ordered=snap.ordered))
+        _FILL[self.backfill](work, in_order_view(snap.waiting, ordered=snap.ordered))
         return work.decision()
 
     def _hybrid(self, snap: Snapshot) -> Decision:
         waiting = snap.waiting
-        if not snap.notices and not snap.owed and (not waiting or (
-                not snap.free and not any(j.kind is Kind.ONDEMAND for j in waiting))):
+        if not snap.notices and not snap.owed and (not waiting or not snap.free) \
+                and not any_ondemand(waiting):
             return _NOTHING
+        arrived, queue = split_ondemand(in_order_view(waiting, ordered=snap.ordered))
         work = Work(snap, oracle=self.oracle)
-        queue = ondemand_first(in_order(waiting, ordered=snap.ordered))
-        arrived = queue[:_count_ondemand(queue)]
         order = notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}
         release_expired(work, order, awaited, release_after=self.release_after)
@@ -123,15 +122,6 @@ class Scheduler:
         if self.notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
         return work.decision()
-
-
-def _count_ondemand(queue: Sequence[Job]) -> int:
-    n = 0
-    for job in queue:
-        if job.kind is not Kind.ONDEMAND:
-            break
-        n += 1
-    return n
 
 
 def make_scheduler(

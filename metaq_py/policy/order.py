@@ -13,8 +13,11 @@ queue, ahead of all batch work (:func:`ondemand_first`); the baseline schedulers
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from metaq_py.policy.model import Job, Kind
+
+_kind = attrgetter("kind")
 
 
 def queue_key(job: Job) -> tuple[int, int, float]:
@@ -27,9 +30,30 @@ def in_order(jobs: Iterable[Job], *, ordered: bool = False) -> list[Job]:
     return list(jobs) if ordered else sorted(jobs, key=queue_key)
 
 
+def in_order_view(jobs: Sequence[Job], *, ordered: bool = False) -> Sequence[Job]:
+    """:func:`in_order` without the copy when ``jobs`` is ordered: a read-only view for a
+    decision, which never mutates its snapshot."""
+    return jobs if ordered else sorted(jobs, key=queue_key)
+
+
 def ondemand_first(jobs: Sequence[Job]) -> list[Job]:
     """Stable partition: on-demand jobs first, each part keeping its queue order."""
-    head = [job for job in jobs if job.kind is Kind.ONDEMAND]
+    return list(split_ondemand(jobs)[1])
+
+
+def any_ondemand(jobs: Iterable[Job]) -> bool:
+    """Whether any of ``jobs`` is on-demand (a C-level scan: no Python frame per job)."""
+    return Kind.ONDEMAND in map(_kind, jobs)
+
+
+def split_ondemand(jobs: Sequence[Job]) -> tuple[list[Job], Sequence[Job]]:
+    """``(on-demand jobs, the queue with them first)``, both in queue order.
+
+    One pass over ``jobs`` when there is no on-demand job, the usual case, and then the
+    queue is ``jobs`` itself, not a copy.
+    """
+    ondemand = Kind.ONDEMAND  # a local: this runs over the whole queue at every decision
+    head = [job for job in jobs if job.kind is ondemand]
     if not head:
-        return list(jobs)
-    return head + [job for job in jobs if job.kind is not Kind.ONDEMAND]
+        return head, jobs
+    return head, head + [job for job in jobs if job.kind is not ondemand]
