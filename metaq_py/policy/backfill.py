@@ -58,13 +58,21 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
     """
     need = job.min_size
     avail = work.free.count
+    when = math.inf
     for t, k in work.releases():
+        if t > when:
+            break
+        # every node freed at the shadow time itself counts, not only the first job's:
+        # otherwise the extra nodes would depend on which of several simultaneous ends is seen
+        # first
         avail += k
         if avail >= need:
-            if t + job.time_at(min(job.size, avail), work.oracle) > work.end:
-                return None
-            return t, avail - need
-    return math.inf, 0
+            when = t
+    if when == math.inf:
+        return math.inf, 0
+    if when + job.time_at(min(job.size, avail), work.oracle) > work.end:
+        return None
+    return when, avail - need
 
 
 def easy(work: Work, queue: Sequence[Job]) -> None:
