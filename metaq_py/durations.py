@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
-__all__ = ["DurationError", "format_duration", "parse_duration", "parse_time"]
+__all__ = ["DurationError", "format_duration", "format_time", "parse_duration", "parse_time"]
 
 
 class DurationError(ValueError):
@@ -140,3 +140,9 @@ def parse_time(text: str, *, now: float) -> float:
             f"{text!r} is not a time; use +DURATION, an ISO-8601 date-time or HH:MM"
         ) from None
     return moment.timestamp()
+
+
+def format_time(moment: float) -> str:
+    """A Unix timestamp as local ``YYYY-MM-DD HH:MM:SS``: the form people read in messages and
+    tables, and one that :func:`parse_time` reads back (to the second)."""
+    return datetime.fromtimestamp(moment).strftime("%Y-%m-%d %H:%M:%S")

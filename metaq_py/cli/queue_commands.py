@@ -10,6 +10,7 @@ Errors are printed as one sentence on standard error, with exit status 1.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from rich.table import Table
 
 from metaq_py.admission import admit
 from metaq_py.cli import app
+from metaq_py.cli.live_view import live_section, print_live
 from metaq_py.directives import TaskSpec, late_directives, read_head, read_task
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
@@ -130,9 +132,11 @@ def check(
 
 @app.command()
 def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
-    """Count the tasks per state, folder and project."""
+    """Count the tasks per state, folder and project; show running tasks with their hosts
+    and time left, live allocations with their reserved and lent nodes, and notices."""
     with _reported():
         q = _open(queue)
+        live = live_section(q, now=time.time())
         counts: dict[str, Counter[str]] = {s: Counter() for s in STATES}
         projects: dict[str, Counter[str]] = defaultdict(Counter)
         invalid = []
@@ -150,6 +154,7 @@ def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
                 "totals": {s: sum(c.values()) for s, c in counts.items()},
                 "projects": {p: dict(c) for p, c in sorted(projects.items())},
                 "invalid": invalid,
+                **live,
             }, indent=2))
             return
         folders = sorted({f for c in counts.values() for f in c},
@@ -171,8 +176,11 @@ def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
             for p, c in sorted(projects.items()):
                 pt.add_row(p, *(str(c[s] or "") for s in STATES))
             _out.print(pt)
+        print_live(live, _out)
         for item in invalid:
             typer.echo(f"invalid: {item['reason']}", err=True)
+        for problem in live["problems"]:
+            typer.echo(f"warning: {problem}", err=True)
 
 
 @app.command("ls")

@@ -1,0 +1,240 @@
+"""Commands for on-demand notices, accounting and visibility: notice, report, explain, gantt.
+
+``report`` and ``explain`` only read the queue. ``notice`` writes (or moves) one file in
+``notices/``; ``gantt`` writes only its PNG. Errors are one sentence on standard error, exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from metaq_py.accounting import Report, build_report, parse_since
+from metaq_py.allocations import live_jobs
+from metaq_py.cli import app
+from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, _open, _out, _reported
+from metaq_py.durations import (
+    DurationError,
+    format_duration,
+    format_time,
+    parse_duration,
+    parse_time,
+)
+from metaq_py.errors import QueueError
+from metaq_py.explain import explain as explain_task
+from metaq_py.joblog import EVENTS_NAME, read_job_log, read_job_logs
+from metaq_py.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
+from metaq_py.policy.model import Notice
+from metaq_py.queue import Queue
+from metaq_py.timeline import build_timeline
+
+
+@app.command()
+def notice(
+    nodes: Annotated[int | None, typer.Option(
+        "--nodes", help="Nodes the on-demand work will need.")] = None,
+    at: Annotated[str | None, typer.Option(
+        "--at", help="When it arrives: +20m, 2025-03-01T14:30 or 14:30.")] = None,
+    walltime: Annotated[str | None, typer.Option(
+        "--walltime", help="How long it runs, such as 1h or 1:30:00.")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="The notice's name, for #METAQ NOTICE (generated if absent).")] = None,
+    cancel: Annotated[str | None, typer.Option(
+        "--cancel", metavar="NAME", help="Withdraw the notice NAME.")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the notices.")] = False,
+    json_out: JsonOpt = False,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """Announce on-demand work in advance, withdraw a notice, or list them."""
+    with _reported():
+        q = _open(queue)
+        now = time.time()
+        creating = any(v is not None for v in (nodes, at, walltime, name))
+        if sum((creating, cancel is not None, list_)) != 1:
+            raise NoticeError("give either --nodes, --at and --walltime (with an optional "
+                              "--name) to announce work, or --cancel NAME, or --list")
+        if list_:
+            _list_notices(q, now, json_out)
+            return
+        if cancel is not None:
+            moved = cancel_notice(q.root, cancel, now=now)
+            typer.echo(f"notice {cancel} withdrawn (kept as {moved.relative_to(q.root)})")
+            return
+        missing = [flag for flag, v in (("--nodes", nodes), ("--at", at),
+                                        ("--walltime", walltime)) if v is None]
+        if missing:
+            raise NoticeError(f"a notice needs {', '.join(missing)} as well")
+        assert nodes is not None and at is not None and walltime is not None
+        try:
+            arrival = parse_time(at, now=now)
+        except DurationError as e:
+            raise NoticeError(f"--at: {e}") from None
+        try:
+            seconds = parse_duration(walltime)
+        except DurationError as e:
+            raise NoticeError(f"--walltime: {e}") from None
+        limit = _node_limit(q, now)
+        record = write_notice(q.root, nodes=nodes, arrival=arrival, walltime=seconds, now=now,
+                              name=name, limit=limit)
+        if limit is None:
+            typer.echo("warning: no allocation is running and caps.nodes is not set, so the "
+                       "size of this notice could not be checked", err=True)
+        if json_out:
+            typer.echo(json.dumps(_notice_json(record.notice, record.who), indent=2))
+            return
+        typer.echo(f"notice {record.name}: {nodes} nodes at {format_time(arrival)} for "
+                   f"{format_duration(seconds)}; tasks redeem it with "
+                   f"'#METAQ NOTICE {record.name}'")
+
+
+def _node_limit(q: Queue, now: float) -> NodeLimit | None:
+    """The most nodes a notice may ask for: ``caps.nodes`` when set (no task larger is ever
+    accepted), else the largest live allocation, else unknown."""
+    if q.config.caps.nodes is not None:
+        return NodeLimit(q.config.caps.nodes, "caps.nodes in metaq.yaml")
+    jobs = live_jobs(read_job_logs(q.root), q.leases(), now=now,
+                     stale_after=q.config.stale_after)
+    if not jobs:
+        return None
+    big = max(jobs, key=lambda j: j.nodes)
+    return NodeLimit(big.nodes, f"the largest live allocation (job {big.jobid})")
+
+
+def _list_notices(q: Queue, now: float, json_out: bool) -> None:
+    records, problems = read_notices(q.root)
+    if json_out:
+        typer.echo(json.dumps({"notices": [_notice_json(r.notice, r.who) for r in records],
+                               "problems": problems}, indent=2))
+        return
+    for p in problems:
+        typer.echo(f"warning: {p}", err=True)
+    if not records:
+        typer.echo("no notices")
+        return
+    t = Table(title=f"notices in {q.root}")
+    for col in ("name", "nodes", "arrival", "walltime", "issued", "who"):
+        t.add_column(col)
+    for r in records:
+        n = r.notice
+        when = format_time(n.arrival)
+        when += f" (in {format_duration(round(n.arrival - now))})" if n.arrival > now else ""
+        t.add_row(n.id, str(n.nodes), when, format_duration(n.walltime),
+                  format_time(n.issued), r.who)
+    _out.print(t)
+
+
+def _notice_json(n: Notice, who: str) -> dict:
+    return {"name": n.id, "nodes": n.nodes, "arrival": n.arrival, "walltime": n.walltime,
+            "issued": n.issued, "who": who}
+
+
+@app.command()
+def report(
+    since: Annotated[str | None, typer.Option(
+        "--since", metavar="DATE",
+        help="Only events from DATE on: 2025-03-01, 2025-03-01T14:30, or 7d ago.")] = None,
+    json_out: JsonOpt = False,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """Node-hours and GPU-hours per project, run outcomes, and the on-demand record."""
+    with _reported():
+        q = _open(queue)
+        start = None
+        if since is not None:
+            try:
+                start = parse_since(since, now=time.time())
+            except DurationError as e:
+                raise QueueError(f"--since: {e}") from None
+        rep = build_report(read_job_logs(q.root), since=start)
+        if json_out:
+            typer.echo(json.dumps(rep.to_json(), indent=2))
+        else:
+            _print_report(rep)
+        for p in rep.problems:
+            typer.echo(f"warning: {p}", err=True)
+
+
+def _print_report(rep: Report) -> None:
+    span = f"since {format_time(rep.since)}" if rep.since is not None else "all time"
+    t = Table(title=f"usage per project, {span} ({rep.jobs} batch jobs)")
+    t.add_column("project")
+    t.add_column("node-hours", justify="right")
+    t.add_column("GPU-hours", justify="right")
+    t.add_column("runs", justify="right")
+    t.add_column("outcomes")
+    for p in rep.projects:
+        t.add_row(p.project, f"{p.node_hours:.2f}", f"{p.gpu_hours:.2f}", str(p.runs),
+                  ", ".join(f"{k} {v}" for k, v in p.outcomes.items()))
+    t.add_row("[bold]total[/]", f"[bold]{rep.node_hours:.2f}[/]", f"[bold]{rep.gpu_hours:.2f}[/]",
+              f"[bold]{sum(p.runs for p in rep.projects)}[/]",
+              ", ".join(f"{k} {v}" for k, v in rep.outcomes.items()))
+    _out.print(t)
+    od = rep.ondemand
+    rate = "n/a" if od.rate is None else f"{od.rate:.0%} ({od.instant} of {od.known})"
+    typer.echo("on-demand:")
+    typer.echo(f"  on-demand starts        {od.starts}")
+    typer.echo(f"  instant-start rate      {rate}")
+    typer.echo(f"  preemptions             {od.preemptions}")
+    typer.echo(f"  shrinks                 {od.shrinks}")
+    typer.echo(f"  node-hours lost         {od.lost_node_hours:.2f} (to preemption)")
+    if rep.reclaims:
+        typer.echo(f"reclaimed from dead jobs: {rep.reclaims} task(s)")
+
+
+@app.command()
+def explain(
+    task: Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")],
+    json_out: JsonOpt = False,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """Say why a task is not running (or where it is, if it is)."""
+    with _reported():
+        q = _open(queue)
+        ex = explain_task(q, task, now=time.time())
+        if json_out:
+            typer.echo(json.dumps({"task": ex.task, "state": ex.state,
+                                   "reasons": list(ex.reasons)}, indent=2))
+            return
+        typer.echo(f"{ex.task}: {ex.state}")
+        for reason in ex.reasons:
+            typer.echo(f"  - {reason}")
+
+
+@app.command()
+def gantt(
+    jobid: Annotated[str, typer.Argument(help="The batch job id (a folder of jobs/).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where to write the PNG (default gantt-JOBID.png here).")] = None,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """Draw one allocation as a Gantt chart: hosts against time, tasks as bars."""
+    with _reported():
+        q = _open(queue)
+        target = out if out is not None else Path(f"gantt-{jobid}.png")
+        if target.suffix.lower() != ".png":
+            raise QueueError(f"--out {target} must end in .png; the chart is a PNG image")
+        job_dir = q.job_dir(jobid)
+        path = job_dir / EVENTS_NAME
+        if not path.is_file():
+            raise QueueError(f"job {jobid} has no event log at {path}; 'ls {job_dir.parent}' "
+                             f"shows the jobs this queue has seen")
+        log = read_job_log(path, jobid=jobid)
+        for p in log.problems:
+            typer.echo(f"warning: {p}", err=True)
+        try:
+            tl = build_timeline(log.events, jobid=jobid)
+        except ValueError as e:
+            raise QueueError(f"{path}: {e}") from None
+        from metaq_py.gantt import draw_gantt  # matplotlib takes 0.6 s to import: only here
+
+        try:
+            draw_gantt(tl, target)
+        except OSError as e:
+            raise QueueError(f"cannot write {target} ({e.strerror})") from None
+        typer.echo(f"wrote {target}: {len(tl.hosts)} hosts, {len({b.task for b in tl.bars})} "
+                   f"tasks, {format_duration(round(tl.stop - tl.start))}")

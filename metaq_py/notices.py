@@ -1,0 +1,393 @@
+"""Advance notices on disk: one JSON file per notice in ``<queue>/notices/``.
+
+A notice announces that on-demand work needing ``nodes`` nodes will arrive at about
+``arrival`` and run for ``walltime``; running allocations then collect nodes for it (CUA, CUP).
+The on-demand task that redeems it names it with ``#METAQ NOTICE <name>``.
+
+The file ``notices/<name>.json`` holds one JSON object::
+
+    {"name": "beamline-7", "nodes": 4, "arrival": 1740839400.0, "walltime": 3600.0,
+     "issued": 1740838200.0, "who": "alice"}
+
+``arrival`` and ``issued`` are Unix seconds, ``walltime`` seconds, ``who`` the user who wrote
+it. Nothing else is allowed in the object, so a misspelt key is caught rather than ignored.
+
+Where notices go when they stop being live, always with a ``<file>.reason`` beside them::
+
+    notices/cancelled/<name>.json   withdrawn by ``metaq notice --cancel``
+    notices/expired/<name>.json     never redeemed: :data:`EXPIRE_AFTER` past its release
+    notices/rejected/<file>         not a readable notice (the reason says what is wrong)
+
+These live under ``notices/`` rather than the queue's ``rejected/``, whose sub-folders are task
+folders. Nothing is ever deleted, so a bad or old notice can always be looked at again.
+
+A notice file is written under a hidden temporary name and then hard-linked to its real name,
+so a runner never reads half a notice and an existing notice is never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import logging
+import math
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from metaq_py.durations import format_duration, format_time
+from metaq_py.errors import MetaqError
+from metaq_py.policy.model import Notice
+
+__all__ = [
+    "EXPIRE_AFTER",
+    "NOTICES",
+    "RELEASE_AFTER",
+    "NodeLimit",
+    "NoticeError",
+    "NoticeRecord",
+    "cancel_notice",
+    "check_name",
+    "format_notice",
+    "load_notices",
+    "parse_notice",
+    "read_notices",
+    "write_notice",
+]
+
+NOTICES = "notices"
+CANCELLED, EXPIRED, REJECTED = "cancelled", "expired", "rejected"
+SUFFIX = ".json"
+REASON_SUFFIX = ".reason"
+
+RELEASE_AFTER = 600.0
+"""Seconds after its estimated arrival at which a runner releases a notice's reservation
+(the policy's ``release_after``, as in Fan et al.)."""
+
+EXPIRE_AFTER = 3600.0
+"""Seconds after the release at which :func:`load_notices` moves an unredeemed notice to
+``notices/expired/``. Until then it is still handed to runners, so that each runner sees the
+notice pass its release time and gives back the nodes it holds for it."""
+
+SETTLE = 2.0
+"""Seconds a malformed notice file must stay unchanged before it is moved aside: a person
+writing one by hand in an editor may save it half-done for a moment."""
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_KEYS = ("name", "nodes", "arrival", "walltime", "issued", "who")
+_REQUIRED = ("name", "nodes", "arrival", "walltime", "issued")
+
+_log = logging.getLogger("metaq.notices")
+
+
+class NoticeError(MetaqError):
+    """A notice that cannot be written, cancelled or read; ``str()`` is one sentence."""
+
+    def __str__(self) -> str:
+        text = str(self.args[0]).strip() if self.args else "bad notice"
+        return text if text.endswith((".", "?", "!")) else text + "."
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeRecord:
+    """A notice as stored: the policy's :class:`~metaq_py.policy.model.Notice` plus who wrote
+    it. ``path`` is the file it was read from (``None`` before it is written)."""
+
+    notice: Notice
+    who: str
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.notice.id
+
+    @property
+    def release(self) -> float:
+        """When runners give back the nodes still held for it, if its task has not come."""
+        return self.notice.arrival + RELEASE_AFTER
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLimit:
+    """The most nodes a notice may ask for, and where that number comes from (said in the
+    error), such as ``"caps.nodes in metaq.yaml"`` or ``"the largest live allocation"``."""
+
+    nodes: int
+    source: str
+
+
+# --- the file format -----------------------------------------------------------------------
+
+
+def format_notice(record: NoticeRecord) -> bytes:
+    """The bytes of the notice file for ``record`` (one JSON object and a newline)."""
+    n = record.notice
+    data = {"name": n.id, "nodes": n.nodes, "arrival": n.arrival, "walltime": n.walltime,
+            "issued": n.issued, "who": record.who}
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeRecord:
+    """Read a notice file's bytes. Raises :class:`NoticeError` naming ``path`` and the one
+    thing wrong. The name inside must match the file name (``<name>.json``)."""
+    where = str(path)
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise NoticeError(f"{where}: the notice is not UTF-8 text") from None
+    except ValueError as e:
+        raise NoticeError(f"{where}: the notice is not valid JSON ({_json_problem(e)})") from None
+    if not isinstance(obj, dict):
+        raise NoticeError(f"{where}: the notice must be one JSON object, not "
+                          f"{type(obj).__name__}")
+    unknown = sorted(set(obj) - set(_KEYS))
+    if unknown:
+        raise NoticeError(f"{where}: the notice has unknown key {unknown[0]!r}; the keys are "
+                          f"{', '.join(_KEYS)}")
+    missing = [k for k in _REQUIRED if k not in obj]
+    if missing:
+        raise NoticeError(f"{where}: the notice lacks {missing[0]!r}")
+    name = obj["name"]
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise NoticeError(f"{where}: the notice's name {name!r} is not a plain name of "
+                          f"letters, digits, '.', '_' and '-'")
+    stem = Path(where).name
+    if stem.endswith(SUFFIX) and stem[: -len(SUFFIX)] != name:
+        raise NoticeError(f"{where}: the notice calls itself {name!r}, but its file is named "
+                          f"{stem!r}; the file must be {name}{SUFFIX}")
+    nodes = obj["nodes"]
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise NoticeError(f"{where}: the notice's 'nodes' must be a whole number of at least "
+                          f"1, not {nodes!r}")
+    arrival = _number(obj, "arrival", where)
+    issued = _number(obj, "issued", where)
+    walltime = _number(obj, "walltime", where)
+    if walltime <= 0:
+        raise NoticeError(f"{where}: the notice's 'walltime' must be more than zero seconds, "
+                          f"not {walltime!r}")
+    who = obj.get("who", "unknown")
+    if not isinstance(who, str):
+        raise NoticeError(f"{where}: the notice's 'who' must be a user name, not {who!r}")
+    return NoticeRecord(Notice(name, nodes, arrival, walltime, issued), who, Path(where))
+
+
+def _number(obj: dict, key: str, where: str) -> float:
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise NoticeError(f"{where}: the notice's {key!r} must be a number of seconds, not "
+                          f"{value!r}")
+    return float(value)
+
+
+def _json_problem(e: ValueError) -> str:
+    msg = getattr(e, "msg", None)
+    line = getattr(e, "lineno", None)
+    return f"{msg} on line {line}" if msg and line else str(e)
+
+
+# --- writing and cancelling ----------------------------------------------------------------
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a notice, else a :class:`NoticeError`."""
+    if not _NAME.match(name):
+        raise NoticeError(f"{name!r} cannot name a notice; use up to 100 letters, digits, '.', "
+                          f"'_' and '-', starting with a letter or digit")
+    return name
+
+
+def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, walltime: float,
+                 now: float, name: str | None = None, who: str | None = None,
+                 limit: NodeLimit | None = None) -> NoticeRecord:
+    """Announce on-demand work: write ``notices/<name>.json`` and return what was written.
+
+    ``name`` is generated from the arrival time when absent. Raises :class:`NoticeError` for
+    a bad name or size, an arrival before ``now``, more nodes than ``limit``, or a live notice
+    of the same name (which is never overwritten).
+    """
+    name = check_name(name) if name is not None else _generated_name(arrival)
+    if isinstance(nodes, bool) or nodes < 1:
+        raise NoticeError(f"a notice needs at least 1 node, not {nodes}")
+    if not math.isfinite(walltime) or walltime <= 0:
+        raise NoticeError(f"the walltime of a notice must be more than zero, not {walltime!r}")
+    if not math.isfinite(arrival):
+        raise NoticeError(f"the arrival time {arrival!r} is not a point in time")
+    if arrival < now:
+        raise NoticeError(f"the arrival time {format_time(arrival)} is already past (it is now "
+                          f"{format_time(now)}); give a future time such as +20m")
+    if limit is not None and nodes > limit.nodes:
+        raise NoticeError(f"a notice of {nodes} nodes can never be served: {limit.source} has "
+                          f"only {limit.nodes}")
+    record = NoticeRecord(Notice(name, nodes, float(arrival), float(walltime), float(now)),
+                          who or _user())
+    folder = Path(root) / NOTICES
+    folder.mkdir(exist_ok=True)
+    dst = folder / f"{name}{SUFFIX}"
+    tmp = folder / f".{name}{SUFFIX}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
+    try:
+        os.write(fd, format_notice(record))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, dst)  # unlike rename, link refuses to replace an existing notice
+    except FileExistsError:
+        raise NoticeError(f"a notice named {name!r} already exists "
+                          f"({_describe_existing(dst)}); choose another --name, or withdraw "
+                          f"it first with 'metaq notice --cancel {name}'") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return NoticeRecord(record.notice, record.who, dst)
+
+
+def cancel_notice(root: str | os.PathLike[str], name: str, *, now: float,
+                  who: str | None = None) -> Path:
+    """Withdraw the live notice ``name``: move it to ``notices/cancelled/`` with a reason, and
+    return its new path. Runners then release the nodes they hold for it."""
+    check_name(name)
+    src = Path(root) / NOTICES / f"{name}{SUFFIX}"
+    reason = f"cancelled by {who or _user()} at {format_time(now)}"
+    moved = _move_aside(src, CANCELLED, reason)
+    if moved is None:
+        raise NoticeError(f"there is no live notice named {name!r}; 'metaq notice --list' "
+                          f"shows them")
+    return moved
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def read_notices(root: str | os.PathLike[str]) -> tuple[list[NoticeRecord], list[str]]:
+    """Every notice file in ``notices/`` (live or past its time), earliest issued first, and
+    one sentence for each file that is not a readable notice. Reads only; moves nothing."""
+    records: list[NoticeRecord] = []
+    problems: list[str] = []
+    for path in _notice_files(Path(root) / NOTICES):
+        try:
+            records.append(_read(path))
+        except NoticeError as e:
+            problems.append(str(e))
+        except FileNotFoundError:
+            continue  # cancelled or moved meanwhile
+    records.sort(key=lambda r: (r.notice.issued, r.notice.arrival, r.name))
+    return records, problems
+
+
+def load_notices(root: str | os.PathLike[str], *, now: float,
+                 report: Callable[[str], None] | None = None) -> list[Notice]:
+    """The notices a runner should act on, earliest issued first; this is what the runner
+    calls before each decision.
+
+    Housekeeping on the way: a notice :data:`EXPIRE_AFTER` past its release time goes to
+    ``notices/expired/``, and a file that is not a readable notice goes to
+    ``notices/rejected/``, each with a ``.reason``. Every such move is told to ``report``
+    (default: a warning on the ``metaq.notices`` logger) in one sentence naming the file. A
+    malformed notice never raises. A notice past its release time but not yet expired is still
+    returned: the policy releases its reservation itself.
+    """
+    tell = report or _log.warning
+    live: list[Notice] = []
+    for path in _notice_files(Path(root) / NOTICES):
+        try:
+            record = _read(path)
+        except FileNotFoundError:
+            continue
+        except NoticeError as e:
+            if _settling(path, now):
+                continue
+            if _move_aside(path, REJECTED, str(e)) is not None:
+                tell(f"{e} It was moved to {NOTICES}/{REJECTED}/.")
+            continue
+        if now > record.release + EXPIRE_AFTER:
+            why = (f"the notice {record.name!r} for {record.notice.nodes} nodes at "
+                   f"{format_time(record.notice.arrival)} was never redeemed and was released "
+                   f"at {format_time(record.release)}")
+            if _move_aside(path, EXPIRED, why) is not None:
+                tell(f"{path}: {why}; it was moved to {NOTICES}/{EXPIRED}/.")
+            continue
+        live.append(record.notice)
+    live.sort(key=lambda n: (n.issued, n.arrival, n.id))
+    return live
+
+
+def _notice_files(folder: Path) -> Iterator[Path]:
+    """Every non-hidden regular file directly in ``folder`` (sub-folders hold past notices)."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        with contextlib.suppress(OSError):
+            if e.is_dir():
+                continue
+        yield Path(e.path)
+
+
+def _read(path: Path) -> NoticeRecord:
+    if not path.name.endswith(SUFFIX):
+        raise NoticeError(f"{path}: this is not a notice file; notices are named "
+                          f"<name>{SUFFIX}")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise  # gone: moved by someone else; callers skip it
+    except OSError as e:
+        raise NoticeError(f"{path}: the notice cannot be read ({e.strerror})") from None
+    return parse_notice(data, path=path)
+
+
+def _settling(path: Path, now: float) -> bool:
+    try:
+        return now - path.stat().st_mtime < SETTLE
+    except OSError:
+        return True
+
+
+def _move_aside(src: Path, where: str, reason: str) -> Path | None:
+    """Move ``src`` into ``notices/<where>/`` (never over another file) with a ``.reason``.
+    ``None`` when ``src`` is gone: another runner or person moved it first."""
+    if not os.path.lexists(src):
+        return None
+    folder = src.parent / where
+    folder.mkdir(exist_ok=True)
+    dst = folder / src.name
+    n = 0
+    while os.path.lexists(dst) or os.path.lexists(f"{dst}{REASON_SUFFIX}"):
+        n += 1
+        dst = folder / f"{src.name}.{n}"
+    try:
+        os.rename(src, dst)
+    except FileNotFoundError:
+        return None
+    Path(f"{dst}{REASON_SUFFIX}").write_text(reason.rstrip() + "\n", encoding="utf-8")
+    return dst
+
+
+def _describe_existing(path: Path) -> str:
+    try:
+        r = _read(path)
+    except (OSError, NoticeError):
+        return "its file cannot be read"
+    return (f"by {r.who} for {r.notice.nodes} nodes at {format_time(r.notice.arrival)}, "
+            f"walltime {format_duration(r.notice.walltime)}")
+
+
+def _generated_name(arrival: float) -> str:
+    stamp = datetime.fromtimestamp(arrival).strftime("%Y%m%d-%H%M")
+    return f"notice-{stamp}-{secrets.token_hex(2)}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
