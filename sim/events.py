@@ -29,6 +29,10 @@ class EventKind(IntEnum):
     """A job arrives in the queue (subject: the Job)."""
     WAKE = 3
     """The scheduler asked to decide again at this time (subject: None)."""
+    FAILURE = 4
+    """A node fails (subject: None; the failure source picks the node, :mod:`sim.failures`)."""
+    REPAIR = 5
+    """A failed node is repaired (subject: the id of the repair job holding it)."""
 
 
 Event = tuple[float, int, int, object, int]

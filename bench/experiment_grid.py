@@ -1,0 +1,121 @@
+"""Benchmark of the hybrid-workload study on the full Theta 2022 trace (prints figures).
+
+1. One mechanism on one workload (CUA&SPAA, W5, seed 0): target at most 2 s. Printed with
+   the parts of the run (trace load once per process, workload model, simulation + metrics).
+2. The full paper grid: 7 policies x 5 workloads x 10 seeds = 350 runs on every core; target
+   at most 10 minutes on 2 cores. A stratified subset (every policy, every workload, once) is
+   timed first and the full time projected from it; the full grid then runs only when the
+   projection is within 1.5 x the target, or with ``--full``. When it does not run, the
+   projection is printed and said to be one.
+
+Usage: ``python bench/experiment_grid.py [--trace PATH] [--workers N] [--full] [--skip-grid]
+[--out DIR]``. With ``--out`` the full grid's table, figures and report are written there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sim.experiment import load_source, run_grid, run_one  # noqa: E402
+from sim.runspec import RunSpec, TraceSource  # noqa: E402
+from sim.studies import STUDIES, build_grid  # noqa: E402
+from sim.workload import WORKLOADS, hybrid_workload  # noqa: E402
+
+THETA = REPO.parent / "shared" / "traces" / "theta_2022.swf.gz"
+ONE_TARGET = 2.0
+GRID_TARGET = 600.0
+
+
+def one_run(source: TraceSource) -> None:
+    t0 = time.perf_counter()
+    trace = load_source(source)
+    load = time.perf_counter() - t0
+    spec = RunSpec(policy="CUA&SPAA", workload="W5", seed=0, trace=source)
+    t0 = time.perf_counter()
+    hybrid_workload(trace, spec.model())
+    model = time.perf_counter() - t0
+    times = []
+    for _ in range(2):
+        record = run_one(spec)
+        times.append(record.wall_seconds)
+    best = min(times)
+    print(f"trace: {len(trace):,} jobs on {trace.nodes:,} nodes, loaded in {load:.2f} s "
+          f"(once per process)")
+    print(f"one run (CUA&SPAA, W5, seed 0): {best:.2f} s (best of 2; workload model "
+          f"{model:.2f} s of it); target {ONE_TARGET:.0f} s -> "
+          f"{'met' if best <= ONE_TARGET else 'NOT met'}; {len(trace) / best:,.0f} jobs/s")
+    m = record.metrics
+    print(f"  instant start {100 * m['instant_start']:.1f}%, utilisation "
+          f"{100 * m['utilisation']:.1f}%, turnaround {m['turnaround_all']:.2f} h")
+
+
+def grid(source: TraceSource, *, workers: int, full: bool, out: Path | None) -> None:
+    specs = build_grid(STUDIES["paper"], trace=source)
+    workloads = list(WORKLOADS)
+    subset = [s for s in specs
+              if s.seed == 0 and s.workload == workloads[specs.index(s) // 50 % 5]]
+    t0 = time.perf_counter()
+    run_grid(subset, workers=workers)
+    spent = time.perf_counter() - t0
+    projected = spent * len(specs) / len(subset)
+    print(f"subset: {len(subset)} runs (every policy, every workload) on {workers} workers in "
+          f"{spent:.1f} s -> {spent / len(subset) * workers:.2f} s per run per worker")
+    print(f"projected full grid ({len(specs)} runs): {projected / 60:.1f} min; target "
+          f"{GRID_TARGET / 60:.0f} min")
+    if not full and projected > 1.5 * GRID_TARGET:
+        print("full grid NOT run: the projection above is clearly over the target "
+              "(run with --full to measure it)")
+        return
+    done = 0
+
+    def tick(_record: object) -> None:
+        nonlocal done
+        done += 1
+        if done % 50 == 0:
+            print(f"  {done}/{len(specs)} runs, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    t0 = time.perf_counter()
+    records = run_grid(specs, workers=workers, on_done=tick)
+    spent = time.perf_counter() - t0
+    print(f"full grid: {len(records)} runs on {workers} workers in {spent / 60:.1f} min "
+          f"(measured); target {GRID_TARGET / 60:.0f} min -> "
+          f"{'met' if spent <= GRID_TARGET else 'NOT met'}")
+    if out is not None:
+        from sim.study_outputs import write_study
+        from sim.study_report import StudyContext
+
+        study = STUDIES["paper"]
+        ctx = StudyContext(name=study.name, title=study.title, question=study.question,
+                           trace=records[0].trace, seeds=tuple(range(10)), runs=len(records),
+                           command="python bench/experiment_grid.py --out " + str(out))
+        result = write_study(records, out, ctx)
+        print(f"outputs written to {out}/ ({', '.join(p.name for p in result.files)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=THETA)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--full", action="store_true", help="run the full grid regardless")
+    parser.add_argument("--skip-grid", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    if not args.trace.is_file():
+        print(f"no trace at {args.trace}; nothing to measure")
+        return
+    source = TraceSource(path=str(args.trace.resolve()))
+    print(f"{os.cpu_count()} cores; {args.workers} workers")
+    one_run(source)
+    if not args.skip_grid:
+        grid(source, workers=args.workers, full=args.full, out=args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""``metaq experiment``: the hybrid-workload study of Fan et al. and the studies past it.
+
+One command, four modes:
+
+- run a study on this machine (default): ``metaq experiment --study paper`` runs every
+  policy x workload x seed (x variant) in parallel and writes the table, figures and report;
+- ``--emit-tasks DIR``: write the same grid as ``#METAQ`` task scripts instead, to run
+  through a queue;
+- ``--run-one SPEC.json --out RUNS``: run one emitted spec (what each task script does);
+- ``--collect DIR``: build the table, figures and report from an emitted grid's runs.
+
+The simulator (``sim``) is imported inside the command only. Argument errors are one sentence
+on standard error with exit status 2; other failures exit with 1.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from metaq_py.cli import app
+
+if TYPE_CHECKING:
+    from sim.experiment import RunRecord
+    from sim.findings import Finding
+    from sim.runspec import TraceSource
+    from sim.studies import Study
+
+THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / \
+    "theta_2022.swf.gz"
+"""The default trace: Theta 2022 beside the repository, when it is there."""
+
+_out = Console(highlight=False, soft_wrap=True)
+
+
+class _BadArgument(Exception):
+    """An argument the command cannot use; the message is one sentence."""
+
+
+def _fail(message: object, *, code: int = 2) -> NoReturn:
+    typer.echo(f"metaq experiment: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [w.strip() for w in text.split(",") if w.strip()]
+    if not items:
+        raise _BadArgument(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+@app.command()
+def experiment(
+    study: Annotated[str, typer.Option(
+        help="paper, checkpoint, malleable-min, spaa-plus or failures.")] = "paper",
+    sweep: Annotated[list[str] | None, typer.Option(
+        help="Also vary a parameter: KEY=V1,V2,... (repeatable), e.g. checkpoint_scale=0.5,2 "
+             "or failure_mtbf=5h,50h.")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        help="SWF or ALCF CSV trace. Default: ../shared/traces/theta_2022.swf.gz next to the "
+             "repository when present, else the synthetic Theta-like workload.")] = None,
+    synthetic: Annotated[bool, typer.Option(
+        "--synthetic", help="Use the synthetic Theta-like workload even if a trace is "
+                            "found.")] = False,
+    jobs: Annotated[int | None, typer.Option(
+        help="Keep only the first N jobs of the trace (or draw N synthetic jobs): quick "
+             "runs.")] = None,
+    nodes: Annotated[int | None, typer.Option(
+        help="Machine size in nodes (default: the trace's; 4,360 for Theta).")] = None,
+    seeds: Annotated[int, typer.Option(help="Seeds per policy and workload.")] = 10,
+    first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
+    workloads: Annotated[str, typer.Option(help="Workloads, e.g. W1,W5.")] =
+        "W1,W2,W3,W4,W5",
+    policies: Annotated[str | None, typer.Option(
+        help="Policies, e.g. easy,CUA&SPAA (default: the study's).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Processes to run on (default: every core).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Output directory (default: experiment-<study>); with --run-one, where the run's "
+             "record goes; with --collect, default the collected directory.")] = None,
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Run again even the runs already stored in the output "
+                        "directory.")] = False,
+    emit_tasks: Annotated[Path | None, typer.Option(
+        help="Write the grid as #METAQ task scripts into this directory instead of "
+             "running it.")] = None,
+    task_walltime: Annotated[str, typer.Option(
+        help="MIN_WC_TIME of each emitted task.")] = "30m",
+    project: Annotated[str, typer.Option(help="PROJECT of each emitted task.")] =
+        "metaq-study",
+    run_one: Annotated[Path | None, typer.Option(
+        help="Run the single spec in this JSON file (what an emitted task does).")] = None,
+    collect: Annotated[Path | None, typer.Option(
+        help="Build the table, figures and report from an emitted grid's runs.")] = None,
+) -> None:
+    """Run the hybrid-workload study (or a sweep past it) and write table, figures, report."""
+    from sim.runspec import SpecError
+    from sim.trace import TraceError
+
+    modes = [name for name, value in (("--emit-tasks", emit_tasks), ("--run-one", run_one),
+                                      ("--collect", collect)) if value is not None]
+    try:
+        if len(modes) > 1:
+            raise _BadArgument(f"{' and '.join(modes)} cannot be used together")
+        if run_one is not None:
+            _run_one(run_one, out)
+            return
+        if collect is not None:
+            _collect(collect, out)
+            return
+        chosen = _study(study)
+        source, said = _trace_source(trace=trace, synthetic=synthetic, jobs=jobs, nodes=nodes)
+        specs = _grid(chosen, source, seeds=seeds, first_seed=first_seed,
+                      workloads=workloads, policies=policies, sweep=sweep or [])
+        context = _context(chosen, said, specs)
+        if emit_tasks is not None:
+            _emit(specs, emit_tasks, context, task_walltime=task_walltime, project=project)
+            return
+        _run_study(specs, out or Path(f"experiment-{chosen.name}"), context, workers=workers,
+                   fresh=fresh, said=said)
+    except _BadArgument as e:
+        _fail(e)
+    except (SpecError, TraceError) as e:
+        _fail(e)
+    except OSError as e:
+        _fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), code=1)
+
+
+# --- building the grid ------------------------------------------------------------------------
+
+
+def _study(name: str) -> Study:
+    from sim.studies import STUDIES
+
+    if name not in STUDIES:
+        raise _BadArgument(f"unknown study {name!r}; choose from {', '.join(STUDIES)}")
+    return STUDIES[name]
+
+
+def _trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
+                  nodes: int | None) -> tuple[TraceSource, str]:
+    """The trace to use and a sentence saying which it is and why."""
+    from sim.runspec import TraceSource
+
+    if jobs is not None and jobs < 1:
+        raise _BadArgument(f"--jobs must be at least 1, got {jobs}")
+    if nodes is not None and nodes < 1:
+        raise _BadArgument(f"--nodes must be at least 1, got {nodes}")
+    if trace is not None and synthetic:
+        raise _BadArgument("--trace and --synthetic cannot be used together")
+    if trace is not None:
+        if not trace.is_file():
+            raise _BadArgument(f"trace {trace} is not a file")
+        return (TraceSource(path=str(trace.resolve()), jobs=jobs, nodes=nodes),
+                f"Using trace {trace}.")
+    if not synthetic and THETA_2022.is_file():
+        return (TraceSource(path=str(THETA_2022), jobs=jobs, nodes=nodes),
+                f"Using the Theta 2022 trace found at {THETA_2022}.")
+    why = "as asked" if synthetic else f"no trace at {THETA_2022}"
+    return (TraceSource(jobs=jobs, nodes=nodes),
+            f"Using the synthetic Theta-like workload ({why}).")
+
+
+def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, workloads: str,
+          policies: str | None, sweep: list[str]) -> tuple:
+    from sim.studies import build_grid, parse_sweep
+
+    if seeds < 1:
+        raise _BadArgument(f"--seeds must be at least 1, got {seeds}")
+    if first_seed < 0:
+        raise _BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
+    return build_grid(study, trace=source, seeds=seeds, first_seed=first_seed,
+                      workloads=_split(workloads) or (), policies=_split(policies),
+                      sweeps=[parse_sweep(s) for s in sweep])
+
+
+def _context(study: Study, said: str, specs: tuple) -> dict[str, object]:
+    seeds = sorted({s.seed for s in specs})
+    return {"name": study.name, "title": study.title, "question": study.question,
+            "trace": said.removeprefix("Using ").rstrip("."), "seeds": seeds,
+            "command": "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""}
+
+
+# --- the four modes -------------------------------------------------------------------------
+
+
+def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
+               workers: int | None, fresh: bool, said: str) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from sim.experiment import RunStore, run_grid
+
+    if workers is not None and workers < 1:
+        raise _BadArgument(f"--workers must be at least 1, got {workers}")
+    _out.print(said)
+    _out.print(f"{len(specs)} runs of study {context['name']!r} into {out}/.")
+    store = RunStore(out / "runs")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    with Progress(*columns, console=_out, transient=False) as progress:
+        task = progress.add_task("runs", total=len(specs))
+
+        def done(record: RunRecord) -> None:
+            s = record.spec
+            progress.update(task, advance=1,
+                            description=f"{s.policy} {s.workload} seed {s.seed}")
+
+        records = run_grid(specs, workers=workers, store=store, fresh=fresh, on_done=done)
+    _write(records, out, context)
+
+
+def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_walltime: str,
+          project: str) -> None:
+    from metaq_py.durations import DurationError, parse_duration
+    from sim.task_scripts import emit_tasks
+
+    try:
+        walltime = parse_duration(task_walltime)
+    except DurationError as e:
+        raise _BadArgument(f"--task-walltime: {e}") from None
+    emitted = emit_tasks(specs, directory, context=context, walltime=walltime, project=project)
+    _out.print(f"Wrote {len(emitted.tasks)} task scripts to {emitted.directory}/tasks/. "
+               f"Submit them (metaq submit), then run: metaq experiment --collect "
+               f"{emitted.directory}")
+
+
+def _run_one(spec_path: Path, out: Path | None) -> None:
+    from sim.experiment import RunStore, run_one
+    from sim.runspec import RunSpec
+
+    if out is None:
+        raise _BadArgument("--run-one needs --out, the directory its record goes to")
+    try:
+        spec = RunSpec.from_json(spec_path.read_text())
+    except FileNotFoundError:
+        raise _BadArgument(f"spec file {spec_path} does not exist") from None
+    record = run_one(spec)
+    path = RunStore(out).put(record)
+    _out.print(f"{spec.policy} {spec.workload} seed {spec.seed} ({spec.variant}): "
+               f"{record.wall_seconds:.1f} s, written to {path}")
+
+
+def _collect(directory: Path, out: Path | None) -> None:
+    from sim.task_scripts import collect
+
+    got = collect(directory)
+    if not got.records:
+        raise _BadArgument(f"no run of {directory} has finished yet "
+                           f"({len(got.missing)} missing)")
+    if got.missing:
+        _out.print(f"[yellow]{len(got.missing)} of {len(got.missing) + len(got.records)} runs "
+                   f"have not finished; the outputs cover the {len(got.records)} that "
+                   f"have.[/yellow]")
+    _write(list(got.records), out or directory, got.context)
+
+
+def _write(records: list[RunRecord], out: Path, context: dict[str, object]) -> None:
+    from sim.study_outputs import write_study
+    from sim.study_report import StudyContext
+
+    seeds = tuple(sorted({r.spec.seed for r in records}))
+    ctx = StudyContext(name=str(context.get("name", "")), title=str(context.get("title", "")),
+                       question=str(context.get("question", "")),
+                       trace=records[0].trace, seeds=seeds, runs=len(records),
+                       command=str(context.get("command", "")))
+    result = write_study(records, out, ctx)
+    _show(result.findings)
+    _out.print(f"Wrote {', '.join(p.name for p in result.files)} to {out}/.")
+
+
+def _show(findings: list[Finding] | tuple[Finding, ...]) -> None:
+    table = Table(title="The paper's findings beside ours")
+    for column in ("Finding", "Paper", "Ours", "Verdict"):
+        table.add_column(column, overflow="fold")
+    verdicts = {True: "[green]holds[/green]", False: "[red]does not hold[/red]",
+                None: "cannot judge"}
+    for f in findings:
+        table.add_row(f.claim, f.paper, f.ours, verdicts[f.holds])
+    _out.print(table)

@@ -1,0 +1,193 @@
+"""Node failures: an event source the engine can add to a run.
+
+Model (every number a field of :class:`FailureModel`; all draws from its seed):
+
+- Failures strike the machine as a Poisson process with mean time ``mtbf`` between failures
+  of *any* node (a machine-wide MTBF, as sites report it; 5 h and 50 h in the ``failures``
+  study). Each failure hits one node drawn uniformly from the whole machine.
+- The node is out of service for a repair time drawn uniformly from
+  ``repair * (1 ± repair_spread)`` (about 6 h by default). A node that fails again while
+  under repair changes nothing.
+- Failures strike from the trace's first submit to its last (``end``); the drain after the
+  last submit is failure-free. Without that bound a large job that has no checkpoint could be
+  killed again and again for ever at a short MTBF, and the run would never end.
+- The job holding the node is killed at once, without warning, whatever its kind, and goes
+  back to the queue with its original submit time:
+
+  - a rigid job loses the work since its last checkpoint and pays its setup again (the same
+    accounting as a preemption, :func:`metaq_py.policy.checkpoint.resumed`);
+  - a malleable or on-demand job has no checkpoint and no warning, so it loses everything
+    since its (re)start and restarts from there.
+
+- A node under repair is held by a *repair job*: a one-node on-demand job with a negative id
+  that ends when the repair does. The policies never preempt on-demand work, so no policy can
+  take the node, and a backfilling scheduler sees when it returns, like a drained node with an
+  expected return. Repair jobs are no one's work: they count in no metric.
+
+The engine calls :meth:`NodeFailures.strike` at :meth:`NodeFailures.next_time` and
+:meth:`NodeFailures.repaired` when a repair job's end comes; the source does the node
+bookkeeping through the public :class:`~metaq_py.cluster.Cluster` operations and hands the
+engine the killed job (:class:`Kill`) to requeue.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from metaq_py.cluster import Cluster
+from metaq_py.policy.checkpoint import lost_node_seconds, resumed
+from metaq_py.policy.model import Job, JobId, Kind, Running
+
+HOUR = 3600.0
+DEFAULT_REPAIR = 6 * HOUR
+_STREAM = 0xFA11  # keeps the failure draws independent of the workload model's streams
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureModel:
+    """Machine-wide mean time between node failures ``mtbf`` and mean repair time ``repair``
+    (seconds); repairs are uniform in ``repair * (1 ± repair_spread)``."""
+
+    mtbf: float
+    repair: float = DEFAULT_REPAIR
+    repair_spread: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.mtbf > 0 or not self.repair > 0:
+            raise ValueError(f"mtbf and repair must be positive, got {self.mtbf} and "
+                             f"{self.repair}")
+        if not 0 <= self.repair_spread < 1:
+            raise ValueError(f"repair_spread must be in [0, 1), got {self.repair_spread}")
+
+    @classmethod
+    def of(cls, params: Mapping[str, float], *, seed: int) -> FailureModel:
+        """The model a run's overrides ``failure_mtbf`` and ``failure_repair`` describe."""
+        return cls(mtbf=float(params["failure_mtbf"]),
+                   repair=float(params.get("failure_repair", DEFAULT_REPAIR)), seed=seed)
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """A job a failure killed: its record at that moment, what goes back to the queue, and
+    the node-seconds of work thrown away."""
+
+    running: Running
+    requeued: Job
+    lost_node_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Strike:
+    """One failure: the node hit, the job killed (if any), and the repair job holding the
+    node until ``repaired_at`` (``None`` when the node was already under repair)."""
+
+    node: int
+    kill: Kill | None
+    repair: JobId | None
+    repaired_at: float | None
+
+
+def killed(r: Running, now: float) -> Kill:
+    """What a failure at ``now`` does to the running job ``r`` (see the module docstring)."""
+    job = r.job
+    if job.kind is Kind.RIGID:
+        return Kill(r, resumed(r, now), lost_node_seconds(r, now))
+    # no checkpoint, no warning: the work since the (re)start is gone; it restarts as it began
+    if r.true_end is not None and job.runtime is not None:
+        left = max(0.0, r.true_end - now) * len(r.nodes)
+        lost = max(0.0, job.runtime * job.size - left)
+    else:
+        lost = max(0.0, now - r.start) * len(r.nodes)
+    return Kill(r, job, lost)
+
+
+class NodeFailures:
+    """The failure event source of one run on a ``nodes``-node machine, striking from
+    ``start`` until ``end`` (default: for ever)."""
+
+    def __init__(self, model: FailureModel, *, nodes: int, start: float,
+                 end: float = math.inf) -> None:
+        self.model = model
+        self.nodes = nodes
+        self.end = end
+        self._rng = np.random.default_rng(np.random.SeedSequence([model.seed, _STREAM]))
+        self._next = start + float(self._rng.exponential(model.mtbf))
+        self._repairs: dict[JobId, int] = {}
+        self._serial = 0
+        self.failures = 0
+        self.kills = 0
+        self.lost = 0.0
+
+    def next_time(self) -> float:
+        """When the next failure strikes (infinity: no more failures)."""
+        return self._next if self._next <= self.end else math.inf
+
+    def is_repair(self, job_id: JobId) -> bool:
+        return job_id in self._repairs
+
+    def strike(self, cluster: Cluster, now: float) -> Strike:
+        """The failure due at ``now``: kill the holder of a random node and take the node out
+        of service. Draws the time of the next failure."""
+        rng = self._rng
+        node = int(rng.integers(self.nodes))
+        low, high = (self.model.repair * (1 - self.model.repair_spread),
+                     self.model.repair * (1 + self.model.repair_spread))
+        duration = float(rng.uniform(low, high))
+        self._next = now + float(rng.exponential(self.model.mtbf))
+        self.failures += 1
+        holder = _holder(cluster, node)
+        if holder is not None and holder.job.id in self._repairs:
+            return Strike(node, None, None, None)
+        kill = None
+        if holder is not None:
+            kill = killed(holder, now)
+            if holder.job.kind is Kind.ONDEMAND:
+                cluster.finish(holder.job.id, now=now)
+            else:
+                cluster.preempt(holder.job.id, now=now)
+            self.kills += 1
+            self.lost += kill.lost_node_seconds
+        _reclaim_owed(cluster, node, now)
+        self._serial += 1
+        repair = Job(id=-self._serial, kind=Kind.ONDEMAND, size=1, walltime=duration,
+                     submit=now, runtime=duration)
+        cluster.start(repair, (node,), now=now)
+        self._repairs[repair.id] = node
+        return Strike(node, kill, repair.id, now + duration)
+
+    def repaired(self, cluster: Cluster, repair: JobId, now: float) -> None:
+        """The repair job ``repair`` ends: its node is back in service."""
+        self._repairs.pop(repair)
+        cluster.finish(repair, now=now)
+
+    def counts(self) -> dict[str, float]:
+        """What the failures did, for the run's metrics."""
+        return {"failures": float(self.failures), "failure_kills": float(self.kills),
+                "failure_lost_node_hours": self.lost / HOUR}
+
+
+def _holder(cluster: Cluster, node: int) -> Running | None:
+    """The running job holding ``node`` (failures are rare: a scan of the running jobs)."""
+    for r in cluster.running.values():
+        nodes = r.nodes
+        i = bisect_left(nodes, node)
+        if i < len(nodes) and nodes[i] == node:
+            return r
+    return None
+
+
+def _reclaim_owed(cluster: Cluster, node: int, now: float) -> None:
+    """A node owed back to a shrunk lender is neither free nor reserved, so a repair job
+    could not take it: hand it to the lender and shrink it off again, which frees it and
+    leaves the lender as it was (shrink and expand are free under linear speedup)."""
+    for lender, owed in cluster.owed.items():
+        if node in owed:
+            cluster.expand(lender, (node,), now=now)
+            cluster.shrink(lender, (node,), now=now)
+            return
