@@ -143,17 +143,18 @@ class Summary:
         return data
 
 
-def _kind_of(o: JobOutcome) -> str:
-    return str(o.kind)
-
-
 def by_kind(outcomes: Iterable[JobOutcome], value: str) -> ByKind:
     """Stats of ``value`` (``"wait"``, ``"turnaround"`` or ``"bounded_slowdown"``), overall and
     per kind, over the jobs for which it is defined."""
-    pairs = [(_kind_of(o), v) for o in outcomes
-             if (v := _value(o, value)) is not None]
-    kinds = {str(k): Stats.of([v for kind, v in pairs if kind == str(k)]) for k in Kind}
-    return ByKind(all=Stats.of([v for _, v in pairs]), kinds=kinds)
+    every: list[float] = []
+    per_kind: dict[Kind, list[float]] = {k: [] for k in Kind}
+    for o in outcomes:
+        v = _value(o, value)
+        if v is not None:
+            every.append(v)
+            per_kind[o.kind].append(v)
+    kinds = {str(k): Stats.of(values) for k, values in per_kind.items()}
+    return ByKind(all=Stats.of(every), kinds=kinds)
 
 
 def _value(o: JobOutcome, name: str) -> float | None:
