@@ -47,6 +47,12 @@ class Caps:
     gpus: int | None = None
     min_wc_time: float | None = None
     attempts: int = 5
+    tasks: int = 64
+    """At most this many tasks run at once in one batch job (``metaq run --max-tasks``): each is
+    a process on the batch node, which is shared with other users."""
+    launch_pause: float = 0.05
+    """Seconds a batch job waits between two launches (``metaq run --launch-pause``), so a
+    burst of starts never floods the batch node or the batch system's controller."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,8 @@ caps:
   gpus:
   min_wc_time:
   attempts: 5              # runs ended without success before a task goes to failed/
+  tasks: 64                # tasks one batch job runs at once (metaq run --max-tasks)
+  launch_pause: 0.05s      # pause between two launches (metaq run --launch-pause)
 
 heartbeat: 30s             # how often a running job renews its leases
 stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
@@ -324,9 +332,13 @@ def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
             values[name] = r.integer(v, full, least=0 if name == "gpus" else 1, optional=True)
         elif name == "min_wc_time":
             values[name] = r.duration(v, full, optional=True)
-        elif name == "attempts":
+        elif name in ("attempts", "tasks"):
             values[name] = r.integer(v, full, least=1, optional=False)
+        elif name == "launch_pause":
+            # 0 turns the pause off; any other value is a duration like every other one.
+            zero = isinstance(v, yaml.ScalarNode) and v.value.strip() in ("0", "0s", "0.0")
+            values[name] = 0.0 if zero else r.duration(v, full, optional=False)
         else:
-            raise r.fail(k, full, "is unknown; known caps are nodes, gpus, min_wc_time and "
-                                  "attempts")
+            raise r.fail(k, full, "is unknown; known caps are nodes, gpus, min_wc_time, "
+                                  "attempts, tasks and launch_pause")
     return Caps(**values)

@@ -303,6 +303,15 @@ class Queue:
         """Whether someone ran ``metaq cancel`` on this running task."""
         return os.path.lexists(_companion(claim.path, CANCEL_SUFFIX))
 
+    def cancelled(self, claim: Claim) -> Moved | None:
+        """Move a running task that ``metaq cancel`` asked to stop, once its job has stopped
+        it, to ``cancelled/`` with the request as its reason. ``None``: the claim was gone."""
+        try:
+            why = _companion(claim.path, CANCEL_SUFFIX).read_text(encoding="utf-8").strip()
+        except OSError:
+            why = "cancelled"
+        return self._end(claim, CANCELLED, event="cancelled", reason=why or "cancelled")
+
     def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None) -> Moved | None:
         """Record the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
         back to its folder while it has retries left (``RETRIES``, or the queue's default),

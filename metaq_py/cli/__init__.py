@@ -18,7 +18,13 @@ app = typer.Typer(
 )
 
 # Command modules register themselves on `app` when imported.
-from metaq_py.cli import queue_commands  # noqa: E402,F401
+from metaq_py.cli import (  # noqa: E402,F401
+    experiment_commands,
+    queue_commands,
+    report_commands,
+    run_commands,
+    sim_commands,
+)
 
 
 def main() -> None:

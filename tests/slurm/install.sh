@@ -30,7 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-packages=(slurm-wlm slurmctld slurmd slurm-client munge)
+packages=(slurm-wlm slurmctld slurmd slurm-client munge parallel)
 # A fresh machine has no package lists yet; refresh them when apt does not know the packages.
 if ! apt-cache show slurm-wlm >/dev/null 2>&1; then
     $sudo apt-get update -q

@@ -1,0 +1,199 @@
+"""Commands of the runner: ``run`` (inside a batch job), ``running`` and ``reset`` (leases, by
+hand), ``checkpoint`` (inside a task) and ``demo`` (the example queue on a pretend cluster).
+
+Every option of ``metaq run`` is a field of :class:`~metaq_py.runner.RunOptions` or of
+:class:`~metaq_py.batch.BatchOverrides`, under the same name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
+from metaq_py.cli import app
+from metaq_py.cli.queue_commands import QueueOpt, _open, _reported
+from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.errors import MetaqError
+from metaq_py.policy import MECHANISMS
+from metaq_py.reclaim import view_leases
+from metaq_py.runner import Runner, RunOptions
+
+
+def _seconds(text: str | None, flag: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError as e:
+        raise typer.BadParameter(f"{flag} {e}") from None
+
+
+@app.command()
+def run(
+    queue: QueueOpt = Path("queue"),
+    nodes: Annotated[int | None, typer.Option(
+        help="Use this many nodes: the size of a local pretend cluster, or the first N of the "
+             "batch job's nodes.")] = None,
+    walltime: Annotated[str | None, typer.Option(
+        help="Stop by this duration from now even if the batch job could run longer.")] = None,
+    mechanism: Annotated[str, typer.Option(
+        help=f"The scheduler: {', '.join(MECHANISMS)}.")] = "easy",
+    linger: Annotated[bool, typer.Option(
+        "--linger", help="Wait for new work until the wall clock ends, instead of stopping "
+                         "when nothing left fits.")] = False,
+    max_tasks: Annotated[int | None, typer.Option(
+        help="At most this many tasks at once (default: caps.tasks in metaq.yaml).")] = None,
+    launch_pause: Annotated[str | None, typer.Option(
+        help="Pause between two launches (default: caps.launch_pause in metaq.yaml).")] = None,
+    grace: Annotated[str, typer.Option(
+        help="Time between SIGTERM and SIGKILL for tasks without #METAQ SIGNAL, and the "
+             "warning before a resize by restart.")] = "60",
+    margin: Annotated[str, typer.Option(
+        help="Time kept free before the allocation ends, after the grace periods.")] = "10",
+    srun: Annotated[bool, typer.Option(
+        "--srun", help="Start each task script in its own srun step on its first node.")] = False,
+    batch: Annotated[str | None, typer.Option(
+        help="The batch system: slurm, pbs or local (default: detected).")] = None,
+    jobid: Annotated[str | None, typer.Option(help="Override the batch job id.")] = None,
+    machine: Annotated[str | None, typer.Option(help="Override the machine name.")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(
+        help="Override the GPUs per node (device ids 0..N-1).")] = None,
+    release_after: Annotated[str, typer.Option(
+        help="On-demand mechanisms: release a reservation this long after its estimated "
+             "arrival.")] = "10m",
+) -> None:
+    """Backfill the queue's tasks into this batch job's nodes until nothing left fits (or,
+    with --linger, until the wall clock ends)."""
+    with _reported():
+        q = _open(queue)
+        try:
+            overrides = BatchOverrides(system=batch, machine=machine, jobid=jobid, nnodes=nodes,
+                                       gpus_per_node=gpus_per_node,
+                                       walltime=_seconds(walltime, "--walltime"))
+            options = RunOptions(
+                mechanism=mechanism, linger=linger, max_tasks=max_tasks,
+                launch_pause=_seconds(launch_pause, "--launch-pause"),
+                grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
+                srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0)
+        except typer.BadParameter as e:
+            raise MetaqError(str(e)) from None
+        runner = Runner(q, detect_batch(overrides=overrides), options=options)
+        code = runner.run()
+    raise typer.Exit(code)
+
+
+def _batch_for_leases(batch: str | None, machine: str | None) -> tuple[BatchSystem, str | None]:
+    adapter = detect_batch(overrides=BatchOverrides(system=batch, machine=machine))
+    if machine is None:
+        try:
+            machine = adapter.allocation().machine
+        except BatchError:
+            machine = None  # outside a job: only heartbeats can tell
+    return adapter, machine
+
+
+@app.command()
+def running(
+    queue: QueueOpt = Path("queue"),
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    batch: Annotated[str | None, typer.Option(
+        help="Ask this batch system whether jobs are alive (default: detected).")] = None,
+    machine: Annotated[str | None, typer.Option(
+        help="The machine whose jobs the batch system can answer for.")] = None,
+) -> None:
+    """List claimed tasks with their job, host, heartbeat age and whether the job is alive."""
+    with _reported():
+        q = _open(queue)
+        adapter, machine = _batch_for_leases(batch, machine)
+        views = view_leases(q, adapter, machine=machine, now=time.time())
+        rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
+                 "host": v.claim.host, "pid": v.claim.pid, "age": round(v.age, 1),
+                 "alive": v.alive, "lost": v.lost} for v in views]
+        if json_out:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        if not rows:
+            typer.echo("no task is running")
+            return
+        for r in rows:
+            alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
+            line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
+                    f"heartbeat {format_duration(r['age'])} ago  job {alive}")
+            if r["lost"]:
+                line += f"  LOST: {r['lost']}"
+            typer.echo(line)
+
+
+@app.command()
+def reset(
+    dead: Annotated[bool, typer.Option(
+        "--dead", help="Take back the tasks of dead jobs and stale leases.")] = False,
+    queue: QueueOpt = Path("queue"),
+    batch: Annotated[str | None, typer.Option(
+        help="Ask this batch system whether jobs are alive (default: detected).")] = None,
+    machine: Annotated[str | None, typer.Option(
+        help="The machine whose jobs the batch system can answer for.")] = None,
+) -> None:
+    """Put the tasks of lost claims back in their folders, with their attempt count raised."""
+    with _reported():
+        if not dead:
+            raise MetaqError("say what to reset: --dead takes back the tasks of dead jobs")
+        q = _open(queue)
+        adapter, machine = _batch_for_leases(batch, machine)
+        views = [v for v in view_leases(q, adapter, machine=machine, now=time.time()) if v.lost]
+        for v in views:
+            moved = q.reclaim(v.claim, reason=f"{v.lost} (metaq reset --dead)")
+            where = "gone meanwhile" if moved is None else f"back in {moved.state}/"
+            typer.echo(f"{v.claim.id}: {v.lost}; {where}")
+        if not views:
+            typer.echo("no lost claims")
+
+
+@app.command()
+def checkpoint() -> None:
+    """Inside a task: tell the runner a checkpoint has just completed."""
+    path = os.environ.get("METAQ_CHECKPOINT_FILE")
+    if not path:
+        typer.echo("metaq: METAQ_CHECKPOINT_FILE is not set; run this inside a task started by "
+                   "metaq run", err=True)
+        raise typer.Exit(1)
+    try:
+        Path(path).touch()
+        os.utime(path)
+    except OSError as e:
+        typer.echo(f"metaq: cannot touch {path}: {e.strerror}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def demo(
+    queue: QueueOpt = Path("queue"),
+    nodes: Annotated[int, typer.Option(help="Nodes of the pretend cluster.")] = 4,
+) -> None:
+    """Copy a queue (the example one by default) to a scratch folder, run it on a local pretend
+    cluster with 2 GPUs per node, and show the result. The original is never touched."""
+    with _reported():
+        src = _open(queue)
+        scratch = Path(tempfile.mkdtemp(prefix="metaq-demo-"))
+        dst = scratch / "queue"
+        shutil.copytree(src.root, dst, symlinks=True,
+                        ignore=shutil.ignore_patterns("working", "jobs"))
+        typer.echo(f"running a copy of {src.root} in {dst} on {nodes} pretend nodes")
+        q = _open(dst)
+        runner = Runner(q, detect_batch(overrides=BatchOverrides(
+            system="local", nnodes=nodes, gpus_per_node=2)),
+            options=RunOptions(grace=5.0, margin=1.0))
+        code = runner.run()
+        from metaq_py.cli.queue_commands import status
+        status(json_out=False, queue=dst)
+        typer.echo(f"events: {q.events(runner.jobid).path}")
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,172 @@
+"""The live loop on a local pretend cluster, with real task processes: exit codes, retries,
+placement, the wall clock, the protections for the batch node, lingering."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+
+from metaq_py.queue import Queue
+from metaq_py.record import read_record
+from tests.runner_helpers import (
+    assert_no_shared_host,
+    events,
+    make_queue,
+    of,
+    runner,
+    task,
+    where,
+)
+
+
+def test_exit_codes_decide_finished_or_failed(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "ok.sh", "echo fine")
+    task(q, "bad.sh", "exit 3")
+    task(q, "sig.sh", "kill -9 $$")
+    assert runner(q).run() == 0
+    assert where(q, "ok.sh") == "finished"
+    assert where(q, "bad.sh") == "failed"
+    assert where(q, "sig.sh") == "failed"
+    reason = (q.root / "failed/todo/bad.sh.reason").read_text()
+    assert "exited with code 3" in reason
+    assert "SIGKILL" in (q.root / "failed/todo/sig.sh.reason").read_text()
+    evs = events(q)
+    assert of(evs, "end", task="todo/ok.sh")[0]["outcome"] == "finished"
+    bad = of(evs, "end", task="todo/bad.sh")[0]
+    assert (bad["outcome"], bad["exit_code"], bad["signal"]) == ("failed", 3, None)
+    sig = of(evs, "end", task="todo/sig.sh")[0]
+    assert (sig["outcome"], sig["exit_code"], sig["signal"]) == ("failed", None, "SIGKILL")
+    assert of(evs, "runner-stop")[0]["reason"] == "nothing left to run"
+
+
+def test_retries_are_honoured_and_recorded(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    count = tmp_path / "count"
+    task(q, "flaky.sh", f"""
+        echo "$METAQ_ATTEMPT $METAQ_RESUME" >> {count}
+        [ "$(wc -l < {count})" -ge 3 ]
+    """, RETRIES=2)
+    runner(q).run()
+    assert where(q, "flaky.sh") == "finished"
+    assert count.read_text().split("\n")[:3] == ["1 0", "2 0", "3 0"]
+    outcomes = [e["outcome"] for e in of(events(q), "end", task="todo/flaky.sh")]
+    assert outcomes == ["retry", "retry", "finished"]
+
+
+def test_retries_run_out(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "never.sh", "exit 1", RETRIES=1)
+    runner(q).run()
+    assert where(q, "never.sh") == "failed"
+    assert [e["outcome"] for e in of(events(q), "end")] == ["retry", "failed"]
+    assert "gave up after 2 runs" in (q.root / "failed/todo/never.sh.reason").read_text()
+
+
+def test_tasks_get_their_own_hosts_even_when_they_lie(tmp_path: Path) -> None:
+    """Tasks say NODES 1 and then try to use every host; placement still gives each host to
+    one task at a time, and the node lists handed out never overlap while both run."""
+    q = make_queue(tmp_path / "q")
+    for i in range(10):
+        task(q, f"t{i}.sh", """
+            echo "$METAQ_NODELIST" > /dev/null
+            for h in local0 local1 local2 local3; do :; done   # "uses" hosts it was not given
+            sleep 0.3
+        """, NODES=1 + i % 3)
+    runner(q, nodes=4).run()
+    evs = events(q)
+    assert len(of(evs, "end", outcome="finished")) == 10
+    assert_no_shared_host(evs)
+    for e in of(evs, "start"):
+        assert len(e["hosts"]) == len(set(e["hosts"]))
+
+
+def test_gpu_ids_are_split_and_impossible_tasks_are_skipped_not_rejected(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "cuda"
+    task(q, "gpu.sh", f'echo "$CUDA_VISIBLE_DEVICES" > {out}', GPUS=2)
+    task(q, "huge.sh", "true", NODES=8)
+    task(q, "greedy.sh", "true", GPUS=9)
+    r = runner(q, nodes=4, gpus=2)
+    r.run()
+    assert out.read_text().strip() == "0,1"
+    assert where(q, "huge.sh") == "pending"
+    assert where(q, "greedy.sh") == "pending"
+    assert "can never run" in of(events(q), "runner-stop")[0]["reason"]
+
+
+def test_the_wall_clock_is_a_resource_and_the_runner_drains(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "long.sh", "sleep 30", MIN_WC_TIME="10s", PRIORITY=5)
+    task(q, "short.sh", "sleep 0.2", MIN_WC_TIME="1s")
+    t0 = time.monotonic()
+    runner(q, walltime=6.0, grace=1.0, margin=0.5).run()
+    took = time.monotonic() - t0
+    assert where(q, "short.sh") == "finished"
+    assert where(q, "long.sh") == "pending"  # never started: 10 s cannot fit in 6 s
+    assert not of(events(q), "start", task="todo/long.sh")
+    assert took < 5.0  # it drained and left instead of waiting for the end
+    assert "more time" in of(events(q), "runner-stop")[0]["reason"]
+
+
+def test_concurrency_cap_and_launch_pause(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    for i in range(5):
+        task(q, f"t{i}.sh", "sleep 0.4")
+    runner(q, nodes=4, max_tasks=2, launch_pause=0.25).run()
+    evs = events(q)
+    starts = [e["time"] for e in of(evs, "start")]
+    assert len(starts) == 5
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.24
+    running, peak = 0, 0
+    for e in evs:
+        running += {"start": 1, "end": -1}.get(e["event"], 0)
+        peak = max(peak, running)
+    assert peak == 2
+
+
+def test_defaults_protect_the_batch_node(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q", settings="folders: [todo]\n")
+    r = runner(q)
+    assert r.max_tasks == 64 and r.launch_pause == 0.05
+
+
+def test_linger_waits_for_new_work_until_the_wall_clock_ends(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "first.sh", "true", MIN_WC_TIME="1s")
+
+    def later() -> None:
+        time.sleep(1.0)
+        task(q, "late.sh", "true", MIN_WC_TIME="1s")
+
+    threading.Thread(target=later).start()
+    t0 = time.monotonic()
+    runner(q, walltime=4.0, linger=True, grace=0.5, margin=0.5).run()
+    took = time.monotonic() - t0
+    assert where(q, "late.sh") == "finished"
+    assert 2.5 <= took <= 4.0
+    assert "allocation ends" in of(events(q), "runner-stop")[0]["reason"]
+
+
+def test_a_task_keeps_its_place_and_submit_time(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    path = task(q, "a.sh", "exit 1", RETRIES=1)
+    submit = path.stat().st_mtime
+    runner(q).run()
+    failed = q.root / "failed/todo/a.sh"
+    rec = read_record(failed, failed.stat().st_ino)
+    assert rec is not None and rec.submit == submit and rec.attempts == 2
+
+
+def test_the_example_queue_runs_on_a_copy(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import REPO
+    shutil.copytree(REPO / "queue", tmp_path / "q")
+    q = Queue(tmp_path / "q")
+    runner(q, nodes=4, gpus=2).run()
+    assert sorted(e.id for e in q.entries("finished")) == [
+        "priority/alert.sh", "todo/analysis/run.sh", "todo/hello.sh", "todo/lattice/run.sh",
+        "todo/scaling.sh"]
