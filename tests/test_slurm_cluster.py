@@ -62,7 +62,10 @@ def test_a_two_node_job_runs_srun_on_two_nodes(slurm: SlurmCluster, tmp_path: Pa
     assert (end.state, end.exit_code) == ("COMPLETED", 0)
     lines = out.read_text().split()
     assert lines[:2] == [os.uname().nodename.split(".")[0]] * 2
-    assert sorted(lines[2:]) == ["n1", "n2"]
+    # which two nodes SLURM picks depends on what earlier jobs still hold; two distinct ones
+    names = lines[2:]
+    assert len(names) == 2 and len(set(names)) == 2
+    assert set(names) <= {"n1", "n2", "n3", "n4"}
 
 
 def test_srun_nodelist_pins_a_step_to_its_nodes(slurm: SlurmCluster, tmp_path: Path) -> None:
