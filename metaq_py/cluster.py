@@ -20,8 +20,10 @@ Every operation checks its invariants first and raises :class:`ClusterError`, wi
 saying what is wrong, before changing anything: no node is ever held twice, a job starts only on
 nodes it may use, a shrink never goes below the job's minimum, and so on.
 
-Cost: every operation is proportional to the nodes it moves, never to the machine size, and the
-running jobs are kept sorted by expected end (bisect on a list), so a snapshot is O(1).
+Cost: the free pool and each reservation are :class:`~metaq_py.policy.spans.Spans`, sorted
+runs of ids, so starting or ending a job costs a bisect and a splice per run of its nodes (and
+C-level tuple work), never a step per node or per machine node; the running jobs are kept
+sorted by expected end (bisect on a list), so a snapshot is O(1).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from metaq_py.policy.model import (
     Snapshot,
     Start,
 )
+from metaq_py.policy.spans import Bounds, Spans, size
 from metaq_py.policy.work import resized
 
 
@@ -63,9 +66,11 @@ class Cluster:
         if isinstance(total, bool) or not isinstance(total, int) or total < 1:
             raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
         self.total = total
-        self._free: set[NodeId] = set(range(total))
+        self._free = Spans.full(total)
         self._running: dict[JobId, Running] = {}
-        self._reserved: dict[str, set[NodeId]] = {}
+        self._reserved: dict[str, Spans] = {}
+        self._runs: dict[JobId, Bounds] = {}
+        """The runs of each running job's nodes, while known (a resize forgets them)."""
         self._notices: dict[str, Notice] = {}
         self._borrowers: dict[str, set[JobId]] = {}
         self._owed: dict[JobId, Nodes] = {}
@@ -161,7 +166,7 @@ class Cluster:
         if borrowed is None and job.kind is not Kind.ONDEMAND:
             fast = self._take_free(job, nodes)
             if fast is not None:
-                return self._started(job, fast, now, None)
+                return self._started(job, fast[1], now, None, fast[0])
         picked = set(nodes)
         k = len(picked)
         if k != len(nodes):
@@ -171,70 +176,74 @@ class Cluster:
                                f"not {k}")
         ondemand = job.kind is Kind.ONDEMAND
         promised = self._promised.get(job.id, {}) if ondemand else {}
+        free = self._free
+        found = _runs(free, picked)
+        if found is None:
+            raise ClusterError(f"job {job.id!r} cannot start on nodes that are not node ids "
+                               f"here: {_few(_outside(picked, set(free.ids)))}")
+        bounds, ordered = found
         if borrowed is not None:
             if ondemand:
                 raise ClusterError(f"on-demand job {job.id!r} cannot borrow a reservation")
             pool = self._reserved.get(borrowed)
             if pool is None:
                 raise ClusterError(f"job {job.id!r} borrows from unknown notice {borrowed!r}")
-            if not picked <= pool:
+            inside, outside = pool.split(bounds)
+            if outside:
                 raise ClusterError(f"job {job.id!r} may only borrow nodes reserved for "
-                                   f"{borrowed!r}, and {sorted(picked - pool)[:5]} are not")
-            pool -= picked
-        elif not promised and picked <= self._free:
-            self._free -= picked
+                                   f"{borrowed!r}, and {list(pool.nodes(outside)[:5])} are not")
+            pool.take_runs(inside)
         else:
-            rest = picked - self._free
-            lent = set().union(*promised.values()) if promised else set()
-            rest -= lent
-            taken: list[tuple[set[NodeId], set[NodeId]]] = []
+            # the nodes are free, or (on-demand) shrunk for the job, or reserved for a notice:
+            # cut the runs by those pools in turn
+            in_free, rest = free.split(bounds)
+            lent = free.empty()
+            for nodes_lent in promised.values():
+                lent.add(nodes_lent)
+            from_lent, rest = lent.split(rest)
+            taken: list[tuple[Spans, list[int]]] = []
             if rest and ondemand:
                 for pool in self._reserved.values():
-                    hit = rest & pool
+                    hit, rest = pool.split(rest)
                     if hit:
                         taken.append((pool, hit))
-                        rest -= hit
             if rest:
                 raise ClusterError(f"job {job.id!r} cannot start on nodes that are not free: "
-                                   f"{sorted(rest)[:5]}")
-            if lent - picked:
+                                   f"{list(free.nodes(rest)[:5])}")
+            if size(from_lent) != len(lent):
                 raise ClusterError(f"on-demand job {job.id!r} must use all nodes shrunk for it")
             for pool, hit in taken:
-                pool -= hit
-            self._free -= picked
+                pool.take_runs(hit)
+            free.take_runs(in_free)
             if promised:
                 self._loans[job.id] = dict(promised)
                 del self._promised[job.id]
-        r = self._started(job, tuple(sorted(picked)), now, borrowed)
+        r = self._started(job, ordered, now, borrowed, bounds)
         if ondemand and job.notice is not None and job.notice in self._notices:
             self._drop_notice(job.notice)
         return r
 
-    def _take_free(self, job: Job, nodes: Sequence[NodeId]) -> Nodes | None:
-        """The common start, a batch job on free nodes, with C-level set operations only.
+    def _take_free(self, job: Job, nodes: Sequence[NodeId]) -> tuple[Bounds, Nodes] | None:
+        """The common start, a batch job on free nodes named in ascending order (as a
+        decision names them), moved as whole runs.
 
-        Returns ``nodes`` sorted once they have left the free pool, or ``None`` (nothing
-        changed) when the general path must decide, and word the error.
+        Returns the runs and the nodes as a tuple once they have left the free pool, or
+        ``None`` (nothing changed) when the general path must decide, and word the error.
         """
-        free = self._free
         k = len(nodes)
-        if not job.min_size <= k <= job.size or not free.issuperset(nodes):
+        if not job.min_size <= k <= job.size:
             return None
-        before = len(free)
-        free.difference_update(nodes)
-        if len(free) != before - k:
-            # a node was named twice: put the distinct ones back, let the general path say so
-            free.update(nodes)
-            return None
-        # a decision hands its nodes over sorted already: sorted() then makes one linear pass
-        return tuple(sorted(nodes))
+        return self._free.claim(nodes)
 
-    def _started(self, job: Job, ordered: Nodes, now: float, borrowed: str | None) -> Running:
-        """Record ``job`` as running on ``ordered`` (sorted, already out of every pool)."""
+    def _started(self, job: Job, ordered: Nodes, now: float, borrowed: str | None,
+                 bounds: Bounds) -> Running:
+        """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
+        runs are ``bounds``."""
         scale = job.size / len(ordered)
         true_end = None if job.runtime is None else now + job.runtime * scale
         r = Running(job, ordered, now, now + job.walltime * scale, true_end, None, borrowed)
         self._running[job.id] = r
+        self._runs[job.id] = bounds
         if borrowed is not None:
             self._borrowers.setdefault(borrowed, set()).add(job.id)
         self._index(r)
@@ -248,8 +257,7 @@ class Cluster:
         r = self._get(job_id, "preempt")
         if r.job.kind is Kind.ONDEMAND:
             raise ClusterError(f"on-demand job {job_id!r} is never preempted")
-        self._remove(r)
-        self._put_back(r)
+        self._put_back(r, self._remove(r))
         return r
 
     def shrink(self, job_id: JobId, nodes: Sequence[NodeId], *, now: float,
@@ -276,7 +284,7 @@ class Cluster:
         self._replace(r, new)
         lent = tuple(sorted(taken))
         if for_job is None:
-            self._free |= taken
+            self._free.add(lent)
         else:
             loans = self._promised.setdefault(for_job, {})
             loans[job_id] = loans.get(job_id, ()) + lent
@@ -289,14 +297,14 @@ class Cluster:
             raise ClusterError(f"job {job_id!r} is {r.job.kind}, only malleable jobs expand")
         given = set(nodes)
         owed = set(self._owed.get(job_id, ()))
-        if len(given) != len(nodes) or not given <= (self._free | owed):
+        if len(given) != len(nodes) or _outside(given - owed, self._free):
             raise ClusterError(f"job {job_id!r} can only expand onto distinct free or owed nodes")
         if len(r.nodes) + len(given) > r.job.size:
             raise ClusterError(f"expanding job {job_id!r} to {len(r.nodes) + len(given)} nodes "
                                f"exceeds its maximum of {r.job.size}")
         new = resized(r, tuple(sorted(set(r.nodes) | given)), now)
         self._replace(r, new)
-        self._free -= given
+        self._free.remove(given - owed)
         left = owed - given
         if left:
             self._owed[job_id] = tuple(sorted(left))
@@ -309,10 +317,14 @@ class Cluster:
         if notice_id not in self._notices:
             raise ClusterError(f"cannot reserve nodes for unknown notice {notice_id!r}")
         picked = set(nodes)
-        if len(picked) != len(nodes) or not picked <= self._free:
+        found = _runs(self._free, picked)
+        if len(picked) != len(nodes) or found is None or not self._free.covers(found[0]):
             raise ClusterError(f"notice {notice_id!r} can only reserve distinct free nodes")
-        self._free -= picked
-        self._reserved.setdefault(notice_id, set()).update(picked)
+        self._free.take_runs(found[0])
+        pool = self._reserved.get(notice_id)
+        if pool is None:
+            pool = self._reserved[notice_id] = self._free.empty()
+        pool.give_runs(found[0])
 
     def release(self, notice_id: str) -> None:
         """Drop a notice: its idle reserved nodes become free, its borrowers ordinary jobs."""
@@ -340,7 +352,7 @@ class Cluster:
         on-demand job's borrowed nodes become owed to lenders that still run; the rest is free.
         """
         r = self._get(job_id, "finish")
-        self._remove(r)
+        bounds = self._remove(r)
         loans = self._loans.pop(job_id, None)
         if loans:
             held = set(r.nodes)
@@ -354,12 +366,12 @@ class Cluster:
                     give = tuple(sorted(back))[:max(0, room)]
                     if give:
                         self._owed[lender] = self._owed.get(lender, ()) + give
-                    self._free.update(back.difference(give))
+                    self._free.add(back.difference(give))
                 else:
-                    self._free |= back
-            self._free |= held
+                    self._free.add(back)
+            self._free.add(held)
             return r
-        self._put_back(r)
+        self._put_back(r, bounds)
         return r
 
     def checkpoint(self, job_id: JobId, *, at: float) -> Running:
@@ -429,17 +441,21 @@ class Cluster:
 
     def _replace(self, old: Running, new: Running) -> None:
         self._unindex(old)
+        if new.nodes is not old.nodes:
+            self._runs.pop(old.job.id, None)  # recomputed from the nodes when needed
         self._running[new.job.id] = new
         self._index(new)
 
-    def _remove(self, r: Running) -> None:
-        """Forget a running job; a lender's debts and claims die with it."""
+    def _remove(self, r: Running) -> Bounds | None:
+        """Forget a running job; a lender's debts and claims die with it. Returns the runs of
+        its nodes when they are known."""
         self._unindex(r)
         jid = r.job.id
         del self._running[jid]
+        bounds = self._runs.pop(jid, None)
         owed = self._owed.pop(jid, None)
         if owed:
-            self._free.update(owed)
+            self._free.add(owed)
         for loans in self._loans.values():
             loans.pop(jid, None)
         if r.borrowed is not None:
@@ -448,21 +464,50 @@ class Cluster:
                 group.discard(r.job.id)
                 if not group:
                     del self._borrowers[r.borrowed]
+        return bounds
 
-    def _put_back(self, r: Running) -> None:
+    def _put_back(self, r: Running, bounds: Bounds | None) -> None:
+        """Return a removed job's nodes (whose runs are ``bounds`` when known) to the
+        reservation it borrowed, or to the free pool."""
         pool = self._reserved.get(r.borrowed) if r.borrowed is not None else None
-        if pool is not None:
-            pool.update(r.nodes)
+        if pool is None:
+            pool = self._free
+        if bounds is None:
+            pool.add(r.nodes)
+        elif pool.clear_of(bounds):
+            pool.give_runs(bounds)
         else:
-            self._free.update(r.nodes)
+            raise ClusterError(f"job {r.job.id!r} gives back nodes that are idle already")
 
     def _drop_notice(self, notice_id: str) -> None:
         del self._notices[notice_id]
         pool = self._reserved.pop(notice_id, None)
         if pool:
-            self._free |= pool
+            self._free.add(pool)
         for jid in self._borrowers.pop(notice_id, ()):
             r = self._running[jid]
             new = Running(job=r.job, nodes=r.nodes, start=r.start, end=r.end,
                           true_end=r.true_end, last_checkpoint=r.last_checkpoint)
             self._replace(r, new)
+
+
+def _runs(pool: Spans, nodes: set[NodeId]) -> tuple[list[int], Nodes] | None:
+    """``(runs, ascending tuple)`` of distinct ``nodes``; ``None`` unless all are node ids."""
+    try:
+        ordered = sorted(nodes)
+    except TypeError:
+        return None
+    return pool.runs(ordered)
+
+
+def _outside(nodes: set[NodeId], pool: Set[NodeId]) -> set[NodeId]:
+    """The ``nodes`` that are not in ``pool``."""
+    return {n for n in nodes if n not in pool}
+
+
+def _few(nodes: set[NodeId]) -> list[NodeId]:
+    """Up to five of ``nodes``, for an error message (sorted when they compare)."""
+    try:
+        return sorted(nodes)[:5]
+    except TypeError:
+        return list(nodes)[:5]

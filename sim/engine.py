@@ -155,7 +155,7 @@ class Engine:
         wall0 = time.perf_counter()
         feed_, cluster, scheduler = self.feed, self.cluster, self.scheduler
         decide = scheduler.decide
-        apply = cluster.apply
+        apply, start = cluster.apply, cluster.start
         hybrid = feed_.hybrid
         categories = feed_.categories
         progress = self.progress
@@ -200,7 +200,7 @@ class Engine:
             clock.advance_to(now)
             changed = False
             inert = skip_inert
-            while heap and next_time() == now:
+            while next_time() == now and heap:
                 _, kind, _, subject, version = pop()
                 events += 1
                 if kind == _FINISH:
@@ -293,7 +293,8 @@ class Engine:
                     try:
                         if type(action) is Start:
                             job = waiting_by_id.pop(action.job)
-                            r = apply(action, now=now, job=job)
+                            # what apply() does for a Start, without its dispatch
+                            r = start(job, action.nodes, now=now, borrowed=action.borrowed)
                             tr = tracks[job.id]
                             if tr.start is None:
                                 tr.start = now

@@ -12,7 +12,9 @@ Modules, one job each:
 - :mod:`~metaq_py.policy.notice`: N, CUA, CUP before an on-demand arrival;
 - :mod:`~metaq_py.policy.arrival`: PAA, SPAA, SPAA+ at the arrival;
 - :mod:`~metaq_py.policy.mechanisms`: schedulers composed by name;
-- :mod:`~metaq_py.policy.work`, :mod:`~metaq_py.policy.pool`: one decision's scratch state.
+- :mod:`~metaq_py.policy.work`, :mod:`~metaq_py.policy.pool`: one decision's scratch state;
+- :mod:`~metaq_py.policy.spans`: node pools as sorted runs of ids (the Cluster's free and
+  reserved pools, which decisions walk lowest id first).
 """
 
 from metaq_py.policy.checkpoint import (

@@ -186,7 +186,7 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
         if take:
             nodes.extend(pool.take(take))
             rest -= take
-    work.start(job, nodes)
+    work.start(job, tuple(sorted(nodes)))
     if own is not None:
         work.close(own, release=False)
     return True

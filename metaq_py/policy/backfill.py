@@ -38,9 +38,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import accumulate, compress
+from operator import attrgetter
 
 from metaq_py.policy.model import Job
 from metaq_py.policy.work import Work
+
+_min_size = attrgetter("min_size")
 
 
 def _hopeless(work: Work, job: Job) -> bool:
@@ -81,28 +85,7 @@ def easy(work: Work, queue: Sequence[Job]) -> None:
     if pool.count == 0:
         return
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    shadow_time = -math.inf
-    extra = 0
-    protected = False
-    for job in queue:
-        if protected:
-            # the cheap test first: most of a long queue does not fit in the free nodes
-            if job.min_size > pool.count or job.id in started:
-                continue
-            k = min(job.size, pool.count)
-            finish = now + job.time_at(k, oracle)
-            if finish > end:
-                continue
-            if finish <= shadow_time:
-                work.start(job, pool.take(k))
-            elif extra >= job.min_size:
-                k = min(k, extra)
-                if now + job.time_at(k, oracle) <= end:
-                    work.start(job, pool.take(k))
-                    extra -= k
-            if pool.count == 0:
-                return
-            continue
+    for i, job in enumerate(queue):
         if job.id in started or _hopeless(work, job):
             continue
         k = min(job.size, pool.count)
@@ -113,8 +96,34 @@ def easy(work: Work, queue: Sequence[Job]) -> None:
             continue
         found = shadow(work, job)
         if found is not None:
-            shadow_time, extra = found
-            protected = True
+            _backfill(work, queue[i + 1:], *found)
+            return
+
+
+def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -> None:
+    """EASY's step 3: start the jobs of ``rest`` that protect the head (see the module
+    docstring)."""
+    pool = work.free
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    # only jobs that fit in the nodes free now can start, and that count only drops: skip the
+    # others at C level, since most of a long queue does not fit
+    fits = compress(rest, map(pool.count.__ge__, map(_min_size, rest)))
+    for job in fits:
+        if job.min_size > pool.count or job.id in started:
+            continue
+        k = min(job.size, pool.count)
+        finish = now + job.time_at(k, oracle)
+        if finish > end:
+            continue
+        if finish <= shadow_time:
+            work.start(job, pool.take(k))
+        elif extra >= job.min_size:
+            k = min(k, extra)
+            if now + job.time_at(k, oracle) <= end:
+                work.start(job, pool.take(k))
+                extra -= k
+        if pool.count == 0:
+            return
 
 
 class _Profile:
@@ -147,8 +156,7 @@ class _Profile:
         i = self._cut(t0)
         j = self._cut(t1) if t1 != math.inf else len(self.times)
         avail = self.avail
-        for x in range(i, j):
-            avail[x] -= k
+        avail[i:j] = map(k.__rsub__, avail[i:j])  # a - k for each step, at C level
 
     def largest_now(self, job: Job, now: float, end: float, oracle: bool) -> int:
         """The largest size at which ``job`` fits from now on without touching any hold.
@@ -170,30 +178,42 @@ class _Profile:
         return 0
 
     def earliest(self, k: int, duration: float) -> float:
-        """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps)."""
-        times, avail = self.times, self.avail
-        m = len(times)
-        begin = -1
-        for j in range(m):
-            if avail[j] >= k:
-                if begin < 0:
-                    begin = j
-                if j + 1 == m or times[j + 1] - times[begin] >= duration:
-                    return times[begin]
-            else:
-                begin = -1
-        return math.inf
+        """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps).
+
+        ``begin`` is the start of the current stretch of steps with room for ``k``; reaching
+        a step ``duration`` after it means the stretch is long enough.
+        """
+        begin = None
+        for t, a in zip(self.times, self.avail, strict=True):
+            if begin is not None:
+                if t - begin >= duration:
+                    return begin
+                if a < k:
+                    begin = None
+            elif a >= k:
+                begin = t
+        return math.inf if begin is None else begin
 
 
 def conservative(work: Work, queue: Sequence[Job]) -> None:
-    """One conservative-backfilling pass over ``queue``, recording starts on ``work``."""
+    """One conservative-backfilling pass over ``queue``, recording starts on ``work``.
+
+    The pass stops once no job left in the queue fits in the nodes free now: the
+    reservations of those jobs could not change what starts now.
+    """
     pool = work.free
     if pool.count == 0:
         return
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    total = work.snap.total
+    least = _least_from(queue)
     profile = _Profile(work)
-    for job in queue:
-        if job.id in started or _hopeless(work, job):
+    for i, job in enumerate(queue):
+        if least[i] > pool.count:
+            return
+        # inline _hopeless (and job.time_at at full size): this runs for every waiting job
+        est = job.runtime if oracle and job.runtime is not None else job.walltime
+        if job.id in started or job.min_size > total or now + est > end:
             continue
         k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
         if k:
@@ -205,7 +225,14 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
         k = min(job.size, profile.avail[-1])
         if k < job.min_size:
             continue
-        duration = job.time_at(k, oracle)
+        duration = est if k == job.size else est * job.size / k
         t = profile.earliest(k, duration)
         if t + duration <= end:
             profile.hold(t, t + duration, k)
+
+
+def _least_from(queue: Sequence[Job]) -> list[int]:
+    """``least[i]``: the smallest ``min_size`` of ``queue[i:]`` (C-level passes)."""
+    least = list(accumulate(map(_min_size, reversed(queue)), min))
+    least.reverse()
+    return least

@@ -21,6 +21,7 @@ from metaq_py.policy.model import (
     Job,
     JobId,
     NodeId,
+    Nodes,
     Preempt,
     Release,
     Reserve,
@@ -125,10 +126,11 @@ class Work:
 
     # --- acting ---------------------------------------------------------------------------
 
-    def start(self, job: Job, nodes: list[NodeId], *, borrowed: str | None = None) -> None:
-        """Start ``job`` on ``nodes`` (already taken from a pool)."""
+    def start(self, job: Job, nodes: Nodes, *, borrowed: str | None = None) -> None:
+        """Start ``job`` on ``nodes``, ascending (as :meth:`NodePool.take` hands them out),
+        already taken from a pool."""
         k = len(nodes)
-        self.actions.append(Start(job.id, tuple(sorted(nodes)), borrowed))
+        self.actions.append(Start(job.id, nodes, borrowed))
         self.started[job.id] = (self.now + job.time_at(k, self.oracle), k, borrowed)
 
     def preempt(self, jid: JobId, *, for_job: JobId | None = None) -> tuple[NodeId, ...]:
@@ -160,7 +162,7 @@ class Work:
     def reserve(self, notice: str, k: int) -> None:
         """Move ``k`` free nodes to ``notice``'s reservation."""
         nodes = self.free.take(k)
-        self.actions.append(Reserve(notice, tuple(sorted(nodes))))
+        self.actions.append(Reserve(notice, nodes))
         self.reserved(notice).give(nodes)
 
     def close(self, notice: str, *, release: bool) -> None:
