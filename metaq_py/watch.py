@@ -4,6 +4,12 @@
 other hosts on NFS or Lustre, so :class:`QueueWatcher` also polls: every ``interval`` seconds it
 compares the modification times of the watched folders and their sub-folders, which change
 whenever a file is added, removed or renamed in them.
+
+watchdog holds each rename *out of* a watched folder for half a second, hoping to pair it with
+a rename into another watched folder, and every event after it waits in the same queue. A
+claim is such a rename (``todo/`` to ``working/``, which is not watched), so an on-demand task
+arriving just after a claim would wait up to 0.5 s. :data:`MOVE_PAIRING` shortens that hold:
+the two halves of a rename come from the kernel in the same read, so pairing still works.
 """
 
 from __future__ import annotations
@@ -14,7 +20,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["QueueWatcher"]
+__all__ = ["MOVE_PAIRING", "QueueWatcher"]
+
+MOVE_PAIRING = 0.02
+"""Seconds watchdog may hold a rename's first half to pair it with its second (its own
+default is 0.5 s)."""
+
+# Where watchdog keeps that hold: version 5+ and versions before it.
+_PAIRING_CLASSES = (("watchdog.observers.inotify_move_event_grouper", "InotifyMoveEventGrouper"),
+                    ("watchdog.observers.inotify_buffer", "InotifyBuffer"))
+
+
+def _shorten_move_pairing() -> None:
+    """Set watchdog's rename-pairing hold to :data:`MOVE_PAIRING` (read by each new watch)."""
+    import importlib
+
+    for module, name in _PAIRING_CLASSES:
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        if getattr(cls, "delay", 0) > MOVE_PAIRING:
+            cls.delay = MOVE_PAIRING
 
 
 class QueueWatcher:
@@ -49,6 +76,7 @@ class QueueWatcher:
             from watchdog.observers import Observer
         except ImportError:
             return
+        _shorten_move_pairing()
         changed = self._changed
 
         class _Handler(FileSystemEventHandler):

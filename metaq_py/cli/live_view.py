@@ -53,9 +53,18 @@ def live_section(q: Queue, *, now: float) -> dict[str, Any]:
             "mechanism": job.mechanism,
             "reserved": {n: list(hs) for n, hs in job.reserved.items()}, "lent": lent})
     records, bad = read_notices(q.root)
+    # A runner with a shorter --release-after may have released a notice before its default
+    # release time: its log says so (a later notice of the same name is not that one).
+    expired: dict[str, float] = {}
+    for log in logs:
+        for e in log.of("release"):
+            if e.get("reason") == "expired" and isinstance(e.get("notice"), str):
+                expired[e["notice"]] = max(expired.get(e["notice"], 0.0), float(e["time"]))
     notices = [{"name": r.name, "nodes": r.notice.nodes, "arrival": r.notice.arrival,
                 "walltime": r.notice.walltime, "issued": r.notice.issued, "who": r.who,
-                "state": _notice_state(r.notice.arrival, r.release, now)} for r in records]
+                "state": _notice_state(r.notice.arrival, r.release, now,
+                                       released=expired.get(r.name, 0.0) >= r.notice.issued)}
+                for r in records]
     problems = [p for log in logs for p in log.problems] + bad
     return {"running": running, "allocations": allocations, "notices": notices,
             "problems": problems}
@@ -95,8 +104,11 @@ def print_live(section: dict[str, Any], out: Console) -> None:
         out.print(t)
 
 
-def _notice_state(arrival: float, release: float, now: float) -> str:
-    """``in <duration>`` before the arrival, ``due`` until its release, then ``released``."""
+def _notice_state(arrival: float, release: float, now: float, *, released: bool = False) -> str:
+    """``in <duration>`` before the arrival, ``due`` until its release (``release``, or
+    earlier when a runner's event log says it ``released`` it), then ``released``."""
+    if released:
+        return "released"
     if now < arrival:
         return f"in {format_duration(math.ceil(arrival - now))}"
     return "due" if now < release else "released"
