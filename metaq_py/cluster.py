@@ -59,12 +59,25 @@ class ClusterError(ValueError):
     """An action or event would break the cluster's bookkeeping."""
 
 
-class Cluster:
-    """The nodes of one machine (simulator) or one allocation (live runner)."""
+ENDS = ("both", "end", "true_end")
+"""Which end-ordered indexes a :class:`Cluster` keeps (its ``ends`` argument)."""
 
-    def __init__(self, total: int) -> None:
+
+class Cluster:
+    """The nodes of one machine (simulator) or one allocation (live runner).
+
+    ``ends`` says which end-ordered indexes of the running jobs to keep up to date for
+    snapshots: ``"both"`` (the default), or only ``"end"`` (by walltime, what decisions without
+    ``oracle`` read) or only ``"true_end"`` (what ``oracle`` decisions read), when the driver
+    knows which its scheduler reads. A snapshot then carries ``None`` for the other, and a
+    decision that asks for it sorts the running jobs itself, to the same order.
+    """
+
+    def __init__(self, total: int, *, ends: str = "both") -> None:
         if isinstance(total, bool) or not isinstance(total, int) or total < 1:
             raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
+        if ends not in ENDS:
+            raise ClusterError(f"ends must be one of {', '.join(ENDS)}, got {ends!r}")
         self.total = total
         self._free = Spans.full(total)
         self._running: dict[JobId, Running] = {}
@@ -76,8 +89,12 @@ class Cluster:
         self._owed: dict[JobId, Nodes] = {}
         self._promised: dict[JobId, dict[JobId, Nodes]] = {}
         self._loans: dict[JobId, dict[JobId, Nodes]] = {}
-        self._by_end: list[Ending] = []
-        self._by_true_end: list[Ending] = []
+        self._by_end: list[Ending] | None = [] if ends != "true_end" else None
+        self._by_true_end: list[Ending] | None = [] if ends != "end" else None
+        # the kept indexes, each with whether it orders by true end (see _key)
+        self._indexes: tuple[tuple[list[Ending], bool], ...] = tuple(
+            (lst, true) for lst, true in ((self._by_end, False), (self._by_true_end, True))
+            if lst is not None)
 
     # --- read-only views --------------------------------------------------------------------
 
@@ -114,7 +131,9 @@ class Cluster:
     @property
     def ending(self) -> Sequence[Ending]:
         """Running jobs sorted by walltime end."""
-        return self._by_end
+        if self._by_end is not None:
+            return self._by_end
+        return sorted(self._key(r, False) for r in self._running.values())
 
     def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
                  ordered: bool = False) -> Snapshot:
@@ -412,9 +431,9 @@ class Cluster:
                 claim(nodes, f"the loan from {lender!r} to {jid!r}")
         if len(seen) != self.total:
             raise ClusterError(f"{self.total - len(seen)} nodes are unaccounted for")
-        expect = sorted(self._key(r, False) for r in self._running.values())
-        if expect != self._by_end:
-            raise ClusterError("the end-ordered index disagrees with the running jobs")
+        for lst, true in self._indexes:
+            if sorted(self._key(r, true) for r in self._running.values()) != lst:
+                raise ClusterError("an end-ordered index disagrees with the running jobs")
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -430,14 +449,12 @@ class Cluster:
         return (e, r.nodes[0], r.job.id, len(r.nodes), r.borrowed)
 
     def _index(self, r: Running) -> None:
-        insort(self._by_end, self._key(r, False))
-        insort(self._by_true_end, self._key(r, True))
+        for lst, true in self._indexes:
+            insort(lst, self._key(r, true))
 
     def _unindex(self, r: Running) -> None:
-        for lst, true in ((self._by_end, False), (self._by_true_end, True)):
-            key = self._key(r, true)
-            i = bisect_left(lst, key)
-            del lst[i]
+        for lst, true in self._indexes:
+            del lst[bisect_left(lst, self._key(r, true))]
 
     def _replace(self, old: Running, new: Running) -> None:
         self._unindex(old)

@@ -45,6 +45,8 @@ from array import array
 from bisect import insort
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from heapq import heappop, heappush
+from itertools import compress, count
 from operator import attrgetter
 
 import numpy as np
@@ -65,10 +67,10 @@ from metaq_py.policy.model import (
 )
 from metaq_py.policy.order import queue_key
 from sim.arrivals import Feed, feed
-from sim.events import EventHeap, EventKind
+from sim.events import Event, EventKind
 from sim.failures import NodeFailures
 from sim.metrics import JobOutcome
-from sim.result import Series, SimulationResult
+from sim.result import Outcomes, Series, SimulationResult
 from sim.trace import Trace
 from sim.workload import HybridWorkload
 
@@ -80,7 +82,9 @@ _NOTICE = int(EventKind.NOTICE)
 _SUBMIT = int(EventKind.SUBMIT)
 _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
+_WAKE = int(EventKind.WAKE)
 _min_size = attrgetter("min_size")
+_id = attrgetter("id")
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
 
 
@@ -101,6 +105,68 @@ class _Track:
         self.preemptions = 0
         self.shrinks = 0
         self.lost = 0.0
+
+
+class _Ledger:
+    """Every job's outcome as columns, one row per submitted job in submit order.
+
+    A row is opened at submit and closed when the job ends (or when the run does). The
+    :class:`~sim.metrics.JobOutcome` objects are built from the columns only when someone
+    reads them (:class:`~sim.result.Outcomes`): a compact ledger costs a few array stores per
+    job, and a million jobs take tens of bytes each instead of a few hundred.
+    """
+
+    __slots__ = ("end", "id", "kind", "lost", "preemptions", "runtime", "shrinks", "size",
+                 "start", "submit")
+
+    def __init__(self) -> None:
+        self.id: list[JobId] = []
+        self.kind: list[Kind] = []
+        self.size, self.preemptions, self.shrinks = array("q"), array("q"), array("q")
+        self.submit, self.runtime = array("d"), array("d")
+        self.start, self.end, self.lost = array("d"), array("d"), array("d")
+
+    def open(self, job: Job) -> None:
+        """A job was submitted: its row is the next one, not started, not ended (NaN)."""
+        self.id.append(job.id)
+        self.kind.append(job.kind)
+        self.size.append(job.size)
+        self.submit.append(job.submit)
+        self.runtime.append(job.runtime if job.runtime is not None else job.walltime)
+        self.start.append(math.nan)
+        self.end.append(math.nan)
+        self.lost.append(0.0)
+        self.preemptions.append(0)
+        self.shrinks.append(0)
+
+    def close(self, tr: _Track, end: float | None) -> None:
+        """The job of ``tr`` has ended at ``end`` (``None``: the run ended first)."""
+        row = tr.row
+        if tr.start is not None:
+            self.start[row] = tr.start
+        if end is not None:
+            self.end[row] = end
+        self.lost[row] = tr.lost
+        self.preemptions[row] = tr.preemptions
+        self.shrinks[row] = tr.shrinks
+
+    def outcomes(self, categories: Mapping[JobId, str]) -> tuple[JobOutcome, ...]:
+        """One :class:`JobOutcome` per row, in submit order (every row must be closed)."""
+        ondemand = Kind.ONDEMAND
+        out = []
+        for jid, kind, size, submit, runtime, start, end, pre, shr, lost in zip(
+                self.id, self.kind, self.size, self.submit, self.runtime, self.start,
+                self.end, self.preemptions, self.shrinks, self.lost, strict=True):
+            started = None if start != start else start  # NaN (never started) is unequal
+            od = kind is ondemand
+            out.append(JobOutcome(
+                id=jid, kind=kind, size=size, submit=submit, start=started,
+                end=None if end != end else end, runtime=runtime,
+                useful_node_seconds=runtime * size, preemptions=pre, shrinks=shr,
+                lost_node_seconds=lost or 0.0,  # share one 0.0 object, as most jobs lose none
+                instant_start=(started == submit) if od else None,
+                notice=categories.get(jid) if od else None))
+        return tuple(out)
 
 
 def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
@@ -138,7 +204,10 @@ class Engine:
         else:
             self.scheduler = make_scheduler(policy, oracle=oracle)
         self.feed: Feed = feed(source)
-        self.cluster = Cluster(self.feed.nodes)
+        # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
+        # one, see run())
+        reads_true = self.scheduler.oracle and not cqsim_oracle
+        self.cluster = Cluster(self.feed.nodes, ends="true_end" if reads_true else "end")
         self.clock = clock
         self.progress = progress
         self.cqsim_oracle = cqsim_oracle
@@ -155,30 +224,34 @@ class Engine:
         wall0 = time.perf_counter()
         feed_, cluster, scheduler = self.feed, self.cluster, self.scheduler
         decide = scheduler.decide
-        apply, start = cluster.apply, cluster.start
+        apply, start, finish = cluster.apply, cluster.start, cluster.finish
         hybrid = feed_.hybrid
-        categories = feed_.categories
         progress = self.progress
         skip_inert = self.skip_inert
         cqsim_oracle = self.cqsim_oracle
         free = cluster.free
+        reserved = cluster.reserved  # a live view: bound once
 
-        heap = EventHeap()
-        push, pop, next_time = heap.push, heap.pop, heap.next_time
+        # The event heap of sim.events, inlined: a plain list of (time, kind, seq, subject,
+        # version) tuples and the C heap functions, with no method call per event.
+        heap: list[Event] = []
+        seq = count(1)
         jobs = feed_.jobs()
         notices = feed_.notices()
         first = next(jobs, None)
         if first is not None:
-            push(first.submit, EventKind.SUBMIT, first)
+            heappush(heap, (first.submit, _SUBMIT, next(seq), first, 0))
         notice = next(notices, None)
         if notice is not None:
-            push(notice.issued, EventKind.NOTICE, notice)
-        clock = self.clock if self.clock is not None else Clock(next_time() if heap else 0.0)
+            heappush(heap, (notice.issued, _NOTICE, next(seq), notice, 0))
+        clock = self.clock if self.clock is not None else Clock(heap[0][0] if heap else 0.0)
+        advance = clock.advance_to
         failures = self.failures
         if failures is not None and failures.next_time() != math.inf:
-            push(failures.next_time(), EventKind.FAILURE)
+            heappush(heap, (failures.next_time(), _FAILURE, next(seq), None, 0))
 
-        outcomes: list[JobOutcome | None] = [None] * feed_.count
+        ledger = _Ledger()
+        opened, close = ledger.open, ledger.close
         tracks: dict[JobId, _Track] = {}
         waiting: list[Job] = []
         waiting_by_id: dict[JobId, Job] = {}
@@ -190,33 +263,28 @@ class Engine:
         timings = array("d")
         s_time, s_busy, s_queued, s_reserved = array("d"), array("l"), array("l"), array("l")
 
-        def end_of(r: Running) -> float:
-            true_end = r.true_end
-            # a job is killed at its walltime whatever its true runtime
-            return r.end if true_end is None or true_end > r.end else true_end
-
         while heap:
-            now = next_time()
-            clock.advance_to(now)
+            now = heap[0][0]
+            advance(now)
             changed = False
             inert = skip_inert
-            while next_time() == now and heap:
-                _, kind, _, subject, version = pop()
+            while heap and heap[0][0] == now:
+                _, kind, _, subject, version = heappop(heap)
                 events += 1
                 if kind == _FINISH:
                     tr = tracks.get(subject)
                     if tr is None or tr.version != version:
                         continue  # the job was preempted or resized since
-                    r = cluster.finish(subject, now=now)
-                    busy -= len(r.nodes)
+                    busy -= len(finish(subject, now=now).nodes)
                     del tracks[subject]
-                    outcomes[tr.row] = _outcome(tr, now, categories)
+                    close(tr, now)
                     finished += 1
                     changed = True
                     inert = False
                 elif kind == _SUBMIT:
                     job = subject
                     tracks[job.id] = _Track(job, rows)
+                    opened(job)
                     rows += 1
                     waiting_by_id[job.id] = job
                     if not waiting or queue_key(job) >= queue_key(waiting[-1]):
@@ -228,18 +296,19 @@ class Engine:
                         inert = False
                     job = next(jobs, None)
                     if job is not None:
-                        push(job.submit, EventKind.SUBMIT, job)
+                        heappush(heap, (job.submit, _SUBMIT, next(seq), job, 0))
                     changed = True
                 elif kind == _NOTICE:
                     cluster.add_notice(subject)
                     notice = next(notices, None)
                     if notice is not None:
-                        push(notice.issued, EventKind.NOTICE, notice)
+                        heappush(heap, (notice.issued, _NOTICE, next(seq), notice, 0))
                     changed = True
                 elif kind == _FAILURE:
                     strike = failures.strike(cluster, now)  # type: ignore[union-attr]
                     if strike.repair is not None:
-                        push(strike.repaired_at, EventKind.REPAIR, strike.repair)
+                        heappush(heap, (strike.repaired_at, _REPAIR, next(seq), strike.repair,
+                                        0))
                     if strike.kill is not None:
                         r = strike.kill.running
                         tracks[r.job.id].version += 1  # its end event is stale now
@@ -249,7 +318,8 @@ class Engine:
                         insort(waiting, back, key=queue_key)
                     upcoming = failures.next_time()  # type: ignore[union-attr]
                     if upcoming != math.inf and (tracks or rows < feed_.count):
-                        push(upcoming, EventKind.FAILURE)  # failures stop with the work
+                        # failures stop with the work
+                        heappush(heap, (upcoming, _FAILURE, next(seq), None, 0))
                     changed = True
                     inert = False
                 elif kind == _REPAIR:
@@ -284,7 +354,7 @@ class Engine:
             timings.append(time.perf_counter() - t0)
             wake_version += 1
             if decision.wake is not None and decision.wake > now:
-                push(decision.wake, EventKind.WAKE, None, wake_version)
+                heappush(heap, (decision.wake, _WAKE, next(seq), None, wake_version))
 
             if decision.actions:
                 requeued: list[Job] = []
@@ -299,7 +369,7 @@ class Engine:
                             if tr.start is None:
                                 tr.start = now
                             tr.version += 1
-                            push(end_of(r), EventKind.FINISH, job.id, tr.version)
+                            heappush(heap, (_end_of(r), _FINISH, next(seq), job.id, tr.version))
                             busy += len(r.nodes)
                             started = True
                         elif type(action) is Preempt:
@@ -319,7 +389,8 @@ class Engine:
                             if type(action) is Shrink:
                                 tr.shrinks += 1
                             tr.version += 1
-                            push(end_of(r), EventKind.FINISH, action.job, tr.version)
+                            heappush(heap, (_end_of(r), _FINISH, next(seq), action.job,
+                                            tr.version))
                             busy += len(r.nodes) - before
                         else:
                             apply(action, now=now)
@@ -328,20 +399,22 @@ class Engine:
                             f"at t={now:g} the {scheduler.name} scheduler's {action!r} was "
                             f"refused: {e}") from e
                 if started:
-                    waiting = [j for j in waiting if j.id in waiting_by_id]
+                    # keep the jobs still waiting, in order (C-level: no Python frame per job)
+                    waiting = list(compress(waiting, map(waiting_by_id.__contains__,
+                                                         map(_id, waiting))))
                 for back in requeued:
                     insort(waiting, back, key=queue_key)
 
             s_time.append(now)
             s_busy.append(busy)
             s_queued.append(len(waiting))
-            s_reserved.append(sum(map(len, cluster.reserved.values())) if hybrid else 0)
+            s_reserved.append(sum(map(len, reserved.values())) if reserved else 0)
 
         for tr in tracks.values():
-            outcomes[tr.row] = _outcome(tr, None, categories)
+            close(tr, None)
         if progress is not None:
             progress(finished)
-        done = tuple(o for o in outcomes if o is not None)
+        categories = feed_.categories
         series = Series(time=np.frombuffer(s_time, dtype=np.float64).copy(),
                         busy=np.asarray(s_busy, dtype=np.int64),
                         queued=np.asarray(s_queued, dtype=np.int64),
@@ -349,19 +422,12 @@ class Engine:
         return SimulationResult(
             policy=scheduler.name, oracle=scheduler.oracle, cqsim_oracle=cqsim_oracle,
             nodes=cluster.total, hybrid=hybrid,
-            outcomes=done, decision_seconds=np.frombuffer(timings, dtype=np.float64).copy(),
+            outcomes=Outcomes(lambda: ledger.outcomes(categories), rows),
+            decision_seconds=np.frombuffer(timings, dtype=np.float64).copy(),
             series=series, events=events, wall_seconds=time.perf_counter() - wall0)
 
 
-def _outcome(tr: _Track, end: float | None, categories: Mapping[JobId, str]) -> JobOutcome:
-    """The record of a job whose run is over (``end`` None: it never finished)."""
-    job = tr.job
-    runtime = job.runtime if job.runtime is not None else job.walltime
-    ondemand = job.kind is Kind.ONDEMAND
-    return JobOutcome(
-        id=job.id, kind=job.kind, size=job.size, submit=job.submit, start=tr.start, end=end,
-        runtime=runtime, useful_node_seconds=runtime * job.size, preemptions=tr.preemptions,
-        shrinks=tr.shrinks, lost_node_seconds=tr.lost,
-        instant_start=(tr.start == job.submit) if ondemand else None,
-        notice=categories.get(job.id) if ondemand else None)
-
+def _end_of(r: Running) -> float:
+    """When the engine ends a running job: at its true end, or killed at its walltime end."""
+    true_end = r.true_end
+    return r.end if true_end is None or true_end > r.end else true_end

@@ -283,3 +283,26 @@ def test_random_operations_never_break_invariants(ops: list[tuple[str, int, int]
         reserved = sum(len(p) for p in c.reserved.values())
         assert len(c.free) >= 0
         assert len(c.free) + held + reserved + sum(map(len, c.owed.values())) == 16
+
+
+@pytest.mark.parametrize("ends", ["end", "true_end"])
+def test_keeping_one_end_index_gives_the_same_order_as_both(ends: str) -> None:
+    both, one = Cluster(8), Cluster(8, ends=ends)
+    for c in (both, one):
+        c.start(job("a", 2, 300.0, runtime=50.0), (0, 1), now=0.0)
+        c.start(job("b", 2, 100.0, runtime=90.0), (2, 3), now=0.0)
+        c.start(job("c", 2, 200.0, runtime=10.0), (4, 5), now=0.0)
+        c.check()
+    assert [e[2] for e in one.ending] == [e[2] for e in both.ending] == ["b", "c", "a"]
+    snap = one.snapshot(now=0.0, waiting=[])
+    kept = snap.ending if ends == "end" else snap.ending_true
+    dropped = snap.ending_true if ends == "end" else snap.ending
+    assert kept is not None and dropped is None
+    one.finish("b", now=90.0)
+    one.check()
+    assert [e[2] for e in one.ending] == ["c", "a"]
+
+
+def test_an_unknown_ends_option_is_refused() -> None:
+    with pytest.raises(ClusterError, match="ends must be one of"):
+        Cluster(4, ends="sometimes")

@@ -109,10 +109,14 @@ def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -
     # others at C level, since most of a long queue does not fit
     fits = compress(rest, map(pool.count.__ge__, map(_min_size, rest)))
     for job in fits:
-        if job.min_size > pool.count or job.id in started:
+        count = pool.count
+        if job.min_size > count or job.id in started:
             continue
-        k = min(job.size, pool.count)
-        finish = now + job.time_at(k, oracle)
+        # job.time_at(min(size, count), oracle), inlined: this runs for most waiting jobs
+        size = job.size
+        k = size if size <= count else count
+        est = job.runtime if oracle and job.runtime is not None else job.walltime
+        finish = now + (est if k == size else est * size / k)
         if finish > end:
             continue
         if finish <= shadow_time:
