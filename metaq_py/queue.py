@@ -197,6 +197,11 @@ class Queue:
         found on the way are moved to ``rejected/`` with their reason, once they have not
         changed for :data:`SETTLE` seconds (a file being copied in by hand is half-written
         for a moment)."""
+        return list(self.settled_scan().tasks)
+
+    def settled_scan(self) -> Scan:
+        """A scan, after rejecting the invalid files it found that have settled (see
+        :meth:`pending`); its ``tasks`` are an :class:`~metaq_py.index.Ordered`."""
         scan = self.index.scan()
         now = time.time()
         for bad in scan.invalid:
@@ -215,14 +220,14 @@ class Queue:
                     continue
                 reason = fresh
             self.reject(bad.path, reason)
-        return list(scan.tasks)
+        return scan
 
     def next_task(self, *, nodes: int, gpus: int, seconds: float,
                   machine: str | None = None) -> Task | None:
         """The first waiting task, in scheduling order, that fits in ``nodes`` free nodes,
         ``gpus`` free GPUs and ``seconds`` of wall clock, and may run on ``machine``
         (see :func:`~metaq_py.index.first_fit`). Rescans (and rejects invalid files) first."""
-        return first_fit(self.pending(), nodes=nodes, gpus=gpus, seconds=seconds,
+        return first_fit(self.settled_scan().tasks, nodes=nodes, gpus=gpus, seconds=seconds,
                          machine=machine)
 
     def _problem(self, path: Path) -> str | None:
@@ -263,8 +268,10 @@ class Queue:
         # The lease is written before the rename, so a claimed task always has one.
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                     host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit)
+        folder = os.path.dirname(task.file)
+        before = _stat_or_none(folder)
         try:
-            os.rename(task.path, dst)
+            os.rename(task.file, dst)
         except FileNotFoundError:
             lease_path(dst).unlink(missing_ok=True)
             return None
@@ -275,6 +282,9 @@ class Queue:
                                  f"system; keep the whole queue on one") from None
             raise
         _rename_quietly(record_path(task.path), record_path(dst))
+        after = _stat_or_none(folder)
+        if before is not None and after is not None:
+            self.index.claimed(task, before, after)  # no relisting of the folder for this
         try:
             data, truncated, st = read_head(dst)
             spec = parse_header(data, path=str(dst), truncated=truncated)
@@ -699,6 +709,13 @@ def _inode(path: Path) -> int:
         return os.lstat(path).st_ino
     except OSError:
         return -1
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _companion(task: Path, suffix: str) -> Path:

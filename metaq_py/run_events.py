@@ -25,25 +25,41 @@ OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed",
 class Recorder:
     """Writes this batch job's events, stamped with the runner's clock.
 
+    With ``buffered``, events are kept until :meth:`flush` and then written with one
+    ``write``: the runner flushes once per wake-up, before it waits again, so a burst of
+    starts and ends costs one write and the file is complete whenever the runner is idle.
+
     A failure to write (a full disk, a removed queue) is reported through ``warn`` once and
     never stops the runner: the tasks matter more than their log.
     """
 
     def __init__(self, log: EventLog, *, now: Callable[[], float],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], buffered: bool = False) -> None:
         self.log = log
         self._now = now
         self._warn = warn
         self._failed = False
+        self._buffered = buffered
+        self._pending: list[dict[str, Any]] = []
 
     def __call__(self, event: str, **fields: Any) -> None:
         if event not in EVENTS:
             raise ValueError(f"{event!r} is not in the runner's event vocabulary")
+        self._pending.append({"time": self._now(), "event": event, **fields})
+        if not self._buffered:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the events kept so far (they are dropped if the write fails)."""
+        if not self._pending:
+            return
+        records, self._pending = self._pending, []
         try:
-            self.log.append(event, when=self._now(), **fields)
+            self.log.append_many(records)
             self._failed = False
         except OSError as e:
             if not self._failed:
                 self._warn(f"cannot write the event log {self.log.path}: {e.strerror}; "
-                           f"the tasks go on, but '{event}' and later events may be missing")
+                           f"the tasks go on, but '{records[0]['event']}' and later events "
+                           f"may be missing")
             self._failed = True

@@ -3,10 +3,11 @@
 One :class:`Runner` owns one allocation. Node ids ``0 .. N-1`` of its
 :class:`~metaq_py.cluster.Cluster` are the allocation's hosts in the batch system's order. The
 loop is event-driven: it blocks on one inbox fed by task exits (the launch layer's watcher
-threads), queue changes (a :class:`~metaq_py.watch.QueueWatcher` thread over the task folders,
-``notices/`` and this job's run folders, where checkpoints and resize confirmations land) and
-signals, with a timeout at the next thing it must do itself (a kill after a grace period, a
-heartbeat, the decision's ``wake``, the end of the allocation, the next launch after a pause).
+threads), queue changes (a :class:`~metaq_py.watch.QueueWatcher` thread over the task folders
+and ``notices/``, and one over the run folder of each running task that declares ``CHECKPOINT``
+or an in-place ``RESIZE``, where its checkpoints and resize confirmations land) and signals,
+with a timeout at the next thing it must do itself (a kill after a grace period, a heartbeat,
+the decision's ``wake``, the end of the allocation, the next launch after a pause).
 It never busy-polls.
 
 Each pass, at one instant:
@@ -39,7 +40,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from metaq_py.batch import Allocation, BatchError, BatchSystem
@@ -95,8 +96,10 @@ class RunOptions:
     its kill, and also the warning before a resize by restart. ``margin`` is kept free before
     the end of the allocation, after every task's grace period, for requeueing and exiting.
     ``srun`` wraps each task in its own ``srun`` step. ``release_after`` and ``warning`` go to
-    the on-demand mechanisms (see ``docs/model.md``). ``handle_signals`` (no flag; tests turn it
-    off) installs the stop handlers when the runner is in the main thread.
+    the on-demand mechanisms (see ``docs/model.md``). ``fs_events`` lets file-system events
+    (watchdog) wake the runner at once when the queue changes; without them it finds changes
+    by polling every ``poll_interval`` of ``metaq.yaml``. ``handle_signals`` (no flag; tests
+    turn it off) installs the stop handlers when the runner is in the main thread.
     """
 
     mechanism: str = "easy"
@@ -109,6 +112,7 @@ class RunOptions:
     srun_args: tuple[str, ...] = ()
     release_after: float = 600.0
     warning: float = 120.0
+    fs_events: bool = True
     handle_signals: bool = True
 
     def __post_init__(self) -> None:
@@ -153,6 +157,7 @@ class Runner:
         self.stop_reason = ""
         self.exit_code = 0
         self.unsettled: list[LiveTask] = []
+        self.rundir_watchers: dict[str, threading.Event] = {}
         self._ran = False
 
     # --- the loop ---------------------------------------------------------------------------
@@ -165,10 +170,14 @@ class Runner:
         self._ran = True
         self._setup()
         handlers = self._install_signals()
+        # Not this job's whole runs/ folder: it gains a folder per task, and every change
+        # would make the watcher walk all of them. See _watch_rundir.
         watcher = QueueWatcher(
             [*(self.queue.root / f for f in self.queue.config.folders),
-             self.queue.root / NOTICES, self.runs],
-            interval=self.queue.config.poll_interval)
+             self.queue.root / NOTICES],
+            interval=self.queue.config.poll_interval, use_watchdog=self.options.fs_events)
+        self.say(f"queue changes: {'file-system events and ' if watcher.live else ''}polling "
+                 f"every {format_duration(self.queue.config.poll_interval)}")
         closing = threading.Event()
         thread = threading.Thread(target=self._watch, args=(watcher, closing),
                                   name="metaq queue watcher", daemon=True)
@@ -195,7 +204,8 @@ class Runner:
         self.end = self.alloc.end_time if self.alloc.end_time is not None else math.inf
         self.runs = q.job_dir(self.jobid) / "runs"
         self.runs.mkdir(parents=True, exist_ok=True)
-        self.record = Recorder(q.events(self.jobid), now=self.clock.now, warn=self.say)
+        self.record = Recorder(q.events(self.jobid), now=self.clock.now, warn=self.say,
+                               buffered=True)
         now = self.clock.now()
         self.next_heartbeat = now + q.config.heartbeat
         self.next_launch = now
@@ -206,6 +216,8 @@ class Runner:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.jobs_cache: dict[str, tuple[Task, Job | None]] = {}
+        self.ondemand: dict[str, Task] = {}
+        self.seen_serial: int | None = None
         self.waiting_count = 0
         self._reclaim_lost(now)
         self.record("runner-start", jobid=self.jobid, machine=self.machine,
@@ -213,6 +225,7 @@ class Runner:
                     end=None if math.isinf(self.end) else self.end,
                     mechanism=self.scheduler.name, max_tasks=self.max_tasks,
                     launch_pause=self.launch_pause, pid=os.getpid(), host=self.host)
+        self.record.flush()
         left = "no time limit" if math.isinf(self.end) else \
             f"{format_duration(round(self.end - now))} left"
         self.say(f"job {self.jobid} on {self.machine}: {self.alloc.nnodes} node(s), "
@@ -228,10 +241,34 @@ class Runner:
             old[sig] = signal.signal(sig, lambda s, _f: self.inbox.put((_SIGNAL, s)))
         return old
 
-    def _watch(self, watcher: QueueWatcher, closing: threading.Event) -> None:
+    def _watch(self, watcher: QueueWatcher, closing: threading.Event, *,
+               close: bool = False) -> None:
         while not closing.is_set():
             if watcher.wait(timeout=self.queue.config.poll_interval):
                 self.inbox.put((_CHANGE, None))
+        if close:
+            watcher.close()  # here, so that the loop never waits for an observer to stop
+
+    def _watch_rundir(self, live: LiveTask) -> None:
+        """Wake the loop when ``live`` checkpoints or confirms a resize, if it declares
+        ``CHECKPOINT`` or an in-place ``RESIZE``. Another task's checkpoint (made with
+        ``metaq checkpoint`` alone) is seen at the next pass, or at its exit."""
+        spec = live.claim.spec
+        in_place = spec.resize is not None and spec.resize.mode == "in-place"
+        if (spec.checkpoint is None and not in_place) or live.spec is None \
+                or live.id in self.rundir_watchers:
+            return
+        watcher = QueueWatcher([live.spec.rundir], interval=self.queue.config.poll_interval,
+                               use_watchdog=self.options.fs_events)
+        closing = threading.Event()
+        threading.Thread(target=self._watch, args=(watcher, closing), kwargs={"close": True},
+                         name=f"metaq run folder {live.id}", daemon=True).start()
+        self.rundir_watchers[live.id] = closing
+
+    def _unwatch_rundir(self, task_id: str) -> None:
+        closing = self.rundir_watchers.pop(task_id, None)
+        if closing is not None:
+            closing.set()
 
     def _loop(self) -> None:
         while True:
@@ -239,6 +276,7 @@ class Runner:
             if self._done():
                 return
             timeout = max(0.0, self._next_deadline() - self.clock.now())
+            self.record.flush()  # one write per wake-up, and a complete log while waiting
             try:
                 item = self.inbox.get(timeout=min(timeout, 3600.0))
             except stdqueue.Empty:
@@ -336,39 +374,79 @@ class Runner:
                 return
 
     def _waiting(self) -> tuple[list[Job], dict[str, tuple[Task, Job]]]:
-        """The waiting tasks this allocation could run, as policy jobs in queue order."""
+        """The waiting tasks this allocation could run, as policy jobs in queue order: the
+        first ``window`` of them, then every on-demand task behind those."""
+        pending = self.queue.settled_scan().tasks  # pending() without its copy of the list
+        self._sync_ondemand(pending)
         jobs: list[Job] = []
         by_id: dict[str, tuple[Task, Job]] = {}
-        cache = self.jobs_cache
         skipped: dict[str, str] = {}
         window = max(WINDOW, 16 * self.alloc.nnodes)
-        for task in self.queue.pending():
-            if len(jobs) >= window and task.spec.type is not Kind.ONDEMAND:
-                continue  # beyond the backfill window only on-demand work is looked at
-            hit = cache.get(task.id)
-            if hit is None or hit[0] is not task:
-                problem = fit_problem(task, nnodes=self.alloc.nnodes,
-                                      gpus_per_node=self.alloc.gpus_per_node,
-                                      machine=self.machine)
-                if problem is not None:
-                    if self.skipped.get(task.id) != problem:
-                        self.say(f"skipping {task.id}: {problem}")
-                    self.skipped[task.id] = problem
-                hit = (task, None if problem is not None else
-                       job_of(task, gpus_per_node=self.alloc.gpus_per_node))
-                cache[task.id] = hit
-            job = hit[1]
-            if job is None:
-                skipped[task.id] = self.skipped.get(task.id) or "it can never run here"
-                continue
-            if job.kind is Kind.ONDEMAND and task.id not in self.arrived:
-                self.arrived[task.id] = self.passes
-                self.record("arrival", task=task.id, notice=job.notice)
-            jobs.append(job)
-            by_id[task.id] = (task, job)
+        rest: Task | None = None
+        for task in pending:
+            if len(jobs) >= window:
+                rest = task
+                break
+            self._offer(task, jobs, by_id, skipped)
+        if rest is not None:
+            # Beyond the backfill window only on-demand work is looked at.
+            later = [t for t in self.ondemand.values() if t.order >= rest.order]
+            for task in sorted(later, key=_queue_order):
+                self._offer(task, jobs, by_id, skipped)
         self.skipped = skipped
         self.waiting_count = len(jobs)
         return jobs, by_id
+
+    def _offer(self, task: Task, jobs: list[Job], by_id: dict[str, tuple[Task, Job]],
+               skipped: dict[str, str]) -> None:
+        """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
+        its reason to ``skipped`` (said once, when it is first found)."""
+        cache = self.jobs_cache
+        hit = cache.get(task.id)
+        if hit is None or hit[0] is not task:
+            problem = fit_problem(task, nnodes=self.alloc.nnodes,
+                                  gpus_per_node=self.alloc.gpus_per_node, machine=self.machine)
+            if problem is not None:
+                if self.skipped.get(task.id) != problem:
+                    self.say(f"skipping {task.id}: {problem}")
+                self.skipped[task.id] = problem
+            hit = (task, None if problem is not None else
+                   job_of(task, gpus_per_node=self.alloc.gpus_per_node))
+            cache[task.id] = hit
+        job = hit[1]
+        if job is None:
+            skipped[task.id] = self.skipped.get(task.id) or "it can never run here"
+            return
+        if job.kind is Kind.ONDEMAND and task.id not in self.arrived:
+            self.arrived[task.id] = self.passes
+            self.record("arrival", task=task.id, notice=job.notice)
+        jobs.append(job)
+        by_id[task.id] = (task, job)
+
+    def _sync_ondemand(self, pending: Sequence[Task]) -> None:
+        """Bring the waiting on-demand tasks (looked at even beyond the window) and the cache
+        of policy jobs up to date: from the index's changes since the last look, so that a
+        decision costs the backfill window and not the whole queue, or by going over every
+        waiting task when those changes are not known (the first time)."""
+        index = self.queue.index
+        changes = None if self.seen_serial is None else index.changes_since(self.seen_serial)
+        if changes is None:
+            cache = self.jobs_cache
+            self.ondemand = {t.id: t for t in pending if t.spec.type is Kind.ONDEMAND}
+            self.jobs_cache = {t.id: hit for t in pending
+                               if (hit := cache.get(t.id)) is not None and hit[0] is t}
+        else:
+            for removed, added in changes:
+                for task in removed:
+                    hit = self.jobs_cache.get(task.id)
+                    if hit is not None and hit[0] is task:
+                        del self.jobs_cache[task.id]
+                    if self.ondemand.get(task.id) is task:
+                        del self.ondemand[task.id]
+                for task in added:
+                    if task.spec.type is Kind.ONDEMAND:
+                        self.ondemand[task.id] = task
+        self.seen_serial = index.serial
 
     def _apply(self, actions: tuple, by_id: dict[str, tuple[Task, Job]], now: float) -> bool:
         """Apply one decision; ``False`` when a claim was lost and the rest was abandoned
@@ -529,12 +607,15 @@ class Runner:
     def _check_checkpoints(self) -> None:
         now = self.clock.now()
         for live in self.live.values():
-            at = live.new_checkpoint()
-            if at is None or live.id not in self.cluster.running:
-                continue
-            r = self.cluster.running[live.id]
-            self.cluster.checkpoint(live.id, at=min(max(at, r.start), now))
-            self.record("checkpoint", task=live.id)
+            self._check_checkpoint(live, now)
+
+    def _check_checkpoint(self, live: LiveTask, now: float) -> None:
+        at = live.new_checkpoint()
+        if at is None or live.id not in self.cluster.running:
+            return
+        r = self.cluster.running[live.id]
+        self.cluster.checkpoint(live.id, at=min(max(at, r.start), now))
+        self.record("checkpoint", task=live.id)
 
     # --- launching --------------------------------------------------------------------------
 
@@ -572,6 +653,7 @@ class Runner:
             self._launch_failed(live, str(e))
             return
         live.launched(process, now)
+        self._watch_rundir(live)
         self.record("start", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
                     gpus=live.gpus, project=claim.spec.project, kind=str(live.job.kind),
                     resume=live.resume, notice=live.notice, instant=live.instant,
@@ -613,6 +695,7 @@ class Runner:
         if live is None or live.process is not process:
             return
         now = self.clock.now()
+        self._check_checkpoint(live, now)  # one made just before the exit
         live.account(now)
         status = process.status
         assert status is not None
@@ -623,6 +706,7 @@ class Runner:
             self._record_end(live, "requeued")
             return
         del self.live[live.id]
+        self._unwatch_rundir(live.id)
         if why is not Why.PREEMPT:
             with contextlib.suppress(ClusterError):
                 self.cluster.finish(live.id, now=now)
@@ -810,9 +894,16 @@ class Runner:
             self.say(f"{live.id} ended but could not be moved; it stays claimed in "
                      f"{live.claim.path}, and the next runner (or metaq reset --dead) puts it "
                      f"back")
+        for task_id in list(self.rundir_watchers):
+            self._unwatch_rundir(task_id)
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.record("runner-stop", reason=reason)
+        self.record.flush()
         self.say(f"stopped: {reason}")
+
+
+def _queue_order(task: Task) -> tuple:
+    return task.order
 
 
 def _clock_time(t: float) -> str:

@@ -69,6 +69,13 @@ def run(
     release_after: Annotated[str, typer.Option(
         help="On-demand mechanisms: release a reservation this long after its estimated "
              "arrival.")] = "10m",
+    warning: Annotated[str, typer.Option(
+        help="On-demand mechanisms: how long before a planned preemption a malleable task is "
+             "warned.")] = "2m",
+    fs_events: Annotated[bool, typer.Option(
+        "--fs-events/--no-fs-events",
+        help="Wake at once on file-system events (watchdog) when the queue changes; without "
+             "them, changes are found by polling every poll_interval of metaq.yaml.")] = True,
 ) -> None:
     """Backfill the queue's tasks into this batch job's nodes until nothing left fits (or,
     with --linger, until the wall clock ends)."""
@@ -82,7 +89,8 @@ def run(
                 mechanism=mechanism, linger=linger, max_tasks=max_tasks,
                 launch_pause=_seconds(launch_pause, "--launch-pause"),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
-                srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0)
+                srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
+                warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events)
         except typer.BadParameter as e:
             raise MetaqError(str(e)) from None
         runner = Runner(q, detect_batch(overrides=overrides), options=options)
