@@ -423,12 +423,7 @@ class Index:
         why = problem or self.trust.problem(opened, "the task file")
         if why is not None:
             return TaskError(path, None, why)
-        try:
-            spec = parse_header(data, path=path, truncated=truncated)
-            admit(spec, root=self.root, config=self.config)
-            return _Entry(opened, spec)
-        except TaskError as e:
-            return _Entry(opened, e)
+        return self._admitted(data, path, truncated, opened)
 
     def _parse(self, path: str, st: os.stat_result) -> _Entry | None:
         self.parsed += 1
@@ -438,6 +433,11 @@ class Index:
             return None
         except TaskError as e:
             return _Entry(st, e)
+        return self._admitted(data, path, truncated, opened)
+
+    def _admitted(self, data: bytes, path: str, truncated: bool,
+                  opened: os.stat_result) -> _Entry:
+        """The parsed and admitted header, or the error that refuses it."""
         try:
             spec = parse_header(data, path=path, truncated=truncated)
             admit(spec, root=self.root, config=self.config)

@@ -108,14 +108,19 @@ def _batch_for_leases(batch: str | None, machine: str | None) -> tuple[BatchSyst
     return adapter, machine
 
 
+# Options of the commands that look at leases (`running`, `reset`).
+LeaseBatchOpt = Annotated[str | None, typer.Option(
+    help="Ask this batch system whether jobs are alive (default: detected).")]
+LeaseMachineOpt = Annotated[str | None, typer.Option(
+    help="The machine whose jobs the batch system can answer for.")]
+
+
 @app.command()
 def running(
     queue: QueueOpt = Path("queue"),
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    batch: Annotated[str | None, typer.Option(
-        help="Ask this batch system whether jobs are alive (default: detected).")] = None,
-    machine: Annotated[str | None, typer.Option(
-        help="The machine whose jobs the batch system can answer for.")] = None,
+    batch: LeaseBatchOpt = None,
+    machine: LeaseMachineOpt = None,
 ) -> None:
     """List claimed tasks with their job, host, heartbeat age and whether the job is alive."""
     with _reported():
@@ -145,10 +150,8 @@ def reset(
     dead: Annotated[bool, typer.Option(
         "--dead", help="Take back the tasks of dead jobs and stale leases.")] = False,
     queue: QueueOpt = Path("queue"),
-    batch: Annotated[str | None, typer.Option(
-        help="Ask this batch system whether jobs are alive (default: detected).")] = None,
-    machine: Annotated[str | None, typer.Option(
-        help="The machine whose jobs the batch system can answer for.")] = None,
+    batch: LeaseBatchOpt = None,
+    machine: LeaseMachineOpt = None,
 ) -> None:
     """Put the tasks of lost claims back in their folders, with their attempt count raised."""
     with _reported():
