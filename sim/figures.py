@@ -16,7 +16,7 @@ not accumulate figures in memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sim.aggregate import ALL, ResultsTable
+from sim.aggregate import ALL, Cell, ResultsTable
 from sim.study_metrics import BY_KEY, PAPER_METRICS
 
 _COLUMNS = 4
@@ -78,14 +78,9 @@ def metric_panels(table: ResultsTable, path: Path, *, variant: str | None = None
     fig, axes = _grid(len(metrics), title or f"Mechanisms by workload ({variant})")
     handles: list[object] = []
     for ax, metric in zip(axes, metrics, strict=True):
-        scale = _scale(metric)
-        values = np.full((len(table.policies), len(table.workloads)), np.nan)
-        errors = np.full_like(values, np.nan)
-        for i, p in enumerate(table.policies):
-            for j, w in enumerate(table.workloads):
-                c = table.cell(p, metric, workload=w, variant=variant)
-                if c is not None:
-                    values[i, j], errors[i, j] = c.mean * scale, c.ci95 * scale
+        values, errors = _matrix(
+            table.policies, table.workloads, _scale(metric),
+            lambda p, w, m=metric: table.cell(p, m, workload=w, variant=variant))
         handles = _bars(ax, table.workloads, table.policies, values, errors)
         ax.set_title(_label(metric), fontsize=10)
     fig.legend(handles, table.policies, loc="lower center", ncol=len(table.policies),
@@ -97,6 +92,19 @@ def metric_panels(table: ResultsTable, path: Path, *, variant: str | None = None
     return path
 
 
+def _matrix(rows: Sequence[str], cols: Sequence[str], scale: float,
+            cell: Callable[[str, str], Cell | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Means and 95% half-widths of ``cell(row, col)``, scaled; NaN where a cell is missing."""
+    values = np.full((len(rows), len(cols)), np.nan)
+    errors = np.full_like(values, np.nan)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            found = cell(r, c)
+            if found is not None:
+                values[i, j], errors[i, j] = found.mean * scale, found.ci95 * scale
+    return values, errors
+
+
 def variant_panels(table: ResultsTable, path: Path, *,
                    metrics: Sequence[str] = tuple(m.key for m in PAPER_METRICS),
                    title: str = "") -> Path:
@@ -106,14 +114,9 @@ def variant_panels(table: ResultsTable, path: Path, *,
     fig, axes = _grid(len(metrics), title or "Variants compared (average over workloads)")
     handles: list[object] = []
     for ax, metric in zip(axes, metrics, strict=True):
-        scale = _scale(metric)
-        values = np.full((len(table.variants), len(table.policies)), np.nan)
-        errors = np.full_like(values, np.nan)
-        for i, v in enumerate(table.variants):
-            for j, p in enumerate(table.policies):
-                c = table.cell(p, metric, workload=workload, variant=v)
-                if c is not None:
-                    values[i, j], errors[i, j] = c.mean * scale, c.ci95 * scale
+        values, errors = _matrix(
+            table.variants, table.policies, _scale(metric),
+            lambda v, p, m=metric: table.cell(p, m, workload=workload, variant=v))
         handles = _bars(ax, table.policies, table.variants, values, errors)
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)
         ax.set_title(_label(metric), fontsize=10)
