@@ -37,6 +37,7 @@ QueueOpt = Annotated[
                  help="The queue directory (or set METAQ_QUEUE)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+TaskArg = Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")]
 
 _out = Console(highlight=False, soft_wrap=True)
 
@@ -218,7 +219,7 @@ def ls_(
 
 @app.command()
 def show(
-    task: Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")],
+    task: TaskArg,
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:

@@ -17,7 +17,7 @@ from rich.table import Table
 from metaq_py.accounting import Report, build_report, parse_since
 from metaq_py.allocations import live_jobs
 from metaq_py.cli import app
-from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, _open, _out, _reported
+from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, TaskArg, _open, _out, _reported
 from metaq_py.durations import (
     DurationError,
     format_duration,
@@ -188,7 +188,7 @@ def _print_report(rep: Report) -> None:
 
 @app.command()
 def explain(
-    task: Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")],
+    task: TaskArg,
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:

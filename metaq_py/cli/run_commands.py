@@ -19,7 +19,7 @@ import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli import app
-from metaq_py.cli.queue_commands import QueueOpt, _open, _reported
+from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, _open, _reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
@@ -118,7 +118,7 @@ LeaseMachineOpt = Annotated[str | None, typer.Option(
 @app.command()
 def running(
     queue: QueueOpt = Path("queue"),
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    json_out: JsonOpt = False,
     batch: LeaseBatchOpt = None,
     machine: LeaseMachineOpt = None,
 ) -> None:
