@@ -142,12 +142,10 @@ class Cluster:
         ``ordered``: the driver keeps ``waiting`` sorted by
         :func:`metaq_py.policy.order.queue_key`. Apply the decision before changing anything.
         """
-        return Snapshot(
-            now=now, total=self.total, free=self._free, running=self._running,
-            waiting=waiting, reserved=self._reserved, notices=self._notices, owed=self._owed,
-            end=end, borrowers=self._borrowers, ordered=ordered, ending=self._by_end,
-            ending_true=self._by_true_end,
-        )
+        # positional, in field order: a decision per event builds one, and keywords cost more
+        return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
+                        self._notices, self._owed, end, self._borrowers, ordered, self._by_end,
+                        self._by_true_end)
 
     # --- actions -----------------------------------------------------------------------------
 

@@ -121,6 +121,11 @@ class WorkloadModel:
         return replace(self, seed=seed)
 
 
+def notice_id(job_id: int) -> str:
+    """The id of the advance notice announcing on-demand job ``job_id``."""
+    return f"notice-{job_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class HybridJob:
     """One job of the hybrid workload, as the engine submits it.
@@ -149,7 +154,7 @@ class HybridJob:
 
     @property
     def notice_id(self) -> str | None:
-        return None if self.notice_time is None else f"notice-{self.id}"
+        return None if self.notice_time is None else notice_id(self.id)
 
     def to_job(self) -> Job:
         """The policy core's view of this job, waiting from its submit time."""
@@ -162,7 +167,7 @@ class HybridJob:
         """The advance notice the engine issues at ``notice_time`` (``None`` without one)."""
         if self.notice_time is None or self.estimated_arrival is None:
             return None
-        return Notice(id=f"notice-{self.id}", nodes=self.size, arrival=self.estimated_arrival,
+        return Notice(id=notice_id(self.id), nodes=self.size, arrival=self.estimated_arrival,
                       walltime=self.walltime, issued=self.notice_time)
 
 

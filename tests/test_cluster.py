@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy import Expand, Notice, Preempt, Release, Shrink, Start
-from metaq_py.policy.model import Kind
+from metaq_py.policy.model import Job, Kind
 from tests.policy_world import job
 
 
@@ -306,3 +306,19 @@ def test_keeping_one_end_index_gives_the_same_order_as_both(ends: str) -> None:
 def test_an_unknown_ends_option_is_refused() -> None:
     with pytest.raises(ClusterError, match="ends must be one of"):
         Cluster(4, ends="sometimes")
+
+
+def test_snapshot_fields_are_the_live_containers() -> None:
+    c = Cluster(6, ends="both")
+    c.add_notice(Notice("n1", 2, arrival=50.0, walltime=10.0, issued=0.0))
+    c.reserve("n1", (4, 5))
+    c.start(Job("a", Kind.RIGID, 2, 100.0, 0.0, runtime=40.0), (0, 1), now=0.0)
+    queue = [Job("b", Kind.RIGID, 3, 10.0, 1.0)]
+    snap = c.snapshot(now=5.0, waiting=queue, end=900.0, ordered=True)
+    assert (snap.now, snap.total, snap.end, snap.ordered) == (5.0, 6, 900.0, True)
+    assert snap.waiting is queue
+    assert set(snap.free) == {2, 3} and set(snap.running) == {"a"}
+    assert set(snap.reserved["n1"]) == {4, 5} and set(snap.notices) == {"n1"}
+    assert snap.owed == {} and snap.borrowers == {}
+    assert [e[2] for e in snap.ending] == ["a"] and snap.ending[0][0] == 100.0
+    assert snap.ending_true is not None and snap.ending_true[0][0] == 40.0

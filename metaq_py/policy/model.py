@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
+
+from metaq_py.policy.value import value
 
 JobId = Hashable
 NodeId = int
@@ -53,7 +55,7 @@ class Kind(str, Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Job:
     """A job waiting for nodes.
 
@@ -102,7 +104,7 @@ class Job:
         return self.estimate(oracle) * self.size / nodes
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Running:
     """A job holding nodes now.
 
@@ -133,7 +135,7 @@ class Running:
         return self.end
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Notice:
     """An advance notice: ``nodes`` will be needed from about ``arrival`` for ``walltime``.
 
@@ -148,7 +150,7 @@ class Notice:
     issued: float
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Snapshot:
     """Everything a decision may look at.
 
@@ -188,7 +190,7 @@ class Snapshot:
 # --- actions -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Start:
     """Start ``job`` on exactly ``nodes``. ``borrowed``: the notice whose reserved nodes it uses."""
 
@@ -197,7 +199,7 @@ class Start:
     borrowed: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Preempt:
     """Stop ``job`` and requeue it.
 
@@ -210,7 +212,7 @@ class Preempt:
     for_job: JobId | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Shrink:
     """Take ``nodes`` away from malleable ``job``, lending them to on-demand ``for_job``.
 
@@ -222,7 +224,7 @@ class Shrink:
     for_job: JobId | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Expand:
     """Give ``nodes`` to malleable ``job`` (in practice: the nodes it is owed)."""
 
@@ -230,7 +232,7 @@ class Expand:
     nodes: Nodes
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Reserve:
     """Hold idle ``nodes`` for ``notice``."""
 
@@ -238,7 +240,7 @@ class Reserve:
     nodes: Nodes
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Release:
     """Give every node held for ``notice`` back to the free pool."""
 
@@ -248,7 +250,7 @@ class Release:
 Action = Start | Preempt | Shrink | Expand | Reserve | Release
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Decision:
     """The actions to apply, in order, and the latest time the driver should decide again
     even if nothing happens (a reservation to release, a checkpoint to catch)."""

@@ -111,6 +111,17 @@ class Spans(Set[NodeId]):
         """
         b = self.bounds
         n = len(nodes)
+        try:
+            # the usual case, checked first: one slice of one pool run
+            a = nodes[0]
+            j = bisect_right(b, a)
+            if j & 1 and a + n <= b[j]:
+                canon = self.ids[a:a + n]
+                if canon == nodes:
+                    self._cut(j, a, a + n)
+                    return [a, a + n], canon
+        except (IndexError, TypeError):  # no nodes, or not ints: the general path decides
+            pass
         out: Bounds = []
         at: list[int] = []  # for each run, the index of the end of the pool run holding it
         i = 0

@@ -1,0 +1,90 @@
+"""Spans, the run-length node pool, against a plain Python set doing the same operations."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metaq_py.policy.spans import Spans, size
+
+TOTAL = 64
+
+
+def _canonical(spans: Spans) -> None:
+    """The bounds are strictly increasing, runs are non-empty and never touch."""
+    b = spans.bounds
+    assert len(b) % 2 == 0
+    assert all(x < y for x, y in pairwise(b))
+    assert len(spans) == size(b) == len(set(spans))
+
+
+node_sets = st.sets(st.integers(0, TOTAL - 1))
+
+
+@given(start=node_sets, ops=st.lists(st.tuples(st.booleans(), node_sets), max_size=20))
+@settings(max_examples=300)
+def test_add_and_remove_match_a_set(start: set[int], ops: list[tuple[bool, set[int]]]) -> None:
+    spans = Spans.full(TOTAL)
+    spans.remove(set(range(TOTAL)) - start)
+    model = set(start)
+    for adding, nodes in ops:
+        if adding:
+            if nodes & model:
+                with pytest.raises(ValueError):
+                    spans.add(nodes)
+            else:
+                spans.add(nodes)
+                model |= nodes
+        elif nodes <= model:
+            spans.remove(nodes)
+            model -= nodes
+        else:
+            with pytest.raises(ValueError):
+                spans.remove(nodes)
+        assert set(spans) == model
+        assert list(spans) == sorted(model)
+        _canonical(spans)
+
+
+@given(free=node_sets, want=st.lists(st.integers(-3, TOTAL + 3), max_size=12))
+@settings(max_examples=500)
+def test_claim_takes_exactly_ascending_free_nodes_or_nothing(free: set[int],
+                                                             want: list[int]) -> None:
+    spans = Spans.full(TOTAL)
+    spans.remove(set(range(TOTAL)) - free)
+    before = list(spans.bounds)
+    got = spans.claim(tuple(want))
+    valid = all(a < b for a, b in pairwise(want)) and set(want) <= free
+    if not valid:
+        assert got is None and spans.bounds == before
+        return
+    assert got is not None
+    bounds, canon = got
+    assert canon == tuple(want)
+    assert set(spans) == free - set(want)
+    assert spans.nodes(bounds) == canon
+    _canonical(spans)
+
+
+@given(free=node_sets, k=st.integers(1, TOTAL))
+def test_claim_of_a_lowest_first_take_is_the_fast_single_run(free: set[int], k: int) -> None:
+    spans = Spans.full(TOTAL)
+    spans.remove(set(range(TOTAL)) - free)
+    take = tuple(sorted(free)[:k])
+    got = spans.claim(take)
+    assert got is not None and got[1] == take
+    assert set(spans) == free - set(take)
+    spans.give_runs(got[0])
+    assert set(spans) == free
+    _canonical(spans)
+
+
+def test_claim_refuses_what_is_not_node_ids() -> None:
+    spans = Spans.full(8)
+    assert spans.claim(("a", "b")) is None
+    assert spans.claim((1.5,)) is None
+    assert spans.claim(()) == ([], ())
+    assert len(spans) == 8
