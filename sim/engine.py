@@ -42,11 +42,11 @@ from __future__ import annotations
 import math
 import time
 from array import array
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from heapq import heappop, heappush
-from itertools import compress, count
+from itertools import count
 from operator import attrgetter
 
 import numpy as np
@@ -84,7 +84,6 @@ _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
 _WAKE = int(EventKind.WAKE)
 _min_size = attrgetter("min_size")
-_id = attrgetter("id")
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
 
 
@@ -255,6 +254,7 @@ class Engine:
         tracks: dict[JobId, _Track] = {}
         waiting: list[Job] = []
         waiting_by_id: dict[JobId, Job] = {}
+        least = math.inf  # the smallest min_size in waiting, kept as it changes
         rows = 0
         finished = 0
         busy = 0
@@ -287,6 +287,8 @@ class Engine:
                     opened(job)
                     rows += 1
                     waiting_by_id[job.id] = job
+                    if job.min_size < least:
+                        least = job.min_size
                     if not waiting or queue_key(job) >= queue_key(waiting[-1]):
                         waiting.append(job)
                         if job.min_size <= len(free):
@@ -316,6 +318,7 @@ class Engine:
                         back = strike.kill.requeued
                         waiting_by_id[back.id] = back
                         insort(waiting, back, key=queue_key)
+                        least = min(least, back.min_size)
                     upcoming = failures.next_time()  # type: ignore[union-attr]
                     if upcoming != math.inf and (tracks or rows < feed_.count):
                         # failures stop with the work
@@ -334,8 +337,8 @@ class Engine:
             if not changed:
                 continue
             if skip_inert and not inert:
-                # a baseline starts only jobs that fit in the free nodes; one C-level scan
-                inert = not waiting or len(free) < min(map(_min_size, waiting))
+                # a baseline starts only jobs that fit in the free nodes
+                inert = len(free) < least
             if inert:
                 # Only submits at the tail of the queue that do not fit in the free nodes, and
                 # notices, or no waiting job fits: a baseline cannot act (module docstring).
@@ -358,7 +361,7 @@ class Engine:
 
             if decision.actions:
                 requeued: list[Job] = []
-                started = False
+                started: list[Job] = []
                 for action in decision.actions:
                     try:
                         if type(action) is Start:
@@ -371,7 +374,7 @@ class Engine:
                             tr.version += 1
                             heappush(heap, (_end_of(r), _FINISH, next(seq), job.id, tr.version))
                             busy += len(r.nodes)
-                            started = True
+                            started.append(job)
                         elif type(action) is Preempt:
                             r = apply(action, now=now)
                             tr = tracks[action.job]
@@ -399,11 +402,12 @@ class Engine:
                             f"at t={now:g} the {scheduler.name} scheduler's {action!r} was "
                             f"refused: {e}") from e
                 if started:
-                    # keep the jobs still waiting, in order (C-level: no Python frame per job)
-                    waiting = list(compress(waiting, map(waiting_by_id.__contains__,
-                                                         map(_id, waiting))))
+                    _drop(waiting, started)
+                    if skip_inert:
+                        least = min(map(_min_size, waiting), default=math.inf)
                 for back in requeued:
                     insort(waiting, back, key=queue_key)
+                    least = min(least, back.min_size)
 
             s_time.append(now)
             s_busy.append(busy)
@@ -425,6 +429,16 @@ class Engine:
             outcomes=Outcomes(lambda: ledger.outcomes(categories), rows),
             decision_seconds=np.frombuffer(timings, dtype=np.float64).copy(),
             series=series, events=events, wall_seconds=time.perf_counter() - wall0)
+
+
+def _drop(waiting: list[Job], jobs: list[Job]) -> None:
+    """Remove ``jobs`` from ``waiting``, which is sorted by queue key: a bisect each, rather
+    than a pass over a queue that is often hundreds of jobs long."""
+    for job in jobs:
+        i = bisect_left(waiting, queue_key(job), key=queue_key)
+        while waiting[i] is not job:  # past the jobs with an equal key
+            i += 1
+        del waiting[i]
 
 
 def _end_of(r: Running) -> float:

@@ -112,7 +112,9 @@ class Spans(Set[NodeId]):
         b = self.bounds
         n = len(nodes)
         try:
-            # the usual case, checked first: one slice of one pool run
+            # the usual cases first: one slice of one pool run, or the n lowest ids (whole runs
+            # from the bottom, then a prefix of the next), which is what a decision's lowest-
+            # first take names
             a = nodes[0]
             j = bisect_right(b, a)
             if j & 1 and a + n <= b[j]:
@@ -120,6 +122,22 @@ class Spans(Set[NodeId]):
                 if canon == nodes:
                     self._cut(j, a, a + n)
                     return [a, a + n], canon
+            elif j == 1 and n <= self._count:
+                left = n
+                while b[j] - b[j - 1] < left:
+                    left -= b[j] - b[j - 1]
+                    j += 2
+                out = b[:j - 1]
+                out += (b[j - 1], b[j - 1] + left)
+                canon = self.nodes(out)
+                if canon == nodes:
+                    if b[j] - b[j - 1] == left:
+                        del b[:j + 1]
+                    else:
+                        del b[:j - 1]
+                        b[0] += left
+                    self._count -= n
+                    return out, canon
         except (IndexError, TypeError):  # no nodes, or not ints: the general path decides
             pass
         out: Bounds = []
