@@ -184,20 +184,24 @@ class Cluster:
             fast = self._take_free(job, nodes)
             if fast is not None:
                 return self._started(job, fast[1], now, None, fast[0])
-        picked = set(nodes)
-        k = len(picked)
-        if k != len(nodes):
-            raise ClusterError(f"job {job.id!r} names a node twice in {tuple(nodes)}")
+        free = self._free
+        # ascending ids, as a decision names them, are distinct: no set, no sort
+        found = free.runs(nodes) if type(nodes) is tuple else None
+        if found is None:
+            picked = set(nodes)
+            if len(picked) != len(nodes):
+                raise ClusterError(f"job {job.id!r} names a node twice in {tuple(nodes)}")
+        k = len(nodes)
         if not job.min_size <= k <= job.size:
             raise ClusterError(f"job {job.id!r} needs {job.min_size}..{job.size} nodes, "
                                f"not {k}")
         ondemand = job.kind is Kind.ONDEMAND
         promised = self._promised.get(job.id, {}) if ondemand else {}
-        free = self._free
-        found = _runs(free, picked)
         if found is None:
-            raise ClusterError(f"job {job.id!r} cannot start on nodes that are not node ids "
-                               f"here: {_few(_outside(picked, set(free.ids)))}")
+            found = _runs(free, picked)
+            if found is None:
+                raise ClusterError(f"job {job.id!r} cannot start on nodes that are not node "
+                                   f"ids here: {_few(_outside(picked, set(free.ids)))}")
         bounds, ordered = found
         if borrowed is not None:
             if ondemand:
@@ -333,9 +337,11 @@ class Cluster:
         """Hold free ``nodes`` for a live notice."""
         if notice_id not in self._notices:
             raise ClusterError(f"cannot reserve nodes for unknown notice {notice_id!r}")
-        picked = set(nodes)
-        found = _runs(self._free, picked)
-        if len(picked) != len(nodes) or found is None or not self._free.covers(found[0]):
+        found = self._free.runs(nodes) if type(nodes) is tuple else None
+        if found is None:
+            picked = set(nodes)
+            found = _runs(self._free, picked) if len(picked) == len(nodes) else None
+        if found is None or not self._free.covers(found[0]):
             raise ClusterError(f"notice {notice_id!r} can only reserve distinct free nodes")
         self._free.take_runs(found[0])
         pool = self._reserved.get(notice_id)

@@ -37,12 +37,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
+from itertools import compress
+from operator import attrgetter
 
 from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds
 from metaq_py.policy.model import Job, JobId, Kind, Notice, Running
 from metaq_py.policy.work import Work, ending_order
 
 _NOW_EPS = 1e-6  # seconds: a planned instant this close to now is now
+_notice_key = attrgetter("issued", "arrival", "id")
+_min_size = attrgetter("min_size")
 
 
 class NoticeStrategy(str, Enum):
@@ -58,7 +62,7 @@ class NoticeStrategy(str, Enum):
 
 def notice_order(notices: Mapping[str, Notice]) -> list[Notice]:
     """Notices, earliest issued first (then earliest arrival, then id)."""
-    return sorted(notices.values(), key=lambda n: (n.issued, n.arrival, n.id))
+    return sorted(notices.values(), key=_notice_key)
 
 
 def release_expired(
@@ -156,7 +160,8 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
         if pool.count == 0:
             continue
         window = min(notice.arrival, end) - now
-        for job in queue:
+        # the pool only shrinks: skip, at C level, the jobs too big for it now
+        for job in compress(queue, map(pool.count.__ge__, map(_min_size, queue))):
             count = pool.count
             if job.min_size > count or job.id in started or job.kind is Kind.ONDEMAND:
                 continue
@@ -169,7 +174,7 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
                 work.start(job, pool.take(k), borrowed=notice.id)
                 if pool.count == 0:
                     break
-        for job in queue:
+        for job in compress(queue, map(pool.count.__ge__, map(_min_size, queue))):
             if pool.count == 0:
                 break
             if job.kind is not Kind.MALLEABLE or job.min_size > pool.count \

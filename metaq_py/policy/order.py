@@ -13,7 +13,8 @@ queue, ahead of all batch work (:func:`ondemand_first`); the baseline schedulers
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_, not_
 
 from metaq_py.policy.model import Job, Kind
 
@@ -52,8 +53,9 @@ def split_ondemand(jobs: Sequence[Job]) -> tuple[list[Job], Sequence[Job]]:
     One pass over ``jobs`` when there is no on-demand job, the usual case, and then the
     queue is ``jobs`` itself, not a copy.
     """
-    ondemand = Kind.ONDEMAND  # a local: this runs over the whole queue at every decision
-    head = [job for job in jobs if job.kind is ondemand]
-    if not head:
-        return head, jobs
-    return head, head + [job for job in jobs if job.kind is not ondemand]
+    # C-level passes: this runs over the whole queue at every decision
+    flags = list(map(is_, map(_kind, jobs), repeat(Kind.ONDEMAND)))
+    if True not in flags:
+        return [], jobs
+    head = list(compress(jobs, flags))
+    return head, head + list(compress(jobs, map(not_, flags)))

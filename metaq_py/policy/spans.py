@@ -172,7 +172,9 @@ class Spans(Set[NodeId]):
         ids = self.ids
         if len(bounds) == 2:
             return ids[bounds[0]:bounds[1]]
-        return sum(map(ids.__getitem__, map(slice, bounds[0::2], bounds[1::2])), ())
+        parts = map(ids.__getitem__, map(slice, bounds[0::2], bounds[1::2]))
+        # adding tuples copies the prefix each time, fine for a few runs; chain for many
+        return sum(parts, ()) if len(bounds) <= 20 else tuple(chain.from_iterable(parts))
 
     def covers(self, bounds: Bounds) -> bool:
         """Whether every run of ``bounds`` lies inside this pool."""
