@@ -47,7 +47,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from heapq import heappop, heappush
 from itertools import count
-from operator import attrgetter
 
 import numpy as np
 
@@ -83,7 +82,6 @@ _SUBMIT = int(EventKind.SUBMIT)
 _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
 _WAKE = int(EventKind.WAKE)
-_min_size = attrgetter("min_size")
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
 
 
@@ -404,7 +402,7 @@ class Engine:
                 if started:
                     _drop(waiting, started)
                     if skip_inert:
-                        least = min(map(_min_size, waiting), default=math.inf)
+                        least = min((job.min_size for job in waiting), default=math.inf)
                 for back in requeued:
                     insort(waiting, back, key=queue_key)
                     least = min(least, back.min_size)

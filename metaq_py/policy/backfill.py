@@ -38,13 +38,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import accumulate, compress
-from operator import attrgetter
+from itertools import accumulate
 
 from metaq_py.policy.model import Job
 from metaq_py.policy.work import Work
-
-_min_size = attrgetter("min_size")
 
 
 def _hopeless(work: Work, job: Job) -> bool:
@@ -105,10 +102,12 @@ def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -
     docstring)."""
     pool = work.free
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    # only jobs that fit in the nodes free now can start, and that count only drops: skip the
-    # others at C level, since most of a long queue does not fit
-    fits = compress(rest, map(pool.count.__ge__, map(_min_size, rest)))
-    for job in fits:
+    # only jobs that fit in the nodes free now can start, and that count only drops: a first
+    # pass drops the others (a comprehension over slotted attributes is the cheapest pass in
+    # CPython 3.11, cheaper than compress/map/attrgetter), since most of a long queue does not
+    # fit
+    free_now = pool.count
+    for job in [job for job in rest if job.min_size <= free_now]:
         count = pool.count
         if job.min_size > count or job.id in started:
             continue
@@ -237,6 +236,6 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
 
 def _least_from(queue: Sequence[Job]) -> list[int]:
     """``least[i]``: the smallest ``min_size`` of ``queue[i:]`` (C-level passes)."""
-    least = list(accumulate(map(_min_size, reversed(queue)), min))
+    least = list(accumulate([job.min_size for job in reversed(queue)], min))
     least.reverse()
     return least

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
-from itertools import compress
 from operator import attrgetter
 
 from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds
@@ -46,7 +45,6 @@ from metaq_py.policy.work import Work, ending_order
 
 _NOW_EPS = 1e-6  # seconds: a planned instant this close to now is now
 _notice_key = attrgetter("issued", "arrival", "id")
-_min_size = attrgetter("min_size")
 
 
 class NoticeStrategy(str, Enum):
@@ -160,8 +158,9 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
         if pool.count == 0:
             continue
         window = min(notice.arrival, end) - now
-        # the pool only shrinks: skip, at C level, the jobs too big for it now
-        for job in compress(queue, map(pool.count.__ge__, map(_min_size, queue))):
+        # the pool only shrinks: a first pass skips the jobs too big for it now
+        fits = [job for job in queue if job.min_size <= pool.count]
+        for job in fits:
             count = pool.count
             if job.min_size > count or job.id in started or job.kind is Kind.ONDEMAND:
                 continue
@@ -174,7 +173,8 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
                 work.start(job, pool.take(k), borrowed=notice.id)
                 if pool.count == 0:
                     break
-        for job in compress(queue, map(pool.count.__ge__, map(_min_size, queue))):
+        fits = [job for job in queue if job.min_size <= pool.count]
+        for job in fits:
             if pool.count == 0:
                 break
             if job.kind is not Kind.MALLEABLE or job.min_size > pool.count \
