@@ -323,7 +323,9 @@ class Cluster:
         if len(r.nodes) + len(given) > r.job.size:
             raise ClusterError(f"expanding job {job_id!r} to {len(r.nodes) + len(given)} nodes "
                                f"exceeds its maximum of {r.job.size}")
-        new = resized(r, tuple(sorted(set(r.nodes) | given)), now)
+        # the given nodes are free or owed, so none is the job's already: no union needed, and
+        # sorting two ascending runs is one merge
+        new = resized(r, tuple(sorted(r.nodes + tuple(nodes))), now)
         self._replace(r, new)
         self._free.remove(given - owed)
         left = owed - given

@@ -97,9 +97,13 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
 
 
 def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:
+    # what HybridJob.notice() gives for each on-demand job with a notice, from the columns
     times = workload.notice_time
-    rows = np.flatnonzero(~np.isnan(times))
-    for i in rows[np.argsort(times[rows], kind="stable")].tolist():
-        notice = workload.job(i).notice()
-        if notice is not None:
-            yield notice
+    rows = np.flatnonzero(~np.isnan(times) & ~np.isnan(workload.estimated_arrival))
+    rows = rows[np.argsort(times[rows], kind="stable")]
+    t = workload.trace.jobs
+    for jid, size, arrival, walltime, issued in zip(
+            t.id[rows].tolist(), t.nodes[rows].tolist(),
+            workload.estimated_arrival[rows].tolist(), t.walltime[rows].tolist(),
+            times[rows].tolist(), strict=True):
+        yield Notice(notice_id(jid), size, arrival, walltime, issued)

@@ -252,7 +252,11 @@ class Engine:
         tracks: dict[JobId, _Track] = {}
         waiting: list[Job] = []
         waiting_by_id: dict[JobId, Job] = {}
-        least = math.inf  # the smallest min_size in waiting, kept as it changes
+        # the smallest min_size in waiting, or a lower bound of it when ``stale`` (a start took
+        # a job that may have been the smallest); a low bound only costs a decision that
+        # starts nothing, so it is refreshed only when it would spare one
+        least = math.inf
+        stale = False
         rows = 0
         finished = 0
         busy = 0
@@ -336,6 +340,9 @@ class Engine:
                 continue
             if skip_inert and not inert:
                 # a baseline starts only jobs that fit in the free nodes
+                if stale and len(free) >= least:
+                    least = min((job.min_size for job in waiting), default=math.inf)
+                    stale = False
                 inert = len(free) < least
             if inert:
                 # Only submits at the tail of the queue that do not fit in the free nodes, and
@@ -401,8 +408,8 @@ class Engine:
                             f"refused: {e}") from e
                 if started:
                     _drop(waiting, started)
-                    if skip_inert:
-                        least = min((job.min_size for job in waiting), default=math.inf)
+                    if not stale:
+                        stale = any(job.min_size == least for job in started)
                 for back in requeued:
                     insort(waiting, back, key=queue_key)
                     least = min(least, back.min_size)
