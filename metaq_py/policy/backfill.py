@@ -235,7 +235,7 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
 
 
 def _least_from(queue: Sequence[Job]) -> list[int]:
-    """``least[i]``: the smallest ``min_size`` of ``queue[i:]`` (C-level passes)."""
+    """``least[i]``: the smallest ``min_size`` of ``queue[i:]``."""
     least = list(accumulate([job.min_size for job in reversed(queue)], min))
     least.reverse()
     return least
