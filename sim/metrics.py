@@ -21,18 +21,19 @@ Definitions (the paper's metrics and the field's usual ones):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from metaq_py.policy.model import Kind
+from metaq_py.policy.value import value
 
 BSLD_THRESHOLD = 10.0
 HOUR = 3600.0
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class JobOutcome:
     """What happened to one job in a run. The engine fills it when the job ends.
 
@@ -143,28 +144,21 @@ class Summary:
         return data
 
 
-def by_kind(outcomes: Iterable[JobOutcome], value: str) -> ByKind:
-    """Stats of ``value`` (``"wait"``, ``"turnaround"`` or ``"bounded_slowdown"``), overall and
+def by_kind(outcomes: Iterable[JobOutcome], name: str) -> ByKind:
+    """Stats of ``name`` (``"wait"``, ``"turnaround"`` or ``"bounded_slowdown"``), overall and
     per kind, over the jobs for which it is defined."""
+    get = _VALUES.get(name)
+    if get is None:
+        raise ValueError(f"unknown per-job value {name!r}")
     every: list[float] = []
     per_kind: dict[Kind, list[float]] = {k: [] for k in Kind}
     for o in outcomes:
-        v = _value(o, value)
+        v = get(o)
         if v is not None:
             every.append(v)
             per_kind[o.kind].append(v)
     kinds = {str(k): Stats.of(values) for k, values in per_kind.items()}
     return ByKind(all=Stats.of(every), kinds=kinds)
-
-
-def _value(o: JobOutcome, name: str) -> float | None:
-    if name == "wait":
-        return o.wait
-    if name == "turnaround":
-        return o.turnaround
-    if name == "bounded_slowdown":
-        return bounded_slowdown(o)
-    raise ValueError(f"unknown per-job value {name!r}")
 
 
 def bounded_slowdown(o: JobOutcome, threshold: float = BSLD_THRESHOLD) -> float | None:
@@ -173,6 +167,13 @@ def bounded_slowdown(o: JobOutcome, threshold: float = BSLD_THRESHOLD) -> float 
     if t is None:
         return None
     return max(1.0, t / max(o.runtime, threshold))
+
+
+_VALUES: dict[str, Callable[[JobOutcome], float | None]] = {
+    "wait": lambda o: o.wait,
+    "turnaround": lambda o: o.turnaround,
+    "bounded_slowdown": bounded_slowdown,
+}
 
 
 def window_of(outcomes: Sequence[JobOutcome]) -> tuple[float, float]:
