@@ -65,17 +65,17 @@ class NodePool:
         if at + k <= stop:  # the usual case: one slice of the current run
             self._at = at + k
             return ids[at:at + k]
-        parts = []
+        out: list[NodeId] = []  # one list extended by whole slices, copied once (see Spans.nodes)
         while k:
             if at == stop:
                 i += 2
                 at, stop = b[i], b[i + 1]
             n = min(k, stop - at)
-            parts.append(ids[at:at + n])
+            out += ids[at:at + n]
             at += n
             k -= n
         self._i, self._at = i, at
-        return sum(parts, ())
+        return tuple(out)
 
     def give(self, nodes: Iterable[NodeId]) -> None:
         """Add nodes freed during the decision; they are handed out before the live ones."""
