@@ -158,8 +158,16 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
         if pool.count == 0:
             continue
         window = min(notice.arrival, end) - now
-        # the pool only shrinks: a first pass skips the jobs too big for it now
-        fits = [job for job in queue if job.min_size <= pool.count]
+        # a first pass keeps the batch jobs that fit in the pool now (it only shrinks) and
+        # could end in the window at full size (a smaller size only runs longer)
+        count = pool.count
+        ondemand = Kind.ONDEMAND
+        if oracle:
+            fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
+                    and (job.walltime if job.runtime is None else job.runtime) <= window]
+        else:
+            fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
+                    and job.walltime <= window]
         for job in fits:
             count = pool.count
             if job.min_size > count or job.id in started or job.kind is Kind.ONDEMAND:
@@ -173,7 +181,9 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
                 work.start(job, pool.take(k), borrowed=notice.id)
                 if pool.count == 0:
                     break
-        fits = [job for job in queue if job.min_size <= pool.count]
+        count, malleable, arrival = pool.count, Kind.MALLEABLE, notice.arrival
+        fits = [job for job in queue if job.kind is malleable and job.min_size <= count
+                and now + job.setup < arrival]
         for job in fits:
             if pool.count == 0:
                 break
