@@ -43,7 +43,7 @@ import math
 import time
 from array import array
 from bisect import bisect_left, insort
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from heapq import heappop, heappush
 from itertools import count
@@ -58,7 +58,6 @@ from metaq_py.policy.model import (
     Expand,
     Job,
     JobId,
-    Kind,
     Preempt,
     Running,
     Shrink,
@@ -68,7 +67,7 @@ from metaq_py.policy.order import queue_key
 from sim.arrivals import Feed, feed
 from sim.events import Event, EventKind
 from sim.failures import NodeFailures
-from sim.metrics import JobOutcome
+from sim.metrics import KIND_CODES, Columns
 from sim.result import Outcomes, Series, SimulationResult
 from sim.trace import Trace
 from sim.workload import HybridWorkload
@@ -82,6 +81,7 @@ _SUBMIT = int(EventKind.SUBMIT)
 _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
 _WAKE = int(EventKind.WAKE)
+_KIND_CODE = {k: i for i, k in enumerate(KIND_CODES)}
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
 
 
@@ -108,9 +108,10 @@ class _Ledger:
     """Every job's outcome as columns, one row per submitted job in submit order.
 
     A row is opened at submit and closed when the job ends (or when the run does). The
-    :class:`~sim.metrics.JobOutcome` objects are built from the columns only when someone
-    reads them (:class:`~sim.result.Outcomes`): a compact ledger costs a few array stores per
-    job, and a million jobs take tens of bytes each instead of a few hundred.
+    metrics compute on the columns (:class:`~sim.metrics.Columns`), and
+    :class:`~sim.metrics.JobOutcome` objects are built from them only when someone reads them
+    (:class:`~sim.result.Outcomes`): a compact ledger costs a few array stores per job, and a
+    million jobs take tens of bytes each instead of a few hundred.
     """
 
     __slots__ = ("end", "id", "kind", "lost", "preemptions", "runtime", "shrinks", "size",
@@ -118,7 +119,7 @@ class _Ledger:
 
     def __init__(self) -> None:
         self.id: list[JobId] = []
-        self.kind: list[Kind] = []
+        self.kind = array("b")
         self.size, self.preemptions, self.shrinks = array("q"), array("q"), array("q")
         self.submit, self.runtime = array("d"), array("d")
         self.start, self.end, self.lost = array("d"), array("d"), array("d")
@@ -126,7 +127,7 @@ class _Ledger:
     def open(self, job: Job) -> None:
         """A job was submitted: its row is the next one, not started, not ended (NaN)."""
         self.id.append(job.id)
-        self.kind.append(job.kind)
+        self.kind.append(_KIND_CODE[job.kind])
         self.size.append(job.size)
         self.submit.append(job.submit)
         self.runtime.append(job.runtime if job.runtime is not None else job.walltime)
@@ -147,23 +148,19 @@ class _Ledger:
         self.preemptions[row] = tr.preemptions
         self.shrinks[row] = tr.shrinks
 
-    def outcomes(self, categories: Mapping[JobId, str]) -> tuple[JobOutcome, ...]:
-        """One :class:`JobOutcome` per row, in submit order (every row must be closed)."""
-        ondemand = Kind.ONDEMAND
-        out = []
-        for jid, kind, size, submit, runtime, start, end, pre, shr, lost in zip(
-                self.id, self.kind, self.size, self.submit, self.runtime, self.start,
-                self.end, self.preemptions, self.shrinks, self.lost, strict=True):
-            started = None if start != start else start  # NaN (never started) is unequal
-            od = kind is ondemand
-            out.append(JobOutcome(
-                id=jid, kind=kind, size=size, submit=submit, start=started,
-                end=None if end != end else end, runtime=runtime,
-                useful_node_seconds=runtime * size, preemptions=pre, shrinks=shr,
-                lost_node_seconds=lost or 0.0,  # share one 0.0 object, as most jobs lose none
-                instant_start=(started == submit) if od else None,
-                notice=categories.get(jid) if od else None))
-        return tuple(out)
+    def columns(self) -> Columns:
+        """The rows as arrays (every row must be closed)."""
+        def floats(a: array) -> np.ndarray:
+            return np.frombuffer(a, dtype=np.float64).copy()
+
+        start, submit, runtime = floats(self.start), floats(self.submit), floats(self.runtime)
+        size = np.frombuffer(self.size, dtype=np.int64).copy()
+        return Columns(
+            kind=np.frombuffer(self.kind, dtype=np.int8).copy(), size=size, submit=submit,
+            start=start, end=floats(self.end), runtime=runtime, useful=runtime * size,
+            preemptions=np.frombuffer(self.preemptions, dtype=np.int64).copy(),
+            shrinks=np.frombuffer(self.shrinks, dtype=np.int64).copy(), lost=floats(self.lost),
+            instant=start == submit)
 
 
 def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
@@ -431,7 +428,7 @@ class Engine:
         return SimulationResult(
             policy=scheduler.name, oracle=scheduler.oracle, cqsim_oracle=cqsim_oracle,
             nodes=cluster.total, hybrid=hybrid,
-            outcomes=Outcomes(lambda: ledger.outcomes(categories), rows),
+            outcomes=Outcomes(ledger.columns(), ledger.id, categories),
             decision_seconds=np.frombuffer(timings, dtype=np.float64).copy(),
             series=series, events=events, wall_seconds=time.perf_counter() - wall0)
 

@@ -21,7 +21,7 @@ Definitions (the paper's metrics and the field's usual ones):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -144,21 +144,87 @@ class Summary:
         return data
 
 
-def by_kind(outcomes: Iterable[JobOutcome], name: str) -> ByKind:
+KIND_CODES: tuple[Kind, ...] = tuple(Kind)
+"""The kinds in code order: :attr:`Columns.kind` holds indices into this."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Columns:
+    """Per-job outcomes as arrays, one row per job in submit order: what the metrics compute on.
+
+    The engine hands these over directly; :meth:`of` builds them from :class:`JobOutcome`
+    values. ``start`` and ``end`` are NaN where the job never started or never ended;
+    ``instant`` says whether an on-demand job started at its arrival (read only for those).
+    """
+
+    kind: np.ndarray
+    size: np.ndarray
+    submit: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    runtime: np.ndarray
+    useful: np.ndarray
+    preemptions: np.ndarray
+    shrinks: np.ndarray
+    lost: np.ndarray
+    instant: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @classmethod
+    def of(cls, outcomes: Iterable[JobOutcome]) -> Columns:
+        rows = list(outcomes)
+        code = {k: i for i, k in enumerate(KIND_CODES)}
+        nan = float("nan")
+
+        def floats(values: Iterable[float | None]) -> np.ndarray:
+            return np.array([nan if v is None else v for v in values], dtype=np.float64)
+
+        return cls(
+            kind=np.array([code[o.kind] for o in rows], dtype=np.int8),
+            size=np.array([o.size for o in rows], dtype=np.int64),
+            submit=floats(o.submit for o in rows), start=floats(o.start for o in rows),
+            end=floats(o.end for o in rows), runtime=floats(o.runtime for o in rows),
+            useful=floats(o.useful_node_seconds for o in rows),
+            preemptions=np.array([o.preemptions for o in rows], dtype=np.int64),
+            shrinks=np.array([o.shrinks for o in rows], dtype=np.int64),
+            lost=floats(o.lost_node_seconds for o in rows),
+            instant=np.array([bool(o.instant_start) for o in rows], dtype=bool))
+
+
+OutcomeData = Sequence[JobOutcome] | Columns
+"""What the metrics accept: outcome values, or the same as columns."""
+
+
+def _columns(outcomes: OutcomeData) -> Columns:
+    return outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)
+
+
+def _code(kind: Kind) -> int:
+    return KIND_CODES.index(kind)
+
+
+def by_kind(outcomes: OutcomeData, name: str) -> ByKind:
     """Stats of ``name`` (``"wait"``, ``"turnaround"`` or ``"bounded_slowdown"``), overall and
     per kind, over the jobs for which it is defined."""
-    get = _VALUES.get(name)
-    if get is None:
+    c = _columns(outcomes)
+    if name == "wait":
+        values, defined = c.start - c.submit, ~np.isnan(c.start)
+    elif name == "turnaround":
+        values, defined = c.end - c.submit, ~np.isnan(c.end)
+    elif name == "bounded_slowdown":
+        values, defined = _bounded_slowdowns(c), ~np.isnan(c.end)
+    else:
         raise ValueError(f"unknown per-job value {name!r}")
-    every: list[float] = []
-    per_kind: dict[Kind, list[float]] = {k: [] for k in Kind}
-    for o in outcomes:
-        v = get(o)
-        if v is not None:
-            every.append(v)
-            per_kind[o.kind].append(v)
-    kinds = {str(k): Stats.of(values) for k, values in per_kind.items()}
-    return ByKind(all=Stats.of(every), kinds=kinds)
+    kinds = {str(k): Stats.of(values[defined & (c.kind == i)])
+             for i, k in enumerate(KIND_CODES)}
+    return ByKind(all=Stats.of(values[defined]), kinds=kinds)
+
+
+def _bounded_slowdowns(c: Columns, threshold: float = BSLD_THRESHOLD) -> np.ndarray:
+    with np.errstate(invalid="ignore"):  # NaN for unfinished jobs, which are never read
+        return np.maximum(1.0, (c.end - c.submit) / np.maximum(c.runtime, threshold))
 
 
 def bounded_slowdown(o: JobOutcome, threshold: float = BSLD_THRESHOLD) -> float | None:
@@ -169,23 +235,17 @@ def bounded_slowdown(o: JobOutcome, threshold: float = BSLD_THRESHOLD) -> float 
     return max(1.0, t / max(o.runtime, threshold))
 
 
-_VALUES: dict[str, Callable[[JobOutcome], float | None]] = {
-    "wait": lambda o: o.wait,
-    "turnaround": lambda o: o.turnaround,
-    "bounded_slowdown": bounded_slowdown,
-}
-
-
-def window_of(outcomes: Sequence[JobOutcome]) -> tuple[float, float]:
+def window_of(outcomes: OutcomeData) -> tuple[float, float]:
     """The default window: first submit to last end (last submit when nothing ended)."""
-    if not outcomes:
+    c = _columns(outcomes)
+    if not len(c):
         return (0.0, 0.0)
-    ends = [o.end for o in outcomes if o.end is not None]
-    first = min(o.submit for o in outcomes)
-    return first, max(ends) if ends else max(o.submit for o in outcomes)
+    ends = c.end[~np.isnan(c.end)]
+    first = float(c.submit.min())
+    return first, float(ends.max()) if len(ends) else float(c.submit.max())
 
 
-def utilisation(outcomes: Sequence[JobOutcome], *, nodes: int,
+def utilisation(outcomes: OutcomeData, *, nodes: int,
                 window: tuple[float, float] | None = None) -> Utilisation:
     """Useful node-hours over ``nodes`` x window hours.
 
@@ -193,54 +253,60 @@ def utilisation(outcomes: Sequence[JobOutcome], *, nodes: int,
     ``[start, end]`` with the window, which is exact for jobs that ran undisturbed; the default
     window contains every job whole.
     """
-    start, end = window if window is not None else window_of(outcomes)
-    useful = 0.0
-    for o in outcomes:
-        if o.start is None:
-            continue
-        stop = o.end if o.end is not None else end
-        if stop <= o.start:
-            overlap = 1.0 if start <= o.start <= end else 0.0
-        else:
-            overlap = max(0.0, min(stop, end) - max(o.start, start)) / (stop - o.start)
-        useful += o.useful_node_seconds * overlap
+    c = _columns(outcomes)
+    start, end = window if window is not None else window_of(c)
+    ran = ~np.isnan(c.start)
+    began = c.start[ran]
+    stop = np.where(np.isnan(c.end[ran]), end, c.end[ran])
+    instant = stop <= began  # no length: all in or all out
+    inside = ((start <= began) & (began <= end)).astype(np.float64)
+    span = np.where(instant, 1.0, stop - began)
+    overlap = np.where(instant, inside,
+                       np.maximum(0.0, np.minimum(stop, end) - np.maximum(began, start)) / span)
+    # summed one job after another, as the definition reads
+    useful = sum((c.useful[ran] * overlap).tolist(), 0.0)
     elapsed = nodes * (end - start)
     return Utilisation(value=useful / elapsed if elapsed > 0 else None, start=start, end=end,
                        nodes=nodes, useful_node_hours=useful / HOUR)
 
 
-def cqsim_utilisation(outcomes: Sequence[JobOutcome], *, nodes: int) -> float | None:
+def cqsim_utilisation(outcomes: OutcomeData, *, nodes: int) -> float | None:
     """CQSim's figure: ``sum(runtime * size) / (nodes * (last end - first submit))``."""
-    done = [o for o in outcomes if o.end is not None]
-    if not done:
+    c = _columns(outcomes)
+    done = ~np.isnan(c.end)
+    if not done.any():
         return None
-    span = max(o.end for o in done if o.end is not None) - min(o.submit for o in outcomes)
+    span = float(c.end[done].max()) - float(c.submit.min())
     if span <= 0:
         return None
-    return sum(o.runtime * o.size for o in done) / (nodes * span)
+    return sum((c.runtime[done] * c.size[done]).tolist(), 0.0) / (nodes * span)
 
 
-def instant_start_rate(outcomes: Iterable[JobOutcome]) -> float | None:
+def _share(flags: np.ndarray) -> float | None:
+    return int(flags.sum()) / len(flags) if len(flags) else None
+
+
+def instant_start_rate(outcomes: OutcomeData) -> float | None:
     """Share of on-demand jobs that started at once (``None`` with no on-demand jobs)."""
-    flags = [bool(o.instant_start) for o in outcomes if o.kind is Kind.ONDEMAND]
-    return sum(flags) / len(flags) if flags else None
+    c = _columns(outcomes)
+    return _share(c.instant[c.kind == _code(Kind.ONDEMAND)])
 
 
-def preemption_ratio(outcomes: Iterable[JobOutcome], kind: Kind) -> float | None:
+def preemption_ratio(outcomes: OutcomeData, kind: Kind) -> float | None:
     """Share of jobs of ``kind`` preempted at least once (``None`` with no such jobs)."""
-    flags = [o.preemptions > 0 for o in outcomes if o.kind is kind]
-    return sum(flags) / len(flags) if flags else None
+    c = _columns(outcomes)
+    return _share(c.preemptions[c.kind == _code(kind)] > 0)
 
 
-def shrink_ratio(outcomes: Iterable[JobOutcome]) -> float | None:
+def shrink_ratio(outcomes: OutcomeData) -> float | None:
     """Share of malleable jobs shrunk at least once."""
-    flags = [o.shrinks > 0 for o in outcomes if o.kind is Kind.MALLEABLE]
-    return sum(flags) / len(flags) if flags else None
+    c = _columns(outcomes)
+    return _share(c.shrinks[c.kind == _code(Kind.MALLEABLE)] > 0)
 
 
-def lost_node_hours(outcomes: Iterable[JobOutcome]) -> float:
+def lost_node_hours(outcomes: OutcomeData) -> float:
     """Node-hours of work thrown away by preemption."""
-    return sum(o.lost_node_seconds for o in outcomes) / HOUR
+    return sum(_columns(outcomes).lost.tolist(), 0.0) / HOUR
 
 
 def decision_times(durations: Sequence[float] | np.ndarray) -> DecisionTimes:
@@ -252,14 +318,15 @@ def decision_times(durations: Sequence[float] | np.ndarray) -> DecisionTimes:
                          float(np.percentile(data, 99)), float(data.max()))
 
 
-def summarise(outcomes: Sequence[JobOutcome], *, nodes: int,
+def summarise(outcomes: OutcomeData, *, nodes: int,
               window: tuple[float, float] | None = None,
               decision_durations: Sequence[float] | np.ndarray = (),
               extra: Mapping[str, object] | None = None) -> Summary:
     """Every metric of a run of ``outcomes`` on a ``nodes``-node machine."""
+    outcomes = _columns(outcomes)
     return Summary(
         jobs=len(outcomes),
-        finished=sum(1 for o in outcomes if o.end is not None),
+        finished=int((~np.isnan(outcomes.end)).sum()),
         wait=by_kind(outcomes, "wait"),
         turnaround=by_kind(outcomes, "turnaround"),
         bounded_slowdown=by_kind(outcomes, "bounded_slowdown"),

@@ -7,13 +7,14 @@ run judged by :mod:`sim.metrics`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
 
-from sim.metrics import JobOutcome, Summary, summarise
+from metaq_py.policy.model import JobId, Kind
+from sim.metrics import KIND_CODES, Columns, JobOutcome, Summary, summarise
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -35,35 +36,59 @@ class Series:
 
 
 class Outcomes(Sequence[JobOutcome]):
-    """The per-job outcomes of a run, built on first use.
+    """The per-job outcomes of a run: the engine's columns, as values built on first use.
 
-    The engine keeps its own compact record of every job and hands over a ``build`` function
-    instead of a million :class:`~sim.metrics.JobOutcome` objects, so a run whose outcomes are
-    never read (a benchmark, a summary-only sweep) never pays for them. Reading it (indexing,
-    iterating; ``len`` is known without it) builds the tuple once; it pickles as that plain tuple.
+    The metrics read :attr:`columns` directly, so a run whose outcomes are never read one by
+    one (a benchmark, a summary-only sweep) never builds a million
+    :class:`~sim.metrics.JobOutcome` objects. Reading it (indexing, iterating; ``len`` is
+    known without it) builds the tuple once; it pickles as that plain tuple.
     """
 
-    __slots__ = ("_build", "_count", "_items")
+    __slots__ = ("_categories", "_ids", "_items", "columns")
 
-    def __init__(self, build: Callable[[], tuple[JobOutcome, ...]], count: int) -> None:
-        """``build`` returns the ``count`` outcomes."""
-        self._build: Callable[[], tuple[JobOutcome, ...]] | None = build
-        self._count = count
-        self._items: tuple[JobOutcome, ...] = ()
+    def __init__(self, columns: Columns, ids: Sequence[JobId],
+                 categories: Mapping[JobId, str]) -> None:
+        """One row of ``columns`` per job, whose ids are ``ids``; ``categories`` gives the
+        notice category of each on-demand job."""
+        self.columns = columns
+        self._ids = ids
+        self._categories = categories
+        self._items: tuple[JobOutcome, ...] | None = None
 
     def _get(self) -> tuple[JobOutcome, ...]:
-        if self._build is not None:
+        if self._items is None:
             self._items = self._build()
-            self._build = None  # frees the engine's records
         return self._items
 
+    def _build(self) -> tuple[JobOutcome, ...]:
+        c, categories = self.columns, self._categories
+        ondemand = KIND_CODES.index(Kind.ONDEMAND)
+        out = []
+        for jid, code, size, submit, runtime, useful, start, end, pre, shr, lost, instant in zip(
+                self._ids, c.kind.tolist(), c.size.tolist(), c.submit.tolist(),
+                c.runtime.tolist(), c.useful.tolist(), c.start.tolist(), c.end.tolist(),
+                c.preemptions.tolist(), c.shrinks.tolist(), c.lost.tolist(), c.instant.tolist(),
+                strict=True):
+            od = code == ondemand
+            out.append(JobOutcome(
+                id=jid, kind=KIND_CODES[code], size=size, submit=submit,
+                start=None if start != start else start,  # NaN (never started) is unequal
+                end=None if end != end else end, runtime=runtime, useful_node_seconds=useful,
+                preemptions=pre, shrinks=shr,
+                lost_node_seconds=lost or 0.0,  # share one 0.0 object, as most jobs lose none
+                instant_start=instant if od else None,
+                notice=categories.get(jid) if od else None))
+        return tuple(out)
+
     def __len__(self) -> int:
-        return self._count
+        return len(self._ids)
 
     @overload
     def __getitem__(self, i: int) -> JobOutcome: ...
+
     @overload
     def __getitem__(self, i: slice) -> tuple[JobOutcome, ...]: ...
+
     def __getitem__(self, i: int | slice) -> JobOutcome | tuple[JobOutcome, ...]:
         return self._get()[i]
 
@@ -123,5 +148,7 @@ class SimulationResult:
     def summary(self, *, window: tuple[float, float] | None = None,
                 extra: Mapping[str, object] | None = None) -> Summary:
         """Every metric of the run (window: first submit to last end unless given)."""
-        return summarise(self.outcomes, nodes=self.nodes, window=window,
+        outcomes = self.outcomes
+        data = outcomes.columns if isinstance(outcomes, Outcomes) else outcomes
+        return summarise(data, nodes=self.nodes, window=window,
                          decision_durations=self.decision_seconds, extra=extra)

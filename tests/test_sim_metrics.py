@@ -7,6 +7,7 @@ import json
 import pytest
 
 from metaq_py.policy.model import Kind
+from sim.engine import simulate
 from sim.metrics import (
     JobOutcome,
     Stats,
@@ -16,6 +17,8 @@ from sim.metrics import (
     summarise,
     utilisation,
 )
+from sim.synthetic import synthetic_trace
+from sim.workload import WorkloadModel, hybrid_workload
 
 R, M, OD = Kind.RIGID, Kind.MALLEABLE, Kind.ONDEMAND
 
@@ -100,3 +103,19 @@ def test_decision_times_and_empty_inputs() -> None:
     empty = summarise([], nodes=4)
     assert empty.instant_start_rate is None and empty.utilisation.value is None
     assert empty.preemption_ratio == {"rigid": None, "malleable": None}
+
+
+@pytest.mark.parametrize("policy", ["easy", "CUA&SPAA", "CUP&PAA"])
+def test_engine_columns_and_outcome_values_give_the_same_summary(policy: str) -> None:
+    trace = synthetic_trace(jobs=400, seed=3, nodes=128)
+    result = simulate(hybrid_workload(trace, WorkloadModel.for_workload("W5", seed=3)),
+                      policy=policy)
+    from_columns = result.summary().to_dict()
+    from_values = summarise(list(result.outcomes), nodes=result.nodes,
+                            decision_durations=result.decision_seconds).to_dict()
+    assert from_columns == from_values
+    assert from_columns["jobs"] == 400 and from_columns["finished"] == 400
+    window = (trace.first_submit, trace.first_submit + 3600.0)
+    assert result.summary(window=window).to_dict() == summarise(
+        list(result.outcomes), nodes=result.nodes, window=window,
+        decision_durations=result.decision_seconds).to_dict()
