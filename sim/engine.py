@@ -21,15 +21,22 @@ The heap only ever holds the ends of running jobs, the next submit, the next not
 wake-up: arrivals are fed lazily from sorted streams (:mod:`sim.arrivals`), so the cost of an
 event depends on the machine and the queue, never on the length of the trace.
 
-Decisions a baseline provably cannot act on are skipped (``skip_inert``, on by default;
-results are identical, which the tests check by running both ways). The baselines (``easy``,
-``conservative``) ignore kinds and notices, keep nothing between calls, and leave a state in
-which deciding again would start nothing. A job appended at the tail of the queue is behind
-every other job, so it changes nothing for them; and when it needs more nodes than are free it
-cannot start itself. An instant that brings only such submits (and notices) therefore cannot
-change the decision, and on Theta 2022 that spares about 30% of the calls. Likewise, when
-every waiting job needs more nodes than are free, a baseline starts nothing, whatever else
-happened: that spares another quarter.
+Decisions that provably cannot act are skipped (``skip_inert``, on by default; results are
+identical, which the tests check by running both ways, failures included). The backfilling
+policies (``easy``, ``conservative``) keep nothing between calls and leave a state in which
+deciding again would start nothing. A job appended at the tail of the queue is behind every
+other job, so it changes nothing for them; and when it needs more nodes than are free it
+cannot start itself. An instant that brings only such submits (and, for a baseline, notices)
+therefore cannot change the decision, and on Theta 2022 that spares about 30% of the calls.
+Likewise, when every waiting job needs more nodes than are free, a backfilling pass starts
+nothing, whatever else happened: that spares another quarter.
+
+An on-demand mechanism's decision is its backfilling pass alone while the machine is
+*plain*: no notice is live, no node is owed to a lender, and no on-demand job waits (its other
+stages then have nothing to look at). So the same two rules hold for it at a plain instant,
+the first one only when the previous decision was also taken at a plain instant (a decision
+that preempted or released leaves work the backfilling has not seen yet). On the W5 hybrid
+workloads of Theta 2022 this spares about 40% of the calls.
 
 Checkpoints need no events: a rigid job's checkpoints follow a fixed schedule from its start
 (:mod:`metaq_py.policy.checkpoint`), from which the policy and the preemption accounting both
@@ -58,6 +65,7 @@ from metaq_py.policy.model import (
     Expand,
     Job,
     JobId,
+    Kind,
     Preempt,
     Running,
     Shrink,
@@ -206,8 +214,7 @@ class Engine:
         self.progress = progress
         self.cqsim_oracle = cqsim_oracle
         self.failures = failures
-        # Only the baselines ignore kinds and notices, which is what makes skipping safe.
-        self.skip_inert = skip_inert and self.scheduler.arrival is None
+        self.skip_inert = skip_inert
         self._ran = False
 
     def run(self) -> SimulationResult:
@@ -224,7 +231,13 @@ class Engine:
         skip_inert = self.skip_inert
         cqsim_oracle = self.cqsim_oracle
         free = cluster.free
-        reserved = cluster.reserved  # a live view: bound once
+        reserved = cluster.reserved  # live views: bound once
+        notices_live, owed_live = cluster.notices, cluster.owed
+        baseline = scheduler.arrival is None
+        ondemand = Kind.ONDEMAND
+        ondemand_waiting = 0
+        # whether the state is one the backfilling alone has settled (module docstring)
+        settled = True
 
         # The event heap of sim.events, inlined: a plain list of (time, kind, seq, subject,
         # version) tuples and the C heap functions, with no method call per event.
@@ -288,6 +301,8 @@ class Engine:
                     waiting_by_id[job.id] = job
                     if job.min_size < least:
                         least = job.min_size
+                    if job.kind is ondemand:
+                        ondemand_waiting += 1
                     if not waiting or queue_key(job) >= queue_key(waiting[-1]):
                         waiting.append(job)
                         if job.min_size <= len(free):
@@ -318,6 +333,8 @@ class Engine:
                         waiting_by_id[back.id] = back
                         insort(waiting, back, key=queue_key)
                         least = min(least, back.min_size)
+                        if back.kind is ondemand:
+                            ondemand_waiting += 1
                     upcoming = failures.next_time()  # type: ignore[union-attr]
                     if upcoming != math.inf and (tracks or rows < feed_.count):
                         # failures stop with the work
@@ -335,15 +352,21 @@ class Engine:
                     progress(finished)
             if not changed:
                 continue
-            if skip_inert and not inert:
-                # a baseline starts only jobs that fit in the free nodes
-                if stale and len(free) >= least:
-                    least = min((job.min_size for job in waiting), default=math.inf)
-                    stale = False
-                inert = len(free) < least
+            plain = baseline or not (notices_live or owed_live or ondemand_waiting)
+            if skip_inert:
+                if not plain or not settled:
+                    inert = False
+                if plain and not inert:
+                    # the backfilling starts only jobs that fit in the free nodes
+                    if stale and len(free) >= least:
+                        least = min((job.min_size for job in waiting), default=math.inf)
+                        stale = False
+                    inert = len(free) < least
             if inert:
-                # Only submits at the tail of the queue that do not fit in the free nodes, and
-                # notices, or no waiting job fits: a baseline cannot act (module docstring).
+                # Only submits at the tail of the queue that do not fit in the free nodes (and,
+                # for a baseline, notices), or no waiting job fits: the decision would be the
+                # backfilling's alone, and it cannot act (module docstring).
+                settled = True
                 s_time.append(now)
                 s_busy.append(busy)
                 s_queued.append(len(waiting))
@@ -357,6 +380,7 @@ class Engine:
             t0 = time.perf_counter()
             decision = decide(snap)
             timings.append(time.perf_counter() - t0)
+            settled = plain
             wake_version += 1
             if decision.wake is not None and decision.wake > now:
                 heappush(heap, (decision.wake, _WAKE, next(seq), None, wake_version))
@@ -377,6 +401,8 @@ class Engine:
                             heappush(heap, (_end_of(r), _FINISH, next(seq), job.id, tr.version))
                             busy += len(r.nodes)
                             started.append(job)
+                            if job.kind is ondemand:
+                                ondemand_waiting -= 1
                         elif type(action) is Preempt:
                             r = apply(action, now=now)
                             tr = tracks[action.job]
@@ -386,6 +412,8 @@ class Engine:
                             busy -= len(r.nodes)
                             back = resumed(r, now)
                             requeued.append(back)
+                            if back.kind is ondemand:
+                                ondemand_waiting += 1
                             waiting_by_id[back.id] = back
                         elif type(action) is Shrink or type(action) is Expand:
                             before = len(cluster.running[action.job].nodes)

@@ -10,6 +10,8 @@ from metaq_py.clock import Clock
 from metaq_py.policy import MECHANISMS
 from metaq_py.policy.model import Kind
 from sim.engine import Engine, simulate
+from sim.failures import FailureModel, NodeFailures
+from sim.result import SimulationResult
 from sim.synthetic import synthetic_trace
 from sim.trace import load_trace
 from sim.workload import WorkloadModel, hybrid_workload
@@ -152,6 +154,27 @@ def test_skipping_inert_decisions_changes_nothing(policy: str) -> None:
     fast = Engine(trace, policy=policy, skip_inert=True).run()
     full = Engine(trace, policy=policy, skip_inert=False).run()
     assert fast.outcomes == full.outcomes
+    assert len(fast.decision_seconds) < len(full.decision_seconds)
+
+
+@pytest.mark.parametrize("policy", ["N&PAA", "N&SPAA+", "CUA&SPAA", "CUP&PAA", "CUP&SPAA"])
+@pytest.mark.parametrize("workload", ["W1", "W5"])
+@pytest.mark.parametrize("with_failures", [False, True])
+def test_skipping_inert_hybrid_decisions_changes_nothing(policy: str, workload: str,
+                                                         with_failures: bool) -> None:
+    # An on-demand mechanism's decision is its backfilling's alone while no notice is live,
+    # nothing is owed and no on-demand job waits: only then may a decision be skipped.
+    trace = synthetic_trace(jobs=1200, seed=11, load=0.9, nodes=256)
+    work = hybrid_workload(trace, WorkloadModel.for_workload(workload, seed=11))
+
+    def run(skip: bool) -> SimulationResult:
+        failures = NodeFailures(FailureModel(mtbf=5 * 3600.0, seed=2), nodes=256,
+                                start=trace.first_submit) if with_failures else None
+        return Engine(work, policy=policy, skip_inert=skip, failures=failures).run()
+
+    fast, full = run(True), run(False)
+    assert fast.outcomes == full.outcomes
+    assert fast.events == full.events
     assert len(fast.decision_seconds) < len(full.decision_seconds)
 
 
