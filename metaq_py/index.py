@@ -49,6 +49,9 @@ class Task:
     the folder's position in the scan order. ``submit`` is the original submit time and
     ``attempts`` the runs that ended without success, both kept across requeues.
     ``walltime`` is ``MIN_WC_TIME``, or the queue's default when the task gives none.
+    ``id`` is ``<folder>/<relpath>``, the same in every state the task passes through; it is
+    worked out once, when the task is made (a runner looks it up for every waiting task at
+    every decision).
     """
 
     folder: str
@@ -60,11 +63,10 @@ class Task:
     attempts: int
     walltime: float
     order: tuple = field(compare=False, repr=False, default=())
+    id: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def id(self) -> str:
-        """``<folder>/<relpath>``: the same in every state the task passes through."""
-        return f"{self.folder}/{self.relpath}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", f"{self.folder}/{self.relpath}")
 
     @property
     def path(self) -> Path:

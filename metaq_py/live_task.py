@@ -176,7 +176,10 @@ class LiveTask:
         with contextlib.suppress(FileNotFoundError):
             ack_path(resize).unlink()
         text = "".join(f"{h}\n" for h in hosts)
-        for target in (resize, self.spec.hostfile):
+        # A shared hostfile belongs to other tasks too and never changes (the runner gives a
+        # task that may be resized in place one of its own).
+        own = () if self.spec.shared_hostfile is not None else (self.spec.hostfile,)
+        for target in (resize, *own):
             tmp = target.with_name(f".{target.name}.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, target)

@@ -43,7 +43,7 @@ from metaq_py.directives import HEADER_LIMIT, TaskSpec, parse_header, read_head
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.events import EventLog
 from metaq_py.index import Index, Scan, Task, first_fit
-from metaq_py.lease import Claim, lease_path, read_lease, write_lease
+from metaq_py.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
 from metaq_py.record import (
     TaskRecord,
     publish_record,
@@ -52,6 +52,7 @@ from metaq_py.record import (
     stage_record,
 )
 from metaq_py.security import Trust
+from metaq_py.spares import Spares
 from metaq_py.watch import QueueWatcher
 
 __all__ = ["DONE_STATES", "STATES", "Claim", "Entry", "Moved", "Queue", "Task", "first_fit"]
@@ -124,6 +125,13 @@ class Queue:
         self.config: QueueConfig = load_config(self.root)
         self.index = Index(self.root, self.config)
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
+        self._lease_files: dict[tuple[str, str], LeaseFiles] = {}
+        """The lease files of the jobs this object claims for, reused (see LeaseFiles)."""
+        self._claim_folders: dict[tuple[str, str, str], Path] = {}
+        """``working/<machine>/<jobid>/<folder>`` of the claims made so far (checked names)."""
+        self.spares: Spares | None = None
+        """Files made ahead of time for the records this object writes (a runner sets it;
+        see :mod:`metaq_py.spares`)."""
 
     # --- creation and checks ---------------------------------------------------------------
 
@@ -257,17 +265,24 @@ class Queue:
         was removed). The returned claim's spec is read again from the claimed file, since
         that file is what will run; if it no longer parses it is rejected and ``None``
         returned."""
-        machine = _safe_name(machine, "machine name")
-        jobid = _safe_name(jobid, "job id")
-        base = self.root / WORKING / machine / jobid / task.folder
+        base = self._claim_folders.get((machine, jobid, task.folder))
+        if base is None:
+            base = self.root / WORKING / _safe_name(machine, "machine name") / \
+                _safe_name(jobid, "job id") / task.folder
+            self._claim_folders[machine, jobid, task.folder] = base
         dst = _free_name(base / task.relpath)
         dst.parent.mkdir(parents=True, exist_ok=True)
         now = time.time()
         host = host or socket.gethostname()
         pid = pid if pid is not None else os.getpid()
         # The lease is written before the rename, so a claimed task always has one.
+        spares = self._lease_files.get((machine, jobid))
+        if spares is None:
+            spares = self._lease_files[machine, jobid] = LeaseFiles(self.root / WORKING /
+                                                                    machine / jobid)
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
-                    host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit)
+                    host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
+                    spares=spares)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
         try:
@@ -281,7 +296,7 @@ class Queue:
                 raise QueueError(f"cannot claim {task.path}: working/ is on another file "
                                  f"system; keep the whole queue on one") from None
             raise
-        _rename_quietly(record_path(task.path), record_path(dst))
+        recorded = _rename_quietly(record_path(task.path), record_path(dst))
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
@@ -298,7 +313,7 @@ class Queue:
             return None
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
-                     attempts=task.attempts, submit=task.submit, spec=spec)
+                     attempts=task.attempts, submit=task.submit, spec=spec, recorded=recorded)
 
     def heartbeat(self, claim: Claim) -> bool:
         """Renew the lease. ``False`` means the claim is gone (reclaimed by another job as
@@ -409,7 +424,11 @@ class Queue:
         return moved
 
     def tidy_job(self, *, machine: str, jobid: str) -> None:
-        """Remove the empty folders a finished batch job leaves in ``working/``."""
+        """Remove the spare lease files and the empty folders a finished batch job leaves in
+        ``working/``."""
+        spares = self._lease_files.pop((machine, jobid), None)
+        if spares is not None:
+            spares.clear()
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -635,17 +654,19 @@ class Queue:
         return Moved(state, moved)
 
     def _store(self, src: Path, dst: Path, *, reason: str | None = None,
-               record: TaskRecord | None = None) -> Path | None:
+               record: TaskRecord | None = None, claim: Claim | None = None) -> Path | None:
         """Move the task at ``src`` to ``dst`` (or a free variant of it) with its companions:
         the record (``record`` if given, else the old one moves as it is) and, with
-        ``reason``, a ``.reason`` file. The old lease, reason and cancel mark are removed.
-        ``None`` if ``src`` vanished first: then nothing was changed."""
+        ``reason``, a ``.reason`` file. The old lease, reason and cancel mark are removed (the
+        lease of a ``claim`` made by this object is kept for reuse, see
+        :class:`~metaq_py.lease.LeaseFiles`). ``None`` if ``src`` vanished first: then nothing
+        was changed."""
         dst = _free_name(dst)
         dst.parent.mkdir(parents=True, exist_ok=True)
         staged = None
         if record is not None:
             # Only the mover that wins the rename publishes its record.
-            staged = stage_record(dst, record)
+            staged = stage_record(dst, record, spares=self.spares)
         try:
             os.rename(src, dst)
         except FileNotFoundError:
@@ -661,12 +682,19 @@ class Queue:
             Path(str(dst) + REASON_SUFFIX).write_text(reason.rstrip() + "\n", encoding="utf-8")
         for suffix in (REASON_SUFFIX,):
             Path(str(src) + suffix).unlink(missing_ok=True)
-        lease_path(src).unlink(missing_ok=True)
+        spares = None if claim is None else self._lease_files.get((claim.machine, claim.jobid))
+        if spares is not None:
+            spares.retire(lease_path(src))
+        else:
+            lease_path(src).unlink(missing_ok=True)
         _companion(src, CANCEL_SUFFIX).unlink(missing_ok=True)
         return dst
 
     def _history(self, claim: Claim, event: str, **fields: object) -> TaskRecord:
-        rec = self._record(claim.path)
+        if claim.recorded:
+            rec = self._record(claim.path)
+        else:  # it never ran before, and only the queue writes records: there is none
+            rec = TaskRecord(inode=_inode(claim.path), submit=claim.submit)
         entry = _event(event, job=claim.jobid, host=claim.host, **fields)
         return replace(rec, submit=claim.submit, history=(*rec.history, entry))
 
@@ -675,7 +703,7 @@ class Queue:
         rec = replace(self._history(claim, event, reason=reason, exit_code=exit_code),
                       attempts=attempts)
         moved = self._store(claim.path, self.path_of(PENDING, claim.folder, claim.relpath),
-                            record=rec)
+                            record=rec, claim=claim)
         return None if moved is None else Moved(claim.folder, moved)
 
     def _end(self, claim: Claim, state: str, *, event: str, reason: str | None,
@@ -685,7 +713,7 @@ class Queue:
             rec = replace(rec, attempts=attempts)
         note = reason if state != FINISHED else None
         moved = self._store(claim.path, self.path_of(state, claim.folder, claim.relpath),
-                            record=rec, reason=note)
+                            record=rec, reason=note, claim=claim)
         return None if moved is None else Moved(state, moved)
 
 
@@ -722,9 +750,13 @@ def _companion(task: Path, suffix: str) -> Path:
     return task.with_name(f".{task.name}{suffix}")
 
 
-def _rename_quietly(src: Path, dst: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+def _rename_quietly(src: Path, dst: Path) -> bool:
+    """Rename ``src`` to ``dst`` if it exists; whether it did."""
+    try:
         os.rename(src, dst)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _free_name(path: Path) -> Path:

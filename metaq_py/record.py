@@ -16,7 +16,10 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from metaq_py.spares import Spares
 
 __all__ = [
     "RECORD_SUFFIX",
@@ -46,7 +49,7 @@ class TaskRecord:
 
 def record_path(task: str | os.PathLike[str]) -> Path:
     """Where the record of the task at ``task`` is kept."""
-    p = Path(task)
+    p = task if isinstance(task, Path) else Path(task)
     return p.with_name(f".{p.name}{RECORD_SUFFIX}")
 
 
@@ -67,15 +70,32 @@ def read_record(task: str | os.PathLike[str], inode: int) -> TaskRecord | None:
         return None
 
 
-def stage_record(task: str | os.PathLike[str], record: TaskRecord) -> Path:
+def stage_record(task: str | os.PathLike[str], record: TaskRecord, *,
+                 spares: Spares | None = None) -> Path:
     """Write ``record`` for a task that will be at ``task``, under a private temporary name
     beside it; :func:`publish_record` makes it the task's record. Staging lets only the
-    process that wins a race for the task publish its record."""
-    path = record_path(task)
-    text = json.dumps({"inode": record.inode, "submit": record.submit,
-                       "attempts": record.attempts, "history": list(record.history)})
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    process that wins a race for the task publish its record. With ``spares``, a file made
+    ahead of time is written instead when one is ready (see :mod:`metaq_py.spares`), and
+    stays where it is, in the same file system, until it is published."""
+    data = json.dumps({"inode": record.inode, "submit": record.submit,
+                       "attempts": record.attempts, "history": list(record.history)}).encode()
+    taken = spares.block_file() if spares is not None else None
+    if taken is not None:
+        fd, tmp = taken  # staged where the spare is: publishing renames it all the same
+    else:
+        path = record_path(task)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.ftruncate(fd, len(data))  # a spare holds filler beyond what was written
+    except OSError:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
     return tmp
 
 

@@ -42,6 +42,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from metaq_py.batch import Allocation, BatchError, BatchSystem
 from metaq_py.clock import Clock, WallClock
@@ -49,7 +50,7 @@ from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError
 from metaq_py.index import Task
-from metaq_py.launch import LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.live_task import LiveTask, Why
 from metaq_py.notices import load_notices
 from metaq_py.policy import (
@@ -68,6 +69,7 @@ from metaq_py.queue import FAILED, FINISHED, NOTICES, Queue
 from metaq_py.reclaim import lost_claims
 from metaq_py.run_events import Recorder
 from metaq_py.runner_jobs import fit_problem, gpu_ids_for, job_of, past_runs
+from metaq_py.spares import Spares
 from metaq_py.watch import QueueWatcher
 
 __all__ = ["RunOptions", "Runner", "RunnerError"]
@@ -158,6 +160,8 @@ class Runner:
         self.exit_code = 0
         self.unsettled: list[LiveTask] = []
         self.rundir_watchers: dict[str, threading.Event] = {}
+        self.queue_watcher: QueueWatcher | None = None
+        self.watcher_lock = threading.Lock()
         self._ran = False
 
     # --- the loop ---------------------------------------------------------------------------
@@ -170,27 +174,41 @@ class Runner:
         self._ran = True
         self._setup()
         handlers = self._install_signals()
+        closing = threading.Event()
+        try:
+            self._loop(closing)
+        finally:
+            with self.watcher_lock:
+                closing.set()
+                if self.queue_watcher is not None:
+                    self.queue_watcher.close()  # the daemon thread ends at its next wake-up
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+            self._finish_up()
+        return self.exit_code
+
+    def _watch_queue(self, closing: threading.Event) -> None:
+        """Start watching the task folders and ``notices/``, then wake the loop on each change.
+
+        Starting the watcher (importing watchdog, starting its threads) takes tens of
+        milliseconds, so the loop starts this thread only after its first decision and
+        launches, and the watcher starts here while the loop goes on; once it is watching, it
+        wakes the loop once, so that nothing changed meanwhile goes unseen."""
         # Not this job's whole runs/ folder: it gains a folder per task, and every change
         # would make the watcher walk all of them. See _watch_rundir.
         watcher = QueueWatcher(
             [*(self.queue.root / f for f in self.queue.config.folders),
              self.queue.root / NOTICES],
             interval=self.queue.config.poll_interval, use_watchdog=self.options.fs_events)
+        with self.watcher_lock:
+            if closing.is_set():
+                watcher.close()
+                return
+            self.queue_watcher = watcher
         self.say(f"queue changes: {'file-system events and ' if watcher.live else ''}polling "
                  f"every {format_duration(self.queue.config.poll_interval)}")
-        closing = threading.Event()
-        thread = threading.Thread(target=self._watch, args=(watcher, closing),
-                                  name="metaq queue watcher", daemon=True)
-        thread.start()
-        try:
-            self._loop()
-        finally:
-            closing.set()
-            watcher.close()  # the daemon thread ends at its next wake-up
-            for sig, old in handlers.items():
-                signal.signal(sig, old)
-            self._finish_up()
-        return self.exit_code
+        self.inbox.put((_CHANGE, None))
+        self._watch(watcher, closing)
 
     def _setup(self) -> None:
         q = self.queue
@@ -204,6 +222,12 @@ class Runner:
         self.end = self.alloc.end_time if self.alloc.end_time is not None else math.inf
         self.runs = q.job_dir(self.jobid) / "runs"
         self.runs.mkdir(parents=True, exist_ok=True)
+        self.logs = q.job_dir(self.jobid) / "logs"
+        self.hostfiles = HostFiles(q.job_dir(self.jobid) / "hostfiles")
+        self.folders: set[Path] = set()  # folders known to exist for run folders and logs
+        # The runner's environment, which every task starts from, read once (os.environ
+        # decodes every variable at every read).
+        self.environ = dict(os.environ)
         self.record = Recorder(q.events(self.jobid), now=self.clock.now, warn=self.say,
                                buffered=True)
         now = self.clock.now()
@@ -216,6 +240,7 @@ class Runner:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.jobs_cache: dict[str, tuple[Task, Job | None]] = {}
+        self.last_window: tuple[Sequence[Task], tuple[Job, ...]] | None = None
         self.ondemand: dict[str, Task] = {}
         self.seen_serial: int | None = None
         self.waiting_count = 0
@@ -230,6 +255,9 @@ class Runner:
             f"{format_duration(round(self.end - now))} left"
         self.say(f"job {self.jobid} on {self.machine}: {self.alloc.nnodes} node(s), "
                  f"{self.alloc.gpus_per_node} GPU(s) each, {left}, {self.scheduler.name}")
+        # Last, so that nothing before can fail and leave its helper thread behind.
+        self.spares = Spares(q.job_dir(self.jobid) / ".spares")
+        q.spares = self.spares
 
     def _install_signals(self) -> dict[int, object]:
         if not self.options.handle_signals or threading.current_thread() is not \
@@ -270,11 +298,16 @@ class Runner:
         if closing is not None:
             closing.set()
 
-    def _loop(self) -> None:
+    def _loop(self, closing: threading.Event) -> None:
+        watching = False
         while True:
             self._pass()
             if self._done():
                 return
+            if not watching:  # after the first pass: see _watch_queue
+                watching = True
+                threading.Thread(target=self._watch_queue, args=(closing,),
+                                 name="metaq queue watcher", daemon=True).start()
             timeout = max(0.0, self._next_deadline() - self.clock.now())
             self.record.flush()  # one write per wake-up, and a complete log while waiting
             try:
@@ -364,41 +397,78 @@ class Runner:
     def _decide(self, now: float) -> None:
         self.wake = None
         for _ in range(_MAX_REDECIDE):
-            waiting, by_id = self._waiting()
+            waiting = self._waiting()
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True,
                                          end=self.end - self.options.margin - self.options.grace)
             decision = self.scheduler.decide(snap)
             self.wake = decision.wake if decision.wake is not None and decision.wake > now \
                 else None
-            if self._apply(decision.actions, by_id, now):
+            if self._apply(decision.actions, now):
                 return
 
-    def _waiting(self) -> tuple[list[Job], dict[str, tuple[Task, Job]]]:
+    def _waiting(self) -> list[Job]:
         """The waiting tasks this allocation could run, as policy jobs in queue order: the
-        first ``window`` of them, then every on-demand task behind those."""
+        first ``window`` of them, then every on-demand task behind those. Each one's task is
+        in :attr:`jobs_cache` under its id (see :meth:`_offered`)."""
         pending = self.queue.settled_scan().tasks  # pending() without its copy of the list
         self._sync_ondemand(pending)
+        cache = self.jobs_cache
         jobs: list[Job] = []
-        by_id: dict[str, tuple[Task, Job]] = {}
+        append = jobs.append
+        ondemand = Kind.ONDEMAND
         skipped: dict[str, str] = {}
         window = max(WINDOW, 16 * self.alloc.nnodes)
         rest: Task | None = None
-        for task in pending:
-            if len(jobs) >= window:
+        get = cache.get
+        offered = start = 0
+        last = self.last_window
+        if last is not None:
+            # Most decisions follow claims of the first few waiting tasks and nothing else:
+            # the window is then the last one without its first ``k`` jobs, and only its end
+            # is looked at again.
+            old, old_jobs = last
+            scanned = len(old_jobs)
+            k = len(old) - len(pending)
+            if 0 <= k <= scanned and pending[:scanned - k] == old[k:scanned]:
+                jobs.extend(old_jobs[k:])
+                offered = start = scanned - k
+        for task in pending[start:] if start else pending:
+            if offered >= window:
                 rest = task
                 break
-            self._offer(task, jobs, by_id, skipped)
+            # The common case, made short (this runs for the whole window at each decision):
+            # a task looked at before, which can run here and is not on demand.
+            hit = get(task.id)
+            if hit is not None and hit[0] is task and (job := hit[1]) is not None \
+                    and job.kind is not ondemand:
+                append(job)
+                offered += 1
+            else:
+                self._offer(task, jobs, skipped)
+                offered = len(jobs)
+        # Kept for the next decision when every task looked at was offered (nothing skipped).
+        self.last_window = None if skipped else (pending, tuple(jobs))
         if rest is not None:
             # Beyond the backfill window only on-demand work is looked at.
             later = [t for t in self.ondemand.values() if t.order >= rest.order]
             for task in sorted(later, key=_queue_order):
-                self._offer(task, jobs, by_id, skipped)
+                self._offer(task, jobs, skipped)
         self.skipped = skipped
         self.waiting_count = len(jobs)
-        return jobs, by_id
+        return jobs
 
-    def _offer(self, task: Task, jobs: list[Job], by_id: dict[str, tuple[Task, Job]],
-               skipped: dict[str, str]) -> None:
+    def _offered(self, job_id: object) -> tuple[Task, Job]:
+        """The task and policy job of a waiting job the last :meth:`_waiting` offered."""
+        task, job = self.jobs_cache[job_id]  # type: ignore[index]
+        if job is None:
+            raise KeyError(job_id)  # skipped tasks are never offered
+        return task, job
+
+    def _is_offered(self, job_id: object) -> bool:
+        hit = self.jobs_cache.get(job_id)  # type: ignore[call-overload]
+        return hit is not None and hit[1] is not None
+
+    def _offer(self, task: Task, jobs: list[Job], skipped: dict[str, str]) -> None:
         """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
         its reason to ``skipped`` (said once, when it is first found)."""
         cache = self.jobs_cache
@@ -421,7 +491,6 @@ class Runner:
             self.arrived[task.id] = self.passes
             self.record("arrival", task=task.id, notice=job.notice)
         jobs.append(job)
-        by_id[task.id] = (task, job)
 
     def _sync_ondemand(self, pending: Sequence[Task]) -> None:
         """Bring the waiting on-demand tasks (looked at even beyond the window) and the cache
@@ -448,7 +517,7 @@ class Runner:
                         self.ondemand[task.id] = task
         self.seen_serial = index.serial
 
-    def _apply(self, actions: tuple, by_id: dict[str, tuple[Task, Job]], now: float) -> bool:
+    def _apply(self, actions: tuple, now: float) -> bool:
         """Apply one decision; ``False`` when a claim was lost and the rest was abandoned
         (the caller decides again on a fresh view of the queue)."""
         claimed: dict[str, LiveTask] = {}
@@ -457,7 +526,7 @@ class Runner:
         for action in actions:
             try:
                 if isinstance(action, Start):
-                    task, job = by_id[action.job]
+                    task, job = self._offered(action.job)
                     if job.kind is not Kind.ONDEMAND:
                         if slots <= 0:
                             continue  # the cap: decide again when a task ends
@@ -477,9 +546,10 @@ class Runner:
                         self.record("release", notice=notice, reason="redeemed")
                     continue
                 for_job = getattr(action, "for_job", None)
-                if for_job is not None and for_job not in claimed and for_job in by_id:
+                if for_job is not None and for_job not in claimed \
+                        and self._is_offered(for_job):
                     # Claim the on-demand task before stopping anything for it.
-                    live = self._claim(*by_id[for_job])
+                    live = self._claim(*self._offered(for_job))
                     if live is None:
                         self._give_back(claimed)
                         return False
@@ -641,14 +711,19 @@ class Runner:
             except MetaqError as e:
                 self._launch_failed(live, str(e))
                 return
-        spec = LaunchSpec(
-            script=claim.path, task=claim.id, nodes=live.hosts,
-            log=self.queue.job_dir(self.jobid) / "logs" / claim.folder / f"{claim.relpath}.log",
-            rundir=self.runs / claim.folder / claim.relpath, attempt=live.attempt,
-            resume=live.resume, gpus=live.gpu_ids, tee=tee, srun_wrap=self.options.srun,
-            srun_args=self.options.srun_args)
+        resize = claim.spec.resize
         try:
-            process = launch(spec, on_exit=lambda p: self.inbox.put((_EXIT, p)))
+            # A task resized in place has its hostfile rewritten: it gets one of its own.
+            shared = None if resize is not None and resize.mode == "in-place" \
+                else self.hostfiles.path(live.hosts)
+            spec = LaunchSpec(
+                script=claim.path, task=claim.id, nodes=live.hosts,
+                log=self.logs / claim.folder / f"{claim.relpath}.log",
+                rundir=self.runs / claim.folder / claim.relpath, attempt=live.attempt,
+                resume=live.resume, gpus=live.gpu_ids, tee=tee, shared_hostfile=shared,
+                srun_wrap=self.options.srun, srun_args=self.options.srun_args)
+            self._make_room(spec)
+            process = launch(spec, on_exit=self._exited, base_env=self.environ)
         except (LaunchError, OSError) as e:
             self._launch_failed(live, str(e))
             return
@@ -658,6 +733,21 @@ class Runner:
                     gpus=live.gpus, project=claim.spec.project, kind=str(live.job.kind),
                     resume=live.resume, notice=live.notice, instant=live.instant,
                     lenders=list(live.lenders), pid=process.pid)
+
+    def _make_room(self, spec: LaunchSpec) -> None:
+        """Give ``spec`` its run folder and its log from the spares made ahead of time, where
+        they do not exist yet (``launch`` then finds them made; it makes whatever is still
+        missing itself)."""
+        for parent in (spec.rundir.parent, spec.log.parent):
+            if parent not in self.folders:
+                parent.mkdir(parents=True, exist_ok=True)
+                self.folders.add(parent)
+        self.spares.folder(spec.rundir)
+        self.spares.empty_file(spec.log)
+
+    def _exited(self, process: TaskProcess) -> None:
+        """A task's exit, told by the launch layer's reaper thread: handed to the loop."""
+        self.inbox.put((_EXIT, process))
 
     def _launch_failed(self, live: LiveTask, why: str) -> None:
         self.say(f"cannot start {live.id}: {why}")
@@ -887,6 +977,8 @@ class Runner:
                     self._handle(self.inbox.get_nowait())
                 except stdqueue.Empty:
                     break
+        self.queue.spares = None
+        self.spares.close()
         if self.queue.root.is_dir():
             with contextlib.suppress(OSError):
                 self.queue.tidy_job(machine=self.machine, jobid=self.jobid)

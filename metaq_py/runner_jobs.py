@@ -85,6 +85,8 @@ class History:
 
 def past_runs(claim: Claim) -> History:
     """The :class:`History` of ``claim``, from the record that travels with the task."""
+    if not claim.recorded:
+        return History(0, False)
     try:
         inode = os.lstat(claim.path).st_ino
     except OSError:

@@ -112,13 +112,18 @@ class QueueWatcher:
         return tuple(sorted(marks))
 
     def wait(self, timeout: float) -> bool:
-        """Block until something changes or ``timeout`` seconds pass; ``True`` on a change."""
+        """Block until something changes or ``timeout`` seconds pass; ``True`` on a change.
+
+        After a file-system event the polling signature is left as it was, not taken again:
+        taking it walks every watched folder (a thousand entries for a thousand waiting
+        tasks), and a busy queue has an event at every claim. The next poll then finds the
+        folders changed since that older signature and reports one change more than there
+        was, once; it can never report one less."""
         remaining = timeout
         while True:
             step = min(self.interval, remaining)
             if self._changed.wait(step):
                 self._changed.clear()
-                self._signature = self._look()
                 return True
             remaining -= step
             now = self._look()

@@ -125,6 +125,19 @@ def test_the_task_sees_its_nodes_gpus_and_identity(tmp_path: Path) -> None:
     assert spec.hostfile.read_text() == "nid001\nnid007\nnid003\n"
 
 
+def test_a_shared_hostfile_is_named_and_left_alone(tmp_path: Path) -> None:
+    path = script(tmp_path, "dump.py", DUMP_ENV)
+    shared = tmp_path / "hostfiles" / "n1-n2"
+    shared.parent.mkdir()
+    shared.write_text("n1\nn2\n")
+    spec = spec_for(tmp_path, path, shared_hostfile=shared)
+    assert finished(launch(spec)).ok
+    env = json.loads(spec.log.read_text())
+    assert env["METAQ_HOSTFILE"] == str(shared.resolve()) == str(spec.hostfile.resolve())
+    assert not (spec.rundir / "hostfile").exists()  # nothing written for this task
+    assert spec.rundir.is_dir()  # its run folder is still its own
+
+
 @pytest.mark.parametrize(
     ("gpus", "expected"),
     [(None, "0,1,2,3"), ((), ""), (("1",), "1")],

@@ -56,6 +56,20 @@ def test_retries_are_honoured_and_recorded(tmp_path: Path) -> None:
     assert outcomes == ["retry", "retry", "finished"]
 
 
+def test_a_retried_task_adds_to_its_log(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "twice.sh", 'echo "attempt $METAQ_ATTEMPT"; [ "$METAQ_ATTEMPT" -ge 2 ]', RETRIES=1)
+    r = runner(q)
+    r.run()
+    assert where(q, "twice.sh") == "finished"
+    log = q.root / "jobs" / r.jobid / "logs" / "todo" / "twice.sh.log"
+    assert log.read_text().splitlines() == ["attempt 1", "attempt 2"]
+    # Nothing made ahead of need outlives the runner: no spare files, no reused leases.
+    assert not (q.root / "jobs" / r.jobid / ".spares").exists()
+    assert not [p for p in (q.root / "working").rglob("*") if not p.is_dir()]
+    assert not (q.root / "working" / r.machine / r.jobid).exists()
+
+
 def test_retries_run_out(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     task(q, "never.sh", "exit 1", RETRIES=1)
@@ -81,6 +95,60 @@ def test_tasks_get_their_own_hosts_even_when_they_lie(tmp_path: Path) -> None:
     assert_no_shared_host(evs)
     for e in of(evs, "start"):
         assert len(e["hosts"]) == len(set(e["hosts"]))
+
+
+def test_tasks_on_the_same_hosts_share_one_hostfile_naming_them(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "seen"
+    for i in range(6):
+        task(q, f"t{i}.sh", f"""
+            echo "$METAQ_NODELIST $METAQ_HOSTFILE $(paste -sd, "$METAQ_HOSTFILE")" >> {out}
+        """, NODES=1 + i % 2)
+    runner(q, nodes=2).run()
+    seen = [line.split() for line in out.read_text().splitlines()]
+    assert len(seen) == 6
+    assert all(content == nodes for nodes, _file, content in seen)  # its concrete hosts
+    files: dict[str, set[str]] = {}
+    for nodes, file, _content in seen:
+        files.setdefault(nodes, set()).add(file)
+    assert all(len(names) == 1 for names in files.values())  # one file per host list...
+    assert len(set().union(*files.values())) == len(files)  # ...and one list per file
+    assert not list(q.root.glob("jobs/*/runs/todo/*/hostfile"))
+
+
+def test_the_window_kept_between_decisions_is_the_one_worked_out_afresh(tmp_path: Path) -> None:
+    """A decision reuses the last window when only its first tasks were claimed; whatever
+    happened to the queue, the jobs offered are those a fresh look gives, in order."""
+    q = make_queue(tmp_path / "q")
+    for i in range(40):
+        task(q, f"t{i:02d}.sh", "true", NODES=1 + i % 3)
+    r = runner(q, nodes=4)
+    r._setup()
+    try:
+        def fresh() -> list[object]:
+            r.last_window = None
+            return [j.id for j in r._waiting()]
+
+        def check() -> None:
+            assert [j.id for j in r._waiting()] == fresh()
+
+        fresh()
+        for step in range(12):
+            pending = q.pending()
+            if step % 4 == 3:  # a task taken from the middle, by someone else
+                q.claim(pending[len(pending) // 2], machine="other", jobid="9")
+            elif step % 4 == 2:  # a new task, and one that can never run here
+                task(q, f"new{step}.sh", "true", NODES=2)
+                task(q, f"huge{step}.sh", "true", NODES=9)
+            else:  # the usual: the first ones claimed
+                for t in pending[:2]:
+                    q.claim(t, machine=r.machine, jobid=r.jobid)
+            check()
+        r.last_window = None
+        r._waiting()
+        assert r.last_window is None  # a skipped task: nothing kept, every look is fresh
+    finally:
+        r.spares.close()
 
 
 def test_gpu_ids_are_split_and_impossible_tasks_are_skipped_not_rejected(tmp_path: Path) -> None:

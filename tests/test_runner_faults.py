@@ -226,6 +226,34 @@ def test_kill_9_leaves_leases_that_the_next_runner_reclaims(tmp_path: Path) -> N
     assert not q.leases()
 
 
+def test_a_reused_lease_file_is_reclaimed_like_a_new_one(tmp_path: Path) -> None:
+    """The killed runner had finished a task first, so the lease of the task it was running
+    was that task's lease file, rewritten: the next runner reads and reclaims it all the
+    same, and the spare files the dead runner kept are never taken for claims."""
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "runs"
+    task(q, "quick.sh", "true")
+    time.sleep(0.01)  # queue order: quick.sh first
+    task(q, "work.sh", f"""
+        echo "$METAQ_ATTEMPT" >> {out}
+        if [ "$METAQ_ATTEMPT" = 1 ]; then sleep 30; fi
+    """)
+    proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"],
+                            stderr=subprocess.DEVNULL)
+    assert _wait_for(out.exists, 20)
+    proc.kill()
+    proc.wait()
+    assert where(q, "quick.sh") == "finished"
+    [lease] = q.leases()
+    assert (lease.id, lease.pid) == ("todo/work.sh", proc.pid)
+    for pid in _alive(str(q.root / "working")):
+        os.kill(pid, signal.SIGKILL)
+    runner(q, nodes=1).run()
+    assert len(of(events(q), "reclaim", task="todo/work.sh")) == 1
+    assert out.read_text().splitlines() == ["1", "2"]
+    assert where(q, "work.sh") == "finished" and not q.leases()
+
+
 def test_reset_dead_by_hand(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     task(q, "a.sh", "true")

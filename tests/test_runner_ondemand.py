@@ -101,6 +101,9 @@ def test_spaa_shrinks_in_place_then_expands_back(tmp_path: Path) -> None:
     assert urgent["hosts"] == ["local2", "local3"] and urgent["lenders"] == ["todo/mall.sh"]
     assert where(q, "mall.sh") == "finished" and where(q, "urgent.sh") == "finished"
     assert len(of(evs, "start", task="todo/mall.sh")) == 1  # never restarted
+    # A task resized in place has a hostfile of its own, rewritten at each resize.
+    [hostfile] = q.root.glob("jobs/*/runs/todo/mall.sh/hostfile")
+    assert hostfile.read_text().split() == ["local0", "local1", "local2", "local3"]
     end = of(evs, "end", task="todo/mall.sh")[0]
     # node-seconds follow the sizes: less than 4 nodes for the whole run
     assert end["node_seconds"] < 4 * end["seconds"] - 0.5

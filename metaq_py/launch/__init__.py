@@ -16,18 +16,21 @@ The runner describes one start of one task as a :class:`LaunchSpec` and calls
     terminate_all(running, grace=30)                     # the same for many, in parallel
 
 The modules: :mod:`~metaq_py.launch.spec` (the value), :mod:`~metaq_py.launch.command`
-(argument vector and environment), :mod:`~metaq_py.launch.slurm_step` (srun's counts inside a
+(argument vector and environment), :mod:`~metaq_py.launch.hostfiles` (one hostfile per
+distinct host list, shared), :mod:`~metaq_py.launch.slurm_step` (srun's counts inside a
 task), :mod:`~metaq_py.launch.tee` (output into two files), :mod:`~metaq_py.launch.process`
 (processes, exits, signals), and ``python -m metaq_py.launch SCRIPT``, the first command of a
 task wrapped in its own ``srun`` step (:mod:`metaq_py.launch.__main__`).
 """
 
 from metaq_py.launch.command import task_command, task_environment
+from metaq_py.launch.hostfiles import HostFiles
 from metaq_py.launch.process import ExitStatus, TaskProcess, launch, terminate_all
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 
 __all__ = [
     "ExitStatus",
+    "HostFiles",
     "LaunchError",
     "LaunchSpec",
     "TaskProcess",

@@ -31,6 +31,7 @@ import logging
 import os
 import select
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.launch.command import task_command, task_environment
+from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.tee import OutputTee, make_pipe
@@ -289,19 +291,22 @@ def launch(
 ) -> TaskProcess:
     """Start ``spec``'s script in a new session and return its :class:`TaskProcess`.
 
-    Writes the hostfile first, then starts the script with stdin from ``/dev/null`` and
-    stdout and stderr both going to the log (and the ``tee`` file, through a copier thread).
-    ``on_exit`` is called once, from the reaper (or watcher) thread, after the task is over and its
-    output is complete. ``base_env`` defaults to the runner's environment. A script that
-    cannot be started raises :class:`LaunchError` and leaves no process behind.
+    Writes the hostfile first (unless the spec names a shared one, which must exist), then
+    starts the script with stdin from ``/dev/null`` and stdout and stderr both going to the
+    log (and the ``tee`` file, through a copier thread). ``on_exit`` is called once, from the
+    reaper (or watcher) thread, after the task is over and its output is complete.
+    ``base_env`` defaults to the runner's environment. A script that cannot be started raises
+    :class:`LaunchError` and leaves no process behind.
     """
     _check_script(spec)
     command = task_command(spec, srun=srun)
     env = task_environment(spec, os.environ if base_env is None else base_env)
     try:
         spec.rundir.mkdir(parents=True, exist_ok=True)
-        spec.hostfile.write_text("".join(f"{host}\n" for host in spec.nodes))
-        spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
+        if spec.shared_hostfile is None:
+            spec.hostfile.write_text(hostfile_text(spec.nodes))
+        if spec.srun_wrap:
+            spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
         spec.log.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         where = e.filename or spec.rundir
@@ -400,9 +405,15 @@ def _session_members(sid: int) -> list[int]:
 def _check_script(spec: LaunchSpec) -> None:
     script = spec.script
     who = f"task {spec.task!r}"
-    if not script.exists():
-        raise LaunchError(f"{who}: the script {script} does not exist")
-    if not script.is_file():
+    try:
+        mode = os.stat(script).st_mode  # one look for both questions below
+    except (FileNotFoundError, NotADirectoryError):
+        raise LaunchError(f"{who}: the script {script} does not exist") from None
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        raise LaunchError(f"{who}: the script {script} does not exist") from None
+    if not stat.S_ISREG(mode):
         raise LaunchError(f"{who}: the script {script} is not a regular file")
     if not os.access(script, os.X_OK):
         raise LaunchError(f"{who}: the script {script} is not executable (chmod +x it)")

@@ -23,6 +23,7 @@ class LaunchError(MetaqError):
 
 
 _NAME = re.compile(r"^[^\s,]+$")
+_REQUIRED_PATHS = ("script", "log", "rundir")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,7 +41,10 @@ class LaunchSpec:
     ``log`` is the task's own log (the runner picks a unique name); ``tee``, the ``#METAQ LOG``
     path, receives the same output when given. Both are appended to, so a resumed task adds
     to what its earlier attempts wrote. ``rundir`` is the task's private directory, kept
-    across its attempts: it holds the hostfile and the checkpoint and resize files. ``cwd``
+    across its attempts: it holds the checkpoint and resize files, and the hostfile unless
+    ``shared_hostfile`` names one that tasks on the same hosts share (written by the runner
+    beforehand, see :mod:`metaq_py.launch.hostfiles`; never for a task resized in place,
+    whose hostfile the runner rewrites). ``cwd``
     is where the script starts (``None``: the runner's own directory). ``env`` adds variables
     on top of the runner's environment; the ``METAQ_*`` variables always win.
 
@@ -57,6 +61,7 @@ class LaunchSpec:
     resume: bool = False
     gpus: tuple[str, ...] | None = None
     tee: Path | None = None
+    shared_hostfile: Path | None = None
     cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     srun_wrap: bool = False
@@ -64,11 +69,9 @@ class LaunchSpec:
 
     def __post_init__(self) -> None:
         # Accept plain strings for paths and lists for tuples, but store one canonical form.
-        for name in ("script", "log", "rundir"):
-            object.__setattr__(self, name, Path(getattr(self, name)))
-        for name in ("tee", "cwd"):
+        for name in ("script", "log", "rundir", "tee", "shared_hostfile", "cwd"):
             value = getattr(self, name)
-            if value is not None:
+            if not isinstance(value, Path) and (value is not None or name in _REQUIRED_PATHS):
                 object.__setattr__(self, name, Path(value))
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "srun_args", tuple(self.srun_args))
@@ -98,7 +101,10 @@ class LaunchSpec:
 
     @property
     def hostfile(self) -> Path:
-        """The file listing the task's hosts, one per line (``METAQ_HOSTFILE``)."""
+        """The file listing the task's hosts, one per line (``METAQ_HOSTFILE``): the shared
+        one when given, else ``hostfile`` in the run folder."""
+        if self.shared_hostfile is not None:
+            return self.shared_hostfile
         return self.rundir / "hostfile"
 
     @property

@@ -1,0 +1,187 @@
+"""Files and folders made ahead of need, on a helper thread, for the runner to rename into place.
+
+Every task a runner starts needs a few new inodes: its run folder, its log, and the record
+that goes with it to ``finished/``. On a local ext4 disk allocating one costs the kernel half a
+millisecond or more (and a metadata-server round trip on a parallel file system), while
+renaming or linking an existing file costs a few microseconds. On the runner's one loop that
+allocation was the largest part of a launch. So a helper thread keeps a few empty spares of
+each kind ready in a hidden folder of the batch job, ``jobs/<jobid>/.spares/ready/`` (made in
+``.spares/making/`` and then moved there, so that the loop never waits for the folder lock an
+allocation holds), and the loop moves one to where it is needed:
+
+- a *folder* (a run folder) with ``rename``, only where nothing is yet;
+- an *empty file* (a log) with ``link`` and ``unlink``, which never replaces a file that is
+  there already (a resumed task appends to its earlier log);
+- a *block file* (a record about to be written), a file holding one block of filler that the
+  caller overwrites in place, cuts to length and then renames where it belongs: writing into a
+  new file allocates its first data block, which costs nearly as much as the inode.
+
+Every spare is created with the mode the file made in place would have had, inside the queue
+(so on its file system, in its group), in a hidden folder that no scan reads. When no
+spare is ready the caller simply makes the file itself, as before: spares change what a file
+costs, never what it is. The helper stops and the leftovers are removed when the runner stops
+(:meth:`Spares.close`); a runner killed outright leaves them in its job's folder, where they
+harm nothing.
+
+On a machine whose other core is busy too, making the spares costs the same CPU time as making
+the files in place: it is a gain where the helper runs alongside the loop, not less work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import threading
+from collections import deque
+from enum import Enum
+from pathlib import Path
+
+__all__ = ["BLOCK", "Kind", "Spares"]
+
+BLOCK = 4096
+"""Bytes of filler in a block file: the first data block of a small file on most file
+systems."""
+
+_FILE_MODE = 0o666  # what open(..., "w") and os.open(..., 0o666) give, less the umask
+_LOG_MODE = 0o644  # what the launch layer gives a log
+_DIR_MODE = 0o777  # what mkdir gives, less the umask
+
+
+class Kind(str, Enum):
+    """The kinds of spares."""
+
+    DIR = "dir"
+    EMPTY = "empty"
+    BLOCK = "block"
+
+
+class Spares:
+    """A helper thread keeping ``depth`` spares of each kind ready in ``home``.
+
+    The taking methods (:meth:`folder`, :meth:`empty_file`, :meth:`block_file`) are for one
+    thread, the runner's loop; the helper only adds to the pools.
+    """
+
+    def __init__(self, home: str | os.PathLike[str], *, depth: int = 8) -> None:
+        self.home = Path(home)
+        self.depth = depth
+        self._pools: dict[Kind, deque[str]] = {k: deque() for k in Kind}
+        self._wanted = threading.Event()
+        self._closing = False
+        self._serial = 0
+        # Spares are made in one folder and then moved to another, from which they are taken:
+        # making one holds its folder's lock for as long as the allocation takes, and the
+        # loop, moving a spare out, must not wait for that.
+        self._making = self.home / "making"
+        self._ready = self.home / "ready"
+        self._making.mkdir(parents=True, exist_ok=True)
+        self._ready.mkdir(exist_ok=True)
+        self._wanted.set()
+        self._thread = threading.Thread(target=self._fill, name="metaq spares", daemon=True)
+        self._thread.start()
+
+    def ready(self, kind: Kind) -> int:
+        """How many spares of ``kind`` are ready now."""
+        return len(self._pools[kind])
+
+    # --- taking ------------------------------------------------------------------------------
+
+    def folder(self, path: Path) -> bool:
+        """Make ``path`` an empty folder from a spare, if nothing is at ``path`` and a spare
+        is ready (its parent must exist); ``False`` when the caller must see to it itself."""
+        spare = self._take(Kind.DIR)
+        if spare is None:
+            return False
+        if os.path.lexists(path):
+            self._pools[Kind.DIR].append(spare)
+            return False
+        try:
+            os.rename(spare, path)
+        except OSError as e:
+            # ENOTEMPTY/EEXIST: something appeared there meanwhile; ENOENT: no parent (or the
+            # spare was removed). Either way the caller makes the folder itself.
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT) and os.path.isdir(spare):
+                self._pools[Kind.DIR].append(spare)
+            return False
+        return True
+
+    def empty_file(self, path: Path) -> bool:
+        """Give ``path`` a new empty file from a spare unless a file is there already (it is
+        never replaced); ``False`` when the caller must create it (or open the one there)."""
+        spare = self._take(Kind.EMPTY)
+        if spare is None:
+            return False
+        try:
+            os.link(spare, path)
+        except OSError:
+            self._pools[Kind.EMPTY].append(spare)  # a file is there, or no parent folder
+            return False
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        return True
+
+    def block_file(self) -> tuple[int, Path] | None:
+        """A block file, open for writing at its start, and its path (hidden in the spares'
+        folder, where nothing else touches it: the caller renames it where it belongs once
+        written), or ``None`` when none is ready. The caller writes and then cuts the file to
+        the length written."""
+        spare = self._take(Kind.BLOCK)
+        if spare is None:
+            return None
+        try:
+            fd = os.open(spare, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        return fd, Path(spare)
+
+    def _take(self, kind: Kind) -> str | None:
+        pool = self._pools[kind]
+        try:
+            spare = pool.popleft()
+        except IndexError:
+            spare = None
+        if len(pool) <= self.depth // 2:
+            self._wanted.set()  # refill in batches: a thread wake-up per spare costs too
+        return spare
+
+    # --- making ------------------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        filler = b"\n" * BLOCK
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            while not self._closing:
+                kind = min(Kind, key=lambda k: len(self._pools[k]))
+                if len(self._pools[kind]) >= self.depth:
+                    break
+                self._serial += 1
+                name = f"{kind.value}-{self._serial}"
+                made, path = os.path.join(self._making, name), os.path.join(self._ready, name)
+                try:
+                    if kind is Kind.DIR:
+                        os.mkdir(made, _DIR_MODE)
+                    else:
+                        mode = _LOG_MODE if kind is Kind.EMPTY else _FILE_MODE
+                        fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                     mode)
+                        try:
+                            if kind is Kind.BLOCK:
+                                os.write(fd, filler)
+                        finally:
+                            os.close(fd)
+                    os.rename(made, path)
+                except OSError:
+                    return  # a full disk, a removed queue: the callers make their own files
+                self._pools[kind].append(path)
+            if self._closing:
+                return
+
+    def close(self) -> None:
+        """Stop the helper and remove every spare left."""
+        self._closing = True
+        self._wanted.set()
+        self._thread.join(timeout=5)
+        shutil.rmtree(self.home, ignore_errors=True)
