@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from metaq_py.fileio import write_all
+
 __all__ = ["EventLog"]
 
 
@@ -47,9 +49,7 @@ class EventLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(data)
-            while view:  # a regular file takes it in one go; a short write is only resumed
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         finally:
             os.close(fd)
 

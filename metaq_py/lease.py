@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.directives import TaskSpec
+from metaq_py.fileio import write_all
 
 __all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_lease", "write_lease"]
 
@@ -159,9 +160,7 @@ def _write_at(fd: int, data: bytes, *, cut: bool = False) -> None:
     """Write all of ``data`` from the start of the open file ``fd`` and close it; with
     ``cut``, drop whatever the file held beyond it."""
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
         if cut:
             os.ftruncate(fd, len(data))
     finally:

@@ -42,6 +42,7 @@ from metaq_py.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.directives import HEADER_LIMIT, TaskSpec, parse_header, read_head
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.events import EventLog
+from metaq_py.fileio import write_all
 from metaq_py.index import Index, Scan, Task, first_fit
 from metaq_py.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
 from metaq_py.record import (
@@ -487,9 +488,7 @@ class Queue:
         tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
             os.fchmod(fd, mode)
         finally:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metaq_py.fileio import write_all
+
 if TYPE_CHECKING:
     from metaq_py.spares import Spares
 
@@ -30,6 +32,7 @@ __all__ = [
     "stage_record",
     "write_record",
 ]
+
 
 RECORD_SUFFIX = ".record"
 
@@ -87,9 +90,7 @@ def stage_record(task: str | os.PathLike[str], record: TaskRecord, *,
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
         os.ftruncate(fd, len(data))  # a spare holds filler beyond what was written
     except OSError:
         os.close(fd)

@@ -195,6 +195,22 @@ def test_a_signal_requeues_every_task_and_the_runner_exits(tmp_path: Path) -> No
     assert not list((q.root / "working").rglob("*.sh"))
 
 
+def _kill_9_mid_task(q: Queue, out: Path) -> int:
+    """Start a runner, kill -9 it once its task has written ``out``; return its pid."""
+    proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"],
+                            stderr=subprocess.DEVNULL)
+    assert _wait_for(out.exists, 20)
+    proc.kill()
+    proc.wait()
+    return proc.pid
+
+
+def _end_orphans(q: Queue) -> None:
+    """Without a batch system to end them, tasks outlive a killed runner: end them here."""
+    for pid in _alive(str(q.root / "working")):
+        os.kill(pid, signal.SIGKILL)
+
+
 def test_kill_9_leaves_leases_that_the_next_runner_reclaims(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     out = tmp_path / "runs"
@@ -202,16 +218,10 @@ def test_kill_9_leaves_leases_that_the_next_runner_reclaims(tmp_path: Path) -> N
         echo "$METAQ_ATTEMPT $METAQ_RESUME" >> {out}
         if [ "$METAQ_ATTEMPT" = 1 ]; then sleep 30; fi
     """)
-    proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"],
-                            stderr=subprocess.DEVNULL)
-    assert _wait_for(out.exists, 20)
-    proc.kill()
-    proc.wait()
+    dead = _kill_9_mid_task(q, out)
     leases = q.leases()
-    assert len(leases) == 1 and leases[0].jobid.endswith(f"-{proc.pid}")
-    # Without a batch system to end it, the task itself outlives its runner: end it here.
-    for pid in _alive(str(q.root / "working")):
-        os.kill(pid, signal.SIGKILL)
+    assert len(leases) == 1 and leases[0].jobid.endswith(f"-{dead}")
+    _end_orphans(q)
     listed = subprocess.run([*METAQ, "running", "--queue", str(q.root), "--json"],
                             capture_output=True, text=True, check=True)
     rows = json.loads(listed.stdout)
@@ -238,16 +248,11 @@ def test_a_reused_lease_file_is_reclaimed_like_a_new_one(tmp_path: Path) -> None
         echo "$METAQ_ATTEMPT" >> {out}
         if [ "$METAQ_ATTEMPT" = 1 ]; then sleep 30; fi
     """)
-    proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"],
-                            stderr=subprocess.DEVNULL)
-    assert _wait_for(out.exists, 20)
-    proc.kill()
-    proc.wait()
+    dead = _kill_9_mid_task(q, out)
     assert where(q, "quick.sh") == "finished"
     [lease] = q.leases()
-    assert (lease.id, lease.pid) == ("todo/work.sh", proc.pid)
-    for pid in _alive(str(q.root / "working")):
-        os.kill(pid, signal.SIGKILL)
+    assert (lease.id, lease.pid) == ("todo/work.sh", dead)
+    _end_orphans(q)
     runner(q, nodes=1).run()
     assert len(of(events(q), "reclaim", task="todo/work.sh")) == 1
     assert out.read_text().splitlines() == ["1", "2"]

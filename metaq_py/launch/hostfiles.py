@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from metaq_py.fileio import write_all
 from metaq_py.launch.spec import LaunchError
 
 __all__ = ["HostFiles", "hostfile_text"]
@@ -66,9 +67,7 @@ def _write_new(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from metaq_py.fileio import write_all
+
 __all__ = ["CHUNK", "DRAIN_SECONDS", "OutputTee", "make_pipe"]
 
 CHUNK = 1 << 20
@@ -102,10 +104,8 @@ class OutputTee:
     def _write(self, data: bytes) -> None:
         for entry in list(self._sinks):
             path, fd = entry
-            view = memoryview(data)
             try:
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
             except OSError as e:
                 self.errors.append(f"writing the output to {path} failed: {e.strerror}")
                 self._sinks.remove(entry)
