@@ -42,6 +42,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import is_
 from pathlib import Path
 
 from metaq_py.batch import Allocation, BatchError, BatchSystem
@@ -429,7 +430,9 @@ class Runner:
             old, old_jobs = last
             scanned = len(old_jobs)
             k = len(old) - len(pending)
-            if 0 <= k <= scanned and pending[:scanned - k] == old[k:scanned]:
+            # the very same task objects, not equal ones: a rescan makes new objects, and the
+            # cache of policy jobs keeps only the jobs of the objects it was built from
+            if 0 <= k <= scanned and all(map(is_, pending[:scanned - k], old[k:scanned])):
                 jobs.extend(old_jobs[k:])
                 offered = start = scanned - k
         for task in pending[start:] if start else pending:
@@ -500,6 +503,7 @@ class Runner:
         index = self.queue.index
         changes = None if self.seen_serial is None else index.changes_since(self.seen_serial)
         if changes is None:
+            self.last_window = None
             cache = self.jobs_cache
             self.ondemand = {t.id: t for t in pending if t.spec.type is Kind.ONDEMAND}
             self.jobs_cache = {t.id: hit for t in pending
@@ -590,7 +594,9 @@ class Runner:
         claim = self.queue.claim(task, machine=self.machine, jobid=self.jobid, host=self.host,
                                  pid=os.getpid())
         if claim is None:
+            # another runner took it: forget its policy job, and the kept window holding it
             self.jobs_cache.pop(task.id, None)
+            self.last_window = None
             return None
         history = past_runs(claim)
         spec = claim.spec

@@ -238,3 +238,26 @@ def test_the_example_queue_runs_on_a_copy(tmp_path: Path) -> None:
     assert sorted(e.id for e in q.entries("finished")) == [
         "priority/alert.sh", "todo/analysis/run.sh", "todo/hello.sh", "todo/lattice/run.sh",
         "todo/scaling.sh"]
+
+
+def test_a_claim_lost_to_another_runner_is_not_offered_again_from_a_kept_window(
+        tmp_path: Path) -> None:
+    # The first claim fails as if another runner had renamed the task first; the task is
+    # still in todo/ when the runner decides again, and must be looked at afresh.
+    q = make_queue(tmp_path / "q")
+    for i in range(6):
+        task(q, f"t{i}.sh", "true")
+    r = runner(q, nodes=1)
+    real = r.queue.claim
+    lost: list[str] = []
+
+    def claim(t, **kw):  # type: ignore[no-untyped-def]
+        if not lost:
+            lost.append(t.id)
+            return None
+        return real(t, **kw)
+
+    r.queue.claim = claim  # type: ignore[method-assign]
+    assert r.run() == 0
+    assert lost == ["todo/t0.sh"]
+    assert all(where(q, f"t{i}.sh") == "finished" for i in range(6))
