@@ -14,6 +14,7 @@ the two halves of a rename come from the kernel in the same read, so pairing sti
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -136,8 +137,16 @@ class QueueWatcher:
     def close(self) -> None:
         """Stop the observer thread."""
         if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
+            # Stopping while events arrive makes watchdog log a harmless error ("queue_events()
+            # called when the thread is inactive"), which would land in the batch job's output.
+            inotify = logging.getLogger("watchdog.observers.inotify")
+            level = inotify.level
+            inotify.setLevel(logging.CRITICAL)
+            try:
+                self._observer.stop()
+                self._observer.join(timeout=5)
+            finally:
+                inotify.setLevel(level)
             self._observer = None
 
     def __enter__(self) -> QueueWatcher:
