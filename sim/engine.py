@@ -75,7 +75,7 @@ from metaq_py.policy.order import queue_key
 from sim.arrivals import Feed, feed
 from sim.events import Event, EventKind
 from sim.failures import NodeFailures
-from sim.metrics import KIND_CODES, Columns
+from sim.metrics import KIND_CODE, Columns
 from sim.result import Outcomes, Series, SimulationResult
 from sim.trace import Trace
 from sim.workload import HybridWorkload
@@ -89,7 +89,6 @@ _SUBMIT = int(EventKind.SUBMIT)
 _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
 _WAKE = int(EventKind.WAKE)
-_KIND_CODE = {k: i for i, k in enumerate(KIND_CODES)}
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
 
 
@@ -135,7 +134,7 @@ class _Ledger:
     def open(self, job: Job) -> None:
         """A job was submitted: its row is the next one, not started, not ended (NaN)."""
         self.id.append(job.id)
-        self.kind.append(_KIND_CODE[job.kind])
+        self.kind.append(KIND_CODE[job.kind])
         self.size.append(job.size)
         self.submit.append(job.submit)
         self.runtime.append(job.runtime if job.runtime is not None else job.walltime)

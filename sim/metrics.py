@@ -146,6 +146,8 @@ class Summary:
 
 KIND_CODES: tuple[Kind, ...] = tuple(Kind)
 """The kinds in code order: :attr:`Columns.kind` holds indices into this."""
+KIND_CODE: dict[Kind, int] = {k: i for i, k in enumerate(KIND_CODES)}
+"""Each kind's code in :attr:`Columns.kind`."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -175,14 +177,13 @@ class Columns:
     @classmethod
     def of(cls, outcomes: Iterable[JobOutcome]) -> Columns:
         rows = list(outcomes)
-        code = {k: i for i, k in enumerate(KIND_CODES)}
         nan = float("nan")
 
         def floats(values: Iterable[float | None]) -> np.ndarray:
             return np.array([nan if v is None else v for v in values], dtype=np.float64)
 
         return cls(
-            kind=np.array([code[o.kind] for o in rows], dtype=np.int8),
+            kind=np.array([KIND_CODE[o.kind] for o in rows], dtype=np.int8),
             size=np.array([o.size for o in rows], dtype=np.int64),
             submit=floats(o.submit for o in rows), start=floats(o.start for o in rows),
             end=floats(o.end for o in rows), runtime=floats(o.runtime for o in rows),
@@ -199,10 +200,6 @@ OutcomeData = Sequence[JobOutcome] | Columns
 
 def _columns(outcomes: OutcomeData) -> Columns:
     return outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)
-
-
-def _code(kind: Kind) -> int:
-    return KIND_CODES.index(kind)
 
 
 def by_kind(outcomes: OutcomeData, name: str) -> ByKind:
@@ -289,19 +286,19 @@ def _share(flags: np.ndarray) -> float | None:
 def instant_start_rate(outcomes: OutcomeData) -> float | None:
     """Share of on-demand jobs that started at once (``None`` with no on-demand jobs)."""
     c = _columns(outcomes)
-    return _share(c.instant[c.kind == _code(Kind.ONDEMAND)])
+    return _share(c.instant[c.kind == KIND_CODE[Kind.ONDEMAND]])
 
 
 def preemption_ratio(outcomes: OutcomeData, kind: Kind) -> float | None:
     """Share of jobs of ``kind`` preempted at least once (``None`` with no such jobs)."""
     c = _columns(outcomes)
-    return _share(c.preemptions[c.kind == _code(kind)] > 0)
+    return _share(c.preemptions[c.kind == KIND_CODE[kind]] > 0)
 
 
 def shrink_ratio(outcomes: OutcomeData) -> float | None:
     """Share of malleable jobs shrunk at least once."""
     c = _columns(outcomes)
-    return _share(c.shrinks[c.kind == _code(Kind.MALLEABLE)] > 0)
+    return _share(c.shrinks[c.kind == KIND_CODE[Kind.MALLEABLE]] > 0)
 
 
 def lost_node_hours(outcomes: OutcomeData) -> float:

@@ -14,7 +14,7 @@ from typing import overload
 import numpy as np
 
 from metaq_py.policy.model import JobId, Kind
-from sim.metrics import KIND_CODES, Columns, JobOutcome, Summary, summarise
+from sim.metrics import KIND_CODE, KIND_CODES, Columns, JobOutcome, Summary, summarise
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -62,7 +62,7 @@ class Outcomes(Sequence[JobOutcome]):
 
     def _build(self) -> tuple[JobOutcome, ...]:
         c, categories = self.columns, self._categories
-        ondemand = KIND_CODES.index(Kind.ONDEMAND)
+        ondemand = KIND_CODE[Kind.ONDEMAND]
         out = []
         for jid, code, size, submit, runtime, useful, start, end, pre, shr, lost, instant in zip(
                 self._ids, c.kind.tolist(), c.size.tolist(), c.submit.tolist(),
