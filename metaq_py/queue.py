@@ -703,7 +703,18 @@ class Queue:
                       attempts=attempts)
         moved = self._store(claim.path, self.path_of(PENDING, claim.folder, claim.relpath),
                             record=rec, claim=claim)
-        return None if moved is None else Moved(claim.folder, moved)
+        if moved is None:
+            return None
+        # Where timestamps are coarse (Lustre keeps whole seconds), a claim this object made
+        # from the same folder in the same tick leaves its mtime and ctime as the index last
+        # recorded them (see Index.claimed), and the next scan would not see the task back.
+        # So the folders on its way, down from the task folder, are listed again.
+        top = self.root / claim.folder
+        for below in (moved, *moved.parents):
+            if below == top:
+                break
+            self.index.forget(below)
+        return Moved(claim.folder, moved)
 
     def _end(self, claim: Claim, state: str, *, event: str, reason: str | None,
              exit_code: int | None = None, attempts: int | None = None) -> Moved | None:

@@ -235,6 +235,9 @@ class Runner:
         self.next_heartbeat = now + q.config.heartbeat
         self.next_launch = now
         self.wake: float | None = None
+        self.redecide = False
+        """A launch failed since the last decision (its task went back to its folder, or to
+        failed/, and its hosts are free): decide again at once, and do not stop before."""
         self.passes = 0
         self.started_any = False
         self.notice_ids: set[str] = set()
@@ -343,6 +346,8 @@ class Runner:
         if self.stopping is not None:
             self.stop_reason = self.stopping
             return True
+        if self.redecide:
+            return False  # the waiting tasks changed since the decision that found none to run
         if self.options.linger:
             return False
         if self.cluster.notices:
@@ -359,6 +364,8 @@ class Runner:
 
     def _next_deadline(self) -> float:
         times = [self.next_heartbeat, self._stop_at()]
+        if self.redecide:
+            times.append(self.clock.now())
         if self.wake is not None:
             times.append(self.wake)
         for t in self.live.values():
@@ -397,6 +404,7 @@ class Runner:
 
     def _decide(self, now: float) -> None:
         self.wake = None
+        self.redecide = False
         for _ in range(_MAX_REDECIDE):
             waiting = self._waiting()
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True,
@@ -756,7 +764,13 @@ class Runner:
         self.inbox.put((_EXIT, process))
 
     def _launch_failed(self, live: LiveTask, why: str) -> None:
+        """Give back the hosts of a task that could not be started and requeue it with the
+        attempt counted (to ``failed/`` once ``caps.attempts`` are used up)."""
         self.say(f"cannot start {live.id}: {why}")
+        # The decision that started it no longer holds (the task is back in its folder, or
+        # gone, and its hosts are free): decide again before concluding nothing fits. No
+        # watcher event is needed, and none may come.
+        self.redecide = True
         self.live.pop(live.id, None)
         with contextlib.suppress(ClusterError):
             self.cluster.finish(live.id, now=self.clock.now())

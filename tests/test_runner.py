@@ -11,6 +11,7 @@ from pathlib import Path
 from metaq_py.queue import Queue
 from metaq_py.record import read_record
 from tests.runner_helpers import (
+    SETTINGS,
     assert_no_shared_host,
     events,
     make_queue,
@@ -261,3 +262,50 @@ def test_a_claim_lost_to_another_runner_is_not_offered_again_from_a_kept_window(
     assert r.run() == 0
     assert lost == ["todo/t0.sh"]
     assert all(where(q, f"t{i}.sh") == "finished" for i in range(6))
+
+
+def test_a_task_that_cannot_start_at_first_is_retried_by_the_same_runner(tmp_path: Path) -> None:
+    """Its LOG folder is missing at its first launch (a scratch folder made a moment too
+    late): the launch fails on the spot, the task goes back to its folder with the attempt
+    counted, and the same runner starts it again instead of stopping with it waiting."""
+    q = make_queue(tmp_path / "q")
+    scratch = q.root / "jobs" / "scratch"
+    task(q, "late.sh", 'echo "attempt $METAQ_ATTEMPT"', LOG="jobs/scratch/late.log",
+         RETRIES=1)
+    r = runner(q, nodes=1)
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if line.startswith("cannot start"):
+            scratch.mkdir()  # only now: the first launch has failed for want of it
+
+    r.say = say
+    assert r.run() == 0
+    assert where(q, "late.sh") == "finished"
+    assert (scratch / "late.log").read_text().splitlines() == ["attempt 2"]  # ran once
+    evs = events(q)
+    ends = of(evs, "end", task="todo/late.sh")
+    assert [(e["attempt"], e["outcome"]) for e in ends] == [(1, "retry"), (2, "finished")]
+    assert "LOG file" in ends[0]["reason"]
+    assert [e["attempt"] for e in of(evs, "start", task="todo/late.sh")] == [2]
+    assert of(evs, "runner-stop")[0]["reason"] == "nothing left to run"
+    assert sum(line.startswith("cannot start") for line in said) == 1
+
+
+def test_a_task_that_can_never_start_ends_in_failed_after_its_attempts(tmp_path: Path) -> None:
+    """A launch failure counts an attempt (``caps.attempts`` here 3): the runner tries the
+    task until they are used up, it ends in failed/, and only then the runner stops."""
+    q = make_queue(tmp_path / "q", settings=SETTINGS.replace("attempts: 5", "attempts: 3"))
+    task(q, "never.sh", "true", LOG="jobs/missing/never.log", RETRIES=1)
+    task(q, "fine.sh", "true", MIN_WC_TIME="1s")
+    assert runner(q, nodes=1).run() == 0
+    assert where(q, "never.sh") == "failed"
+    assert where(q, "fine.sh") == "finished"
+    evs = events(q)
+    assert not of(evs, "start", task="todo/never.sh")
+    ends = of(evs, "end", task="todo/never.sh")
+    assert [(e["attempt"], e["outcome"]) for e in ends] == [
+        (1, "retry"), (2, "retry"), (3, "failed")]
+    assert "gave up after 3" in (q.root / "failed/todo/never.sh.reason").read_text()
+    assert of(evs, "runner-stop")[0]["reason"] == "nothing left to run"
