@@ -99,7 +99,7 @@ class Cluster:
     # --- read-only views --------------------------------------------------------------------
 
     @property
-    def free(self) -> Set[NodeId]:
+    def free(self) -> Spans:
         """Idle nodes reserved for nobody (a live view: do not mutate)."""
         return self._free
 

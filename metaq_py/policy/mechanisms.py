@@ -108,6 +108,13 @@ class Scheduler:
                 and not any_ondemand(waiting):
             return _NOTHING
         arrived, queue = split_ondemand(in_order_view(waiting, ordered=snap.ordered))
+        if not arrived and not snap.notices and not snap.owed:
+            # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
+            if not snap.free:
+                return _NOTHING
+            work = Work(snap, oracle=self.oracle)
+            _FILL[self.backfill](work, queue)
+            return work.decision()
         work = Work(snap, oracle=self.oracle)
         order = notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}

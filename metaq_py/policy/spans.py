@@ -35,14 +35,15 @@ class Spans(Set[NodeId]):
     checked first with :meth:`covers` and :meth:`clear_of`) or :meth:`add` and :meth:`remove`.
     """
 
-    __slots__ = ("_count", "bounds", "ids")
+    __slots__ = ("bounds", "count", "ids")
 
     def __init__(self, ids: tuple[NodeId, ...], bounds: Bounds | None = None) -> None:
         self.ids = ids
         """``tuple(range(total))``, shared by every pool of one cluster."""
         self.bounds: Bounds = [] if bounds is None else bounds
         """The runs (read-only outside this class)."""
-        self._count = size(self.bounds)
+        self.count = size(self.bounds)
+        """How many ids are in the pool (read-only outside this class; ``len`` without a call)."""
 
     @classmethod
     def full(cls, total: int) -> Spans:
@@ -56,7 +57,7 @@ class Spans(Set[NodeId]):
     # --- the Set protocol ---------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self._count
+        return self.count
 
     def __contains__(self, node: object) -> bool:
         if not isinstance(node, int):
@@ -122,7 +123,7 @@ class Spans(Set[NodeId]):
                 if canon == nodes:
                     self._cut(j, a, a + n)
                     return [a, a + n], canon
-            elif j == 1 and n <= self._count:
+            elif j == 1 and n <= self.count:
                 left = n
                 while b[j] - b[j - 1] < left:
                     left -= b[j] - b[j - 1]
@@ -136,7 +137,7 @@ class Spans(Set[NodeId]):
                     else:
                         del b[:j - 1]
                         b[0] += left
-                    self._count -= n
+                    self.count -= n
                     return out, canon
         except (IndexError, TypeError):  # no nodes, or not ints: the general path decides
             pass
@@ -236,7 +237,7 @@ class Spans(Set[NodeId]):
             b[i] = lo
         else:
             b[i:i] = (lo, hi)
-        self._count -= hi - lo
+        self.count -= hi - lo
 
     def give_runs(self, bounds: Bounds) -> None:
         """Add the runs ``bounds``, which :meth:`clear_of` must have accepted."""
@@ -254,7 +255,7 @@ class Spans(Set[NodeId]):
                 b[i] = lo
             else:
                 b[i:i] = (lo, hi)
-            self._count += hi - lo
+            self.count += hi - lo
 
     # --- any nodes ----------------------------------------------------------------------------
 
