@@ -180,8 +180,12 @@ class Cluster:
         """
         if job.id in self._running:
             raise ClusterError(f"job {job.id!r} is already running")
-        if borrowed is None and job.kind is not Kind.ONDEMAND:
-            fast = self._take_free(job, nodes)
+        if borrowed is None and job.kind is not Kind.ONDEMAND and \
+                job.min_size <= len(nodes) <= job.size:
+            # the common start, a batch job on free nodes named in ascending order (as a
+            # decision names them), moved as whole runs; else the general path below decides,
+            # and words the error
+            fast = self._free.claim(nodes)
             if fast is not None:
                 return self._started(job, fast[1], now, None, fast[0])
         free = self._free
@@ -244,30 +248,23 @@ class Cluster:
             self._drop_notice(job.notice)
         return r
 
-    def _take_free(self, job: Job, nodes: Sequence[NodeId]) -> tuple[Bounds, Nodes] | None:
-        """The common start, a batch job on free nodes named in ascending order (as a
-        decision names them), moved as whole runs.
-
-        Returns the runs and the nodes as a tuple once they have left the free pool, or
-        ``None`` (nothing changed) when the general path must decide, and word the error.
-        """
-        k = len(nodes)
-        if not job.min_size <= k <= job.size:
-            return None
-        return self._free.claim(nodes)
-
     def _started(self, job: Job, ordered: Nodes, now: float, borrowed: str | None,
                  bounds: Bounds) -> Running:
         """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
         runs are ``bounds``."""
-        scale = job.size / len(ordered)
+        k = len(ordered)
+        scale = job.size / k
+        end = now + job.walltime * scale
         true_end = None if job.runtime is None else now + job.runtime * scale
-        r = Running(job, ordered, now, now + job.walltime * scale, true_end, None, borrowed)
-        self._running[job.id] = r
-        self._runs[job.id] = bounds
+        r = Running(job, ordered, now, end, true_end, None, borrowed)
+        jid = job.id
+        self._running[jid] = r
+        self._runs[jid] = bounds
         if borrowed is not None:
-            self._borrowers.setdefault(borrowed, set()).add(job.id)
-        self._index(r)
+            self._borrowers.setdefault(borrowed, set()).add(jid)
+        for lst, true in self._indexes:  # _index(r), inlined: one start per job
+            insort(lst, (true_end if true and true_end is not None else end, ordered[0], jid, k,
+                         borrowed))
         return r
 
     def preempt(self, job_id: JobId, *, now: float) -> Running:
@@ -376,7 +373,9 @@ class Cluster:
         """A running job ended on its own. Borrowers' nodes go back to their reservation; an
         on-demand job's borrowed nodes become owed to lenders that still run; the rest is free.
         """
-        r = self._get(job_id, "finish")
+        r = self._running.get(job_id)
+        if r is None:
+            raise ClusterError(f"cannot finish job {job_id!r}: it is not running")
         bounds = self._remove(r)
         loans = self._loans.pop(job_id, None)
         if loans:
@@ -472,8 +471,10 @@ class Cluster:
     def _remove(self, r: Running) -> Bounds | None:
         """Forget a running job; a lender's debts and claims die with it. Returns the runs of
         its nodes when they are known."""
-        self._unindex(r)
-        jid = r.job.id
+        jid, nodes, borrowed = r.job.id, r.nodes, r.borrowed
+        for lst, true in self._indexes:  # _unindex(r), inlined: one end per job
+            e = r.true_end if true and r.true_end is not None else r.end
+            del lst[bisect_left(lst, (e, nodes[0], jid, len(nodes), borrowed))]
         del self._running[jid]
         bounds = self._runs.pop(jid, None)
         owed = self._owed.pop(jid, None)
@@ -481,12 +482,12 @@ class Cluster:
             self._free.add(owed)
         for loans in self._loans.values():
             loans.pop(jid, None)
-        if r.borrowed is not None:
-            group = self._borrowers.get(r.borrowed)
+        if borrowed is not None:
+            group = self._borrowers.get(borrowed)
             if group is not None:
-                group.discard(r.job.id)
+                group.discard(jid)
                 if not group:
-                    del self._borrowers[r.borrowed]
+                    del self._borrowers[borrowed]
         return bounds
 
     def _put_back(self, r: Running, bounds: Bounds | None) -> None:
@@ -497,9 +498,7 @@ class Cluster:
             pool = self._free
         if bounds is None:
             pool.add(r.nodes)
-        elif pool.clear_of(bounds):
-            pool.give_runs(bounds)
-        else:
+        elif not pool.give_back(bounds):
             raise ClusterError(f"job {r.job.id!r} gives back nodes that are idle already")
 
     def _drop_notice(self, notice_id: str) -> None:

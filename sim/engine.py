@@ -481,6 +481,9 @@ def _drop(waiting: list[Job], jobs: list[Job]) -> None:
     """Remove ``jobs`` from ``waiting``, which is sorted by queue key: a bisect each, rather
     than a pass over a queue that is often hundreds of jobs long."""
     for job in jobs:
+        if waiting[0] is job:  # the head, where a decision starts jobs first: no search
+            del waiting[0]
+            continue
         i = bisect_left(waiting, queue_key(job), key=queue_key)
         while waiting[i] is not job:  # past the jobs with an equal key
             i += 1

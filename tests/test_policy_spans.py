@@ -82,6 +82,24 @@ def test_claim_of_a_lowest_first_take_is_the_fast_single_run(free: set[int], k: 
     _canonical(spans)
 
 
+@given(free=node_sets, back=node_sets)
+@settings(max_examples=500)
+def test_give_back_adds_runs_clear_of_the_pool_or_nothing(free: set[int],
+                                                          back: set[int]) -> None:
+    spans = Spans.full(TOTAL)
+    spans.remove(set(range(TOTAL)) - free)
+    before = list(spans.bounds)
+    runs = Spans.full(TOTAL)
+    runs.remove(set(range(TOTAL)) - back)  # the runs of ``back``: one or many
+    gave = spans.give_back(list(runs.bounds))
+    assert gave == (not back & free)
+    if gave:
+        assert set(spans) == free | back
+    else:
+        assert spans.bounds == before
+    _canonical(spans)
+
+
 def test_claim_refuses_what_is_not_node_ids() -> None:
     spans = Spans.full(8)
     assert spans.claim(("a", "b")) is None

@@ -44,12 +44,6 @@ from metaq_py.policy.model import Job
 from metaq_py.policy.work import Work
 
 
-def _hopeless(work: Work, job: Job) -> bool:
-    """Whether ``job`` can never run here: too big for the machine or for the time left."""
-    return job.min_size > work.snap.total or \
-        work.now + job.time_at(job.size, work.oracle) > work.end
-
-
 def shadow(work: Work, job: Job) -> tuple[float, int] | None:
     """EASY's ``(shadow time, extra nodes)`` for head ``job``, from the work's free pool.
 
@@ -82,11 +76,19 @@ def easy(work: Work, queue: Sequence[Job]) -> None:
     if pool.count == 0:
         return
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    total = work.snap.total
     for i, job in enumerate(queue):
-        if job.id in started or _hopeless(work, job):
+        if job.id in started:
             continue
-        k = min(job.size, pool.count)
-        if k >= job.min_size and now + job.time_at(k, oracle) <= end:
+        # a job too big for the machine or for the time left can never run here (the
+        # estimate and job.time_at are inlined: every decision runs this)
+        est = job.runtime if oracle and job.runtime is not None else job.walltime
+        size = job.size
+        if job.min_size > total or now + est > end:
+            continue
+        count = pool.count
+        k = size if size <= count else count
+        if k >= job.min_size and now + (est if k == size else est * size / k) <= end:
             work.start(job, pool.take(k))
             if pool.count == 0:
                 return
@@ -222,7 +224,8 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
     for i, job in enumerate(queue):
         if least[i] > pool.count:
             return
-        # inline _hopeless (and job.time_at at full size): this runs for every waiting job
+        # skip a job too big for the machine or for the time left (job.time_at at full size,
+        # inlined: this runs for every waiting job)
         est = job.runtime if oracle and job.runtime is not None else job.walltime
         if job.id in started or job.min_size > total or now + est > end:
             continue

@@ -32,7 +32,8 @@ class Spans(Set[NodeId]):
     """A set of ids in ``0 .. total-1`` kept as sorted disjoint runs (see the module docstring).
 
     Only the owner mutates it, through :meth:`take_runs` and :meth:`give_runs` (whole runs,
-    checked first with :meth:`covers` and :meth:`clear_of`) or :meth:`add` and :meth:`remove`.
+    checked first with :meth:`covers` and :meth:`clear_of`; :meth:`claim` and
+    :meth:`give_back` check and move at once) or :meth:`add` and :meth:`remove`.
     """
 
     __slots__ = ("bounds", "count", "ids")
@@ -238,6 +239,33 @@ class Spans(Set[NodeId]):
         else:
             b[i:i] = (lo, hi)
         self.count -= hi - lo
+
+    def give_back(self, bounds: Bounds) -> bool:
+        """Add the runs ``bounds`` if no run meets this pool, and say whether it did (nothing
+        changes when one does): :meth:`clear_of`, then :meth:`give_runs`, with one bisect for
+        the usual single run (a job ending on consecutive nodes)."""
+        if len(bounds) == 2:
+            b = self.bounds
+            lo, hi = bounds
+            i = bisect_right(b, lo)
+            if i & 1 or (i < len(b) and hi > b[i]):
+                return False
+            left = i > 0 and b[i - 1] == lo
+            right = i < len(b) and b[i] == hi
+            if left and right:
+                del b[i - 1:i + 1]
+            elif left:
+                b[i - 1] = hi
+            elif right:
+                b[i] = lo
+            else:
+                b[i:i] = (lo, hi)
+            self.count += hi - lo
+            return True
+        if not self.clear_of(bounds):
+            return False
+        self.give_runs(bounds)
+        return True
 
     def give_runs(self, bounds: Bounds) -> None:
         """Add the runs ``bounds``, which :meth:`clear_of` must have accepted."""
