@@ -59,6 +59,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from heapq import heappop, heappush
 from itertools import count
+from math import isnan
 
 import numpy as np
 
@@ -101,38 +102,27 @@ class SimulationError(RuntimeError):
     """The scheduler asked for something the Cluster refused: a bug in a policy."""
 
 
-class _Track:
-    """The engine's running record of one job, from submit to final end."""
-
-    __slots__ = ("job", "lost", "preemptions", "row", "shrinks", "start", "version")
-
-    def __init__(self, job: Job, row: int) -> None:
-        self.job = job
-        self.row = row
-        self.start: float | None = None
-        self.version = 0
-        self.preemptions = 0
-        self.shrinks = 0
-        self.lost = 0.0
-
-
 class _Ledger:
     """Every job's outcome as columns, one row per submitted job in submit order.
 
-    A row is opened at submit and closed when the job ends (or when the run does). The
-    metrics compute on the columns (:class:`~sim.metrics.Columns`), and
-    :class:`~sim.metrics.JobOutcome` objects are built from them only when someone reads them
-    (:class:`~sim.result.Outcomes`): a compact ledger costs a few array stores per job, and a
-    million jobs take tens of bytes each instead of a few hundred.
+    A row is opened at submit, not started and not ended (NaN); the engine then writes the
+    job's start, preemptions, shrinks, lost work and end into it in place. ``version`` is the
+    engine's own bookkeeping: bumped whenever the job's end moves, so that an end event
+    scheduled earlier is recognised as stale. The metrics compute on the columns
+    (:class:`~sim.metrics.Columns`), and :class:`~sim.metrics.JobOutcome` objects are built
+    from them only when someone reads them (:class:`~sim.result.Outcomes`): a compact ledger
+    costs a few array stores per job, and a million jobs take tens of bytes each instead of a
+    few hundred.
     """
 
     __slots__ = ("end", "id", "kind", "lost", "preemptions", "runtime", "shrinks", "size",
-                 "start", "submit")
+                 "start", "submit", "version")
 
     def __init__(self) -> None:
         self.id: list[JobId] = []
         self.kind = array("b")
         self.size, self.preemptions, self.shrinks = array("q"), array("q"), array("q")
+        self.version = array("q")
         self.submit, self.runtime = array("d"), array("d")
         self.start, self.end, self.lost = array("d"), array("d"), array("d")
 
@@ -148,20 +138,10 @@ class _Ledger:
         self.lost.append(0.0)
         self.preemptions.append(0)
         self.shrinks.append(0)
-
-    def close(self, tr: _Track, end: float | None) -> None:
-        """The job of ``tr`` has ended at ``end`` (``None``: the run ended first)."""
-        row = tr.row
-        if tr.start is not None:
-            self.start[row] = tr.start
-        if end is not None:
-            self.end[row] = end
-        self.lost[row] = tr.lost
-        self.preemptions[row] = tr.preemptions
-        self.shrinks[row] = tr.shrinks
+        self.version.append(0)
 
     def columns(self) -> Columns:
-        """The rows as arrays (every row must be closed)."""
+        """The rows as arrays."""
         def floats(a: array) -> np.ndarray:
             return np.frombuffer(a, dtype=np.float64).copy()
 
@@ -263,8 +243,10 @@ class Engine:
             heappush(heap, (failures.next_time(), _FAILURE, next(seq), None, 0))
 
         ledger = _Ledger()
-        opened, close = ledger.open, ledger.close
-        tracks: dict[JobId, _Track] = {}
+        opened = ledger.open
+        started_at, ended_at, lost = ledger.start, ledger.end, ledger.lost
+        preemptions, shrinks, versions = ledger.preemptions, ledger.shrinks, ledger.version
+        live: dict[JobId, int] = {}  # the ledger row of every job submitted and not ended
         waiting: list[Job] = []
         waiting_by_id: dict[JobId, Job] = {}
         # the smallest min_size in waiting, or a lower bound of it when ``stale`` (a start took
@@ -290,18 +272,18 @@ class Engine:
                 _, kind, _, subject, version = heappop(heap)
                 events += 1
                 if kind == _FINISH:
-                    tr = tracks.get(subject)
-                    if tr is None or tr.version != version:
+                    row = live.get(subject)
+                    if row is None or versions[row] != version:
                         continue  # the job was preempted or resized since
                     busy -= len(finish(subject, now=now).nodes)
-                    del tracks[subject]
-                    close(tr, now)
+                    del live[subject]
+                    ended_at[row] = now
                     finished += 1
                     changed = True
                     inert = False
                 elif kind == _SUBMIT:
                     job = subject
-                    tracks[job.id] = _Track(job, rows)
+                    live[job.id] = rows
                     opened(job)
                     rows += 1
                     waiting_by_id[job.id] = job
@@ -339,7 +321,7 @@ class Engine:
                                         0))
                     if strike.kill is not None:
                         r = strike.kill.running
-                        tracks[r.job.id].version += 1  # its end event is stale now
+                        versions[live[r.job.id]] += 1  # its end event is stale now
                         busy -= len(r.nodes)
                         back = strike.kill.requeued
                         waiting_by_id[back.id] = back
@@ -348,7 +330,7 @@ class Engine:
                         if back.kind is ondemand:
                             ondemand_waiting += 1
                     upcoming = failures.next_time()  # type: ignore[union-attr]
-                    if upcoming != math.inf and (tracks or rows < feed_.count):
+                    if upcoming != math.inf and (live or rows < feed_.count):
                         # failures stop with the work
                         heappush(heap, (upcoming, _FAILURE, next(seq), None, 0))
                     changed = True
@@ -410,21 +392,22 @@ class Engine:
                             job = waiting_by_id.pop(action.job)
                             # what apply() does for a Start, without its dispatch
                             r = start(job, action.nodes, now=now, borrowed=action.borrowed)
-                            tr = tracks[job.id]
-                            if tr.start is None:
-                                tr.start = now
-                            tr.version += 1
-                            heappush(heap, (_end_of(r), _FINISH, next(seq), job.id, tr.version))
+                            row = live[job.id]
+                            if isnan(started_at[row]):  # its first start, not a resumption
+                                started_at[row] = now
+                            versions[row] += 1
+                            heappush(heap, (_end_of(r), _FINISH, next(seq), job.id,
+                                            versions[row]))
                             busy += len(r.nodes)
                             started.append(job)
                             if job.kind is ondemand:
                                 ondemand_waiting -= 1
                         elif type(action) is Preempt:
                             r = apply(action, now=now)
-                            tr = tracks[action.job]
-                            tr.preemptions += 1
-                            tr.lost += lost_node_seconds(r, now)
-                            tr.version += 1
+                            row = live[action.job]
+                            preemptions[row] += 1
+                            lost[row] += lost_node_seconds(r, now)
+                            versions[row] += 1
                             busy -= len(r.nodes)
                             back = resumed(r, now)
                             requeued.append(back)
@@ -434,12 +417,12 @@ class Engine:
                         elif type(action) is Shrink or type(action) is Expand:
                             before = len(cluster.running[action.job].nodes)
                             r = apply(action, now=now)
-                            tr = tracks[action.job]
+                            row = live[action.job]
                             if type(action) is Shrink:
-                                tr.shrinks += 1
-                            tr.version += 1
+                                shrinks[row] += 1
+                            versions[row] += 1
                             heappush(heap, (_end_of(r), _FINISH, next(seq), action.job,
-                                            tr.version))
+                                            versions[row]))
                             busy += len(r.nodes) - before
                         else:
                             apply(action, now=now)
@@ -460,8 +443,6 @@ class Engine:
             s_queued.append(len(waiting))
             s_reserved.append(sum(map(len, reserved.values())) if reserved else 0)
 
-        for tr in tracks.values():
-            close(tr, None)
         if progress is not None:
             progress(finished)
         categories = feed_.categories
