@@ -136,16 +136,18 @@ class Cluster:
         return sorted(self._key(r, False) for r in self._running.values())
 
     def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
-                 ordered: bool = False) -> Snapshot:
+                 ordered: bool = False, ondemand_waiting: int | None = None) -> Snapshot:
         """The world as a scheduler sees it, over the live containers (no copies).
 
         ``ordered``: the driver keeps ``waiting`` sorted by
-        :func:`metaq_py.policy.order.queue_key`. Apply the decision before changing anything.
+        :func:`metaq_py.policy.order.queue_key`; ``ondemand_waiting``: it counts the on-demand
+        jobs in it (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before
+        changing anything.
         """
         # positional, in field order: a decision per event builds one, and keywords cost more
         return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
                         self._notices, self._owed, end, self._borrowers, ordered, self._by_end,
-                        self._by_true_end)
+                        self._by_true_end, ondemand_waiting)
 
     # --- actions -----------------------------------------------------------------------------
 

@@ -371,7 +371,8 @@ class Engine:
                                   if reserved else 0)
                 continue
 
-            snap = cluster.snapshot(now=now, waiting=waiting, ordered=True)
+            snap = cluster.snapshot(now=now, waiting=waiting, ordered=True,
+                                    ondemand_waiting=ondemand_waiting)
             if cqsim_oracle:
                 # the scheduler then sees running jobs end at their walltime, as in CQSim
                 snap = replace(snap, ending_true=snap.ending)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import pytest
 
 from metaq_py.clock import Clock
 from metaq_py.policy import MECHANISMS
-from metaq_py.policy.model import Kind
+from metaq_py.policy.mechanisms import Scheduler, make_scheduler
+from metaq_py.policy.model import Decision, Kind, Snapshot
 from sim.engine import Engine, simulate
 from sim.failures import FailureModel, NodeFailures
 from sim.result import SimulationResult
@@ -253,6 +255,35 @@ def test_cua_reserves_free_nodes_from_the_notice_until_the_arrival() -> None:
     s = result.series
     held = {t: k for t, k in zip(s.time.tolist(), s.reserved.tolist(), strict=True)}
     assert held[100.0] == 4 and held[500.0] == 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Counting(Scheduler):
+    """A scheduler that checks the engine's count of waiting on-demand jobs, then decides
+    without it (looking at the queue itself), as a driver that keeps no count would have it."""
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        looked = sum(job.kind is Kind.ONDEMAND for job in snapshot.waiting)
+        assert snapshot.ondemand_waiting == looked
+        return Scheduler.decide(self, replace(snapshot, ondemand_waiting=None))
+
+
+@pytest.mark.parametrize("policy", ["N&PAA", "CUA&SPAA", "CUP&SPAA+"])
+def test_the_engines_count_of_waiting_ondemand_jobs_is_right_and_changes_nothing(
+        policy: str) -> None:
+    trace = synthetic_trace(jobs=1200, seed=11, load=0.9, nodes=256)
+    work = hybrid_workload(trace, WorkloadModel.for_workload("W5", seed=11))
+
+    def failures() -> NodeFailures:  # they kill on-demand jobs too, which then wait again
+        return NodeFailures(FailureModel(mtbf=5 * 3600.0, seed=2), nodes=256,
+                            start=trace.first_submit)
+
+    plain = make_scheduler(policy)
+    counting = _Counting(**{f.name: getattr(plain, f.name) for f in fields(plain)})
+    told = Engine(work, policy=plain, failures=failures()).run()
+    looked = Engine(work, policy=counting, failures=failures()).run()
+    assert told.outcomes == looked.outcomes
+    assert any(o.preemptions for o in told.outcomes)
 
 
 @pytest.mark.parametrize("skip", [True, False])

@@ -104,10 +104,14 @@ class Scheduler:
 
     def _hybrid(self, snap: Snapshot) -> Decision:
         waiting = snap.waiting
+        none_arrived = snap.ondemand_waiting == 0  # the driver counted: no pass over the queue
         if not snap.notices and not snap.owed and (not waiting or not snap.free) \
-                and not any_ondemand(waiting):
+                and (none_arrived or not any_ondemand(waiting)):
             return _NOTHING
-        arrived, queue = split_ondemand(in_order_view(waiting, ordered=snap.ordered))
+        queue = in_order_view(waiting, ordered=snap.ordered)
+        arrived: list[Job] = []
+        if not none_arrived:
+            arrived, queue = split_ondemand(queue)
         if not arrived and not snap.notices and not snap.owed:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
             if not snap.free:

@@ -167,6 +167,9 @@ class Snapshot:
 
     ``waiting`` is the waiting work; when ``ordered`` is true the driver promises it is already
     sorted by :func:`metaq_py.policy.order.queue_key`, which spares a sort per decision.
+    ``ondemand_waiting``, when the driver keeps count, is how many of ``waiting`` are on-demand
+    jobs (``None``: the decision looks); a count of 0 spares the on-demand mechanisms a pass
+    over the queue per decision.
     ``ending`` and ``ending_true`` list the running jobs sorted by ``end`` and by ``true_end``
     (``end`` where unknown) as :data:`Ending` tuples; a :class:`~metaq_py.cluster.Cluster`
     keeps them sorted incrementally. When they are ``None`` a decision sorts ``running`` itself.
@@ -185,6 +188,7 @@ class Snapshot:
     ordered: bool = False
     ending: Sequence[Ending] | None = None
     ending_true: Sequence[Ending] | None = None
+    ondemand_waiting: int | None = None
 
 
 # --- actions -------------------------------------------------------------------------------

@@ -182,6 +182,8 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
                 if pool.count == 0:
                     break
         count, malleable, arrival = pool.count, Kind.MALLEABLE, notice.arrival
+        if count == 0:
+            continue
         fits = [job for job in queue if job.kind is malleable and job.min_size <= count
                 and now + job.setup < arrival]
         for job in fits:
