@@ -249,11 +249,10 @@ class Engine:
         live: dict[JobId, int] = {}  # the ledger row of every job submitted and not ended
         waiting: list[Job] = []
         waiting_by_id: dict[JobId, Job] = {}
-        # the smallest min_size in waiting, or a lower bound of it when ``stale`` (a start took
-        # a job that may have been the smallest); a low bound only costs a decision that
-        # starts nothing, so it is refreshed only when it would spare one
-        least = math.inf
-        stale = False
+        # the min_sizes of the waiting jobs: how many have each, and the distinct ones in
+        # ascending order (smallest[0] is the least any waiting job needs)
+        sizes: dict[int, int] = {}
+        smallest: list[int] = []
         rows = 0
         finished = 0
         busy = 0
@@ -287,8 +286,7 @@ class Engine:
                     opened(job)
                     rows += 1
                     waiting_by_id[job.id] = job
-                    if job.min_size < least:
-                        least = job.min_size
+                    _count_in(sizes, smallest, job.min_size)
                     if job.kind is ondemand:
                         ondemand_waiting += 1
                         if not baseline:
@@ -326,7 +324,7 @@ class Engine:
                         back = strike.kill.requeued
                         waiting_by_id[back.id] = back
                         insort(waiting, back, key=queue_key)
-                        least = min(least, back.min_size)
+                        _count_in(sizes, smallest, back.min_size)
                         if back.kind is ondemand:
                             ondemand_waiting += 1
                     upcoming = failures.next_time()  # type: ignore[union-attr]
@@ -355,10 +353,7 @@ class Engine:
                     inert = all([tail_least > pool.count for pool in reserved.values()])
                 if plain and not inert:
                     # the backfilling starts only jobs that fit in the free nodes
-                    if stale and free.count >= least:
-                        least = min([job.min_size for job in waiting], default=math.inf)
-                        stale = False
-                    inert = free.count < least
+                    inert = not smallest or free.count < smallest[0]
             if inert:
                 # Only submits at the tail of the queue that fit in no idle nodes (and, for a
                 # baseline, notices) since a decision that left nothing to do, or no waiting job
@@ -433,11 +428,11 @@ class Engine:
                             f"refused: {e}") from e
                 if started:
                     _drop(waiting, started)
-                    if not stale:
-                        stale = any(job.min_size == least for job in started)
+                    for job in started:
+                        _count_out(sizes, smallest, job.min_size)
                 for back in requeued:
                     insort(waiting, back, key=queue_key)
-                    least = min(least, back.min_size)
+                    _count_in(sizes, smallest, back.min_size)
 
             s_time.append(now)
             s_busy.append(busy)
@@ -470,6 +465,26 @@ def _drop(waiting: list[Job], jobs: list[Job]) -> None:
         while waiting[i] is not job:  # past the jobs with an equal key
             i += 1
         del waiting[i]
+
+
+def _count_in(sizes: dict[int, int], smallest: list[int], size: int) -> None:
+    """One more waiting job needs ``size`` nodes at least."""
+    n = sizes.get(size)
+    if n:
+        sizes[size] = n + 1
+    else:
+        sizes[size] = 1
+        insort(smallest, size)
+
+
+def _count_out(sizes: dict[int, int], smallest: list[int], size: int) -> None:
+    """One waiting job that needs ``size`` nodes at least has started."""
+    n = sizes[size]
+    if n > 1:
+        sizes[size] = n - 1
+    else:
+        del sizes[size]
+        del smallest[bisect_left(smallest, size)]
 
 
 def _end_of(r: Running) -> float:
