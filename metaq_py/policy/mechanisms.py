@@ -33,7 +33,7 @@ from enum import Enum
 
 from metaq_py.policy.arrival import ArrivalStrategy, admit
 from metaq_py.policy.backfill import conservative, easy
-from metaq_py.policy.model import Decision, Job, Snapshot
+from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
     NoticeStrategy,
     collect,
@@ -43,8 +43,6 @@ from metaq_py.policy.notice import (
 )
 from metaq_py.policy.order import any_ondemand, in_order_view, split_ondemand
 from metaq_py.policy.work import Work
-
-_NOTHING = Decision()
 
 
 class Backfill(str, Enum):
@@ -97,7 +95,7 @@ class Scheduler:
 
     def _baseline(self, snap: Snapshot) -> Decision:
         if not snap.waiting or not snap.free:
-            return _NOTHING
+            return NOTHING
         work = Work(snap, oracle=self.oracle)
         _FILL[self.backfill](work, in_order_view(snap.waiting, ordered=snap.ordered))
         return work.decision()
@@ -107,7 +105,7 @@ class Scheduler:
         none_arrived = snap.ondemand_waiting == 0  # the driver counted: no pass over the queue
         if not snap.notices and not snap.owed and (not waiting or not snap.free) \
                 and (none_arrived or not any_ondemand(waiting)):
-            return _NOTHING
+            return NOTHING
         queue = in_order_view(waiting, ordered=snap.ordered)
         arrived: list[Job] = []
         if not none_arrived:
@@ -115,7 +113,7 @@ class Scheduler:
         if not arrived and not snap.notices and not snap.owed:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
             if not snap.free:
-                return _NOTHING
+                return NOTHING
             work = Work(snap, oracle=self.oracle)
             _FILL[self.backfill](work, queue)
             return work.decision()

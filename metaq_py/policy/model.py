@@ -261,3 +261,7 @@ class Decision:
 
     actions: tuple[Action, ...] = ()
     wake: float | None = None
+
+
+NOTHING = Decision()
+"""The decision that does nothing and asks for no wake-up (one shared value)."""

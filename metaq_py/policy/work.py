@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 
 from metaq_py.policy.model import (
+    NOTHING,
     Action,
     Decision,
     Ending,
@@ -180,6 +181,8 @@ class Work:
 
     def decision(self) -> Decision:
         """The recorded actions and wake time, as a value."""
+        if not self.actions and self.wake == math.inf:
+            return NOTHING
         return Decision(tuple(self.actions), None if self.wake == math.inf else self.wake)
 
 
