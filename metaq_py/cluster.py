@@ -139,8 +139,8 @@ class Cluster:
                  ordered: bool = False, ondemand_waiting: int | None = None) -> Snapshot:
         """The world as a scheduler sees it, over the live containers (no copies).
 
-        ``ordered``: the driver keeps ``waiting`` sorted by
-        :func:`metaq_py.policy.order.queue_key`; ``ondemand_waiting``: it counts the on-demand
+        ``ordered``: the driver keeps ``waiting`` in queue order
+        (:mod:`metaq_py.policy.order`); ``ondemand_waiting``: it counts the on-demand
         jobs in it (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before
         changing anything.
         """

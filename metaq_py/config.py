@@ -11,7 +11,7 @@ import grp
 import os
 import pwd
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,17 @@ import yaml
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 
-__all__ = ["CONFIG_NAME", "TEMPLATE", "Caps", "Defaults", "QueueConfig", "load_config"]
+__all__ = ["CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE", "Caps", "Defaults",
+           "QueueConfig", "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
+
+SUBMIT, LARGEST_FIRST = "submit", "largest-first"
+ORDERS = (SUBMIT, LARGEST_FIRST)
+"""The values of ``order``: which of two waiting tasks in the same folder and with the same
+``PRIORITY`` goes first. ``submit``: the earlier original submit time. ``largest-first``: the
+one needing more nodes (its smallest size: ``NODES``, or ``MIN_NODES`` of a malleable task,
+the count EASY holds nodes for), then the earlier submit time."""
 
 STATE_FOLDERS = ("hold", "working", "finished", "failed", "rejected", "cancelled", "notices",
                  "jobs")
@@ -60,16 +68,18 @@ class QueueConfig:
     """The settings of one queue.
 
     ``folders``: the task folders, scanned in this order (a task in an earlier folder goes
-    first). ``trusted_users``: if not empty, only tasks owned by these users are accepted.
-    ``group``: the collaboration's group; files and folders writable by it are trusted (any
-    other group- or world-writable path is refused). ``log_roots``: absolute folders a task's
-    ``LOG`` may write under; the queue's ``jobs/`` is always one of them. ``heartbeat``:
-    seconds between lease heartbeats; ``stale_after``: a lease not renewed for this long is
-    considered lost; ``poll_interval``: seconds between rescans when no file-system event
-    arrives (NFS and Lustre deliver none from other hosts).
+    first). ``order``: one of :data:`ORDERS`, which waiting task goes first among those of the
+    same folder and ``PRIORITY``. ``trusted_users``: if not empty, only tasks owned by these
+    users are accepted. ``group``: the collaboration's group; files and folders writable by it
+    are trusted (any other group- or world-writable path is refused). ``log_roots``: absolute
+    folders a task's ``LOG`` may write under; the queue's ``jobs/`` is always one of them.
+    ``heartbeat``: seconds between lease heartbeats; ``stale_after``: a lease not renewed for
+    this long is considered lost; ``poll_interval``: seconds between rescans when no
+    file-system event arrives (NFS and Lustre deliver none from other hosts).
     """
 
     folders: tuple[str, ...] = ("priority", "todo")
+    order: str = SUBMIT
     trusted_users: tuple[str, ...] = ()
     group: str | None = None
     log_roots: tuple[str, ...] = ()
@@ -110,6 +120,11 @@ TEMPLATE = """\
 
 # Task folders, scanned in this order: a task in an earlier folder always goes first.
 folders: [priority, todo]
+
+# Order among waiting tasks of the same folder and PRIORITY: submit (earlier submit time
+# first) or largest-first (more nodes first, then earlier submit time; packs a campaign of
+# tasks dropped at once more tightly, like SLURM's job-size priority favouring large jobs).
+order: submit
 
 # Only tasks owned by these users are accepted (empty: any owner).
 trusted_users: []
@@ -241,6 +256,7 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
     values: dict[str, Any] = {}
     readers: dict[str, Callable[[yaml.Node, yaml.Node, str], Any]] = {
         "folders": lambda k, v, key: _folders(r, v, key),
+        "order": lambda k, v, key: _order(r, v, key),
         "trusted_users": lambda k, v, key: _users(r, v, key),
         "group": lambda k, v, key: _group(r, v, key),
         "log_roots": lambda k, v, key: r.words(v, key),
@@ -269,12 +285,7 @@ def _with_roots(config: QueueConfig, root: Path) -> QueueConfig:
     for entry in config.log_roots:
         p = Path(entry)
         roots.append(os.path.normpath(p if p.is_absolute() else base / p))
-    return QueueConfig(
-        folders=config.folders, trusted_users=config.trusted_users, group=config.group,
-        log_roots=tuple(dict.fromkeys(roots)), defaults=config.defaults, caps=config.caps,
-        heartbeat=config.heartbeat, stale_after=config.stale_after,
-        poll_interval=config.poll_interval,
-    )
+    return replace(config, log_roots=tuple(dict.fromkeys(roots)))
 
 
 def _folders(r: _Reader, node: yaml.Node, key: str) -> tuple[str, ...]:
@@ -288,6 +299,15 @@ def _folders(r: _Reader, node: yaml.Node, key: str) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise r.fail(node, key, "lists a folder twice")
     return names
+
+
+def _order(r: _Reader, node: yaml.Node, key: str) -> str:
+    value = r.scalar(node, key)
+    if value not in ORDERS:
+        known = f"{', '.join(ORDERS[:-1])} and {ORDERS[-1]}"
+        given = "is empty" if value is None else f"is {value!r}, which is not a known order"
+        raise r.fail(node, key, f"{given}; the known orders are {known}")
+    return value
 
 
 def _users(r: _Reader, node: yaml.Node, key: str) -> tuple[str, ...]:

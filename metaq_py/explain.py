@@ -97,7 +97,7 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
         ahead = ", ".join(x.id for x in order[:min(pos, _AHEAD_SHOWN)])
         more = f" and {pos - _AHEAD_SHOWN} more" if pos > _AHEAD_SHOWN else ""
         reasons.append(f"it is number {pos + 1} of {len(order)} waiting tasks, behind "
-                       f"higher-priority or earlier ones: {ahead}{more}")
+                       f"those ahead of it in queue order: {ahead}{more}")
     else:
         reasons.append(f"it is first of {len(order)} waiting tasks in pick order")
     return [_sentence(s) for s in reasons]

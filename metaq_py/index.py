@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaq_py.admission import admit
-from metaq_py.config import QueueConfig
+from metaq_py.config import LARGEST_FIRST, QueueConfig
 from metaq_py.directives import TaskSpec, parse_header, read_head
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.record import RECORD_SUFFIX, read_record
 from metaq_py.security import Trust
 
-__all__ = ["Index", "Invalid", "Ordered", "Scan", "Task", "first_fit"]
+__all__ = ["Index", "Invalid", "Ordered", "Scan", "Task", "first_fit", "order_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,8 @@ class Task:
     the folder's position in the scan order. ``submit`` is the original submit time and
     ``attempts`` the runs that ended without success, both kept across requeues.
     ``walltime`` is ``MIN_WC_TIME``, or the queue's default when the task gives none.
+    ``order`` is the task's key in the queue order (see :func:`order_key`): every scan, and so
+    the runner, ``metaq ls`` and ``metaq explain``, lists waiting tasks sorted by it.
     ``id`` is ``<folder>/<relpath>``, the same in every state the task passes through; it is
     worked out once, when the task is made (a runner looks it up for every waiting task at
     every decision).
@@ -198,6 +200,9 @@ class Index:
         self.root = Path(root)
         self.config = config
         self.verify_interval = verify_interval
+        self.largest_first = config.order == LARGEST_FIRST
+        """``order: largest-first``: tasks of equal rank and priority go by size (see
+        :func:`order_key`)."""
         self.trust = Trust(gid=config.gid, uids=config.trusted_uids)
         self._cache: dict[str, _Entry] = {}
         self._dirs: dict[str, _Dir] = {}
@@ -476,7 +481,8 @@ class Index:
         wc = spec.min_wc_time if spec.min_wc_time is not None else self.config.defaults.min_wc_time
         return Task(folder=folder, relpath=rel, file=path, spec=spec, rank=rank,
                     submit=submit, attempts=attempts, walltime=wc,
-                    order=(rank, -spec.priority, submit, f"{folder}/{rel}"))
+                    order=order_key(rank, spec, submit, f"{folder}/{rel}",
+                                    largest_first=self.largest_first))
 
 
 def _mtime(path: str) -> float:
@@ -484,6 +490,20 @@ def _mtime(path: str) -> float:
         return os.lstat(path).st_mtime
     except OSError:
         return 0.0
+
+
+def order_key(rank: int, spec: TaskSpec, submit: float, task_id: str, *,
+              largest_first: bool) -> tuple[int, int, int, float, str]:
+    """The queue-order key of a waiting task: folder ``rank``, then higher ``PRIORITY``, then,
+    with ``largest_first`` (``order: largest-first``), more nodes, then the earlier original
+    ``submit`` time; the task's id last, so that no two tasks tie and a task can be found in
+    the sorted list by bisection.
+
+    The size is ``min_nodes``, the count EASY waits for when the task is at the head of the
+    queue. With the default order the size term is 0 for every task, which leaves the order of
+    (rank, priority, submit) untouched."""
+    size = -spec.min_nodes if largest_first else 0
+    return (rank, -spec.priority, size, submit, task_id)
 
 
 def _order_key(task: Task) -> tuple:

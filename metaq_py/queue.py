@@ -202,10 +202,11 @@ class Queue:
 
     def pending(self) -> list[Task]:
         """The waiting tasks in scheduling order: folder order from ``metaq.yaml``, then
-        higher ``PRIORITY``, then earlier original submit time. Invalid or untrusted files
-        found on the way are moved to ``rejected/`` with their reason, once they have not
-        changed for :data:`SETTLE` seconds (a file being copied in by hand is half-written
-        for a moment)."""
+        higher ``PRIORITY``, then earlier original submit time (with ``order: largest-first``,
+        more nodes before the submit time; see :func:`~metaq_py.index.order_key`). Invalid or
+        untrusted files found on the way are moved to ``rejected/`` with their reason, once
+        they have not changed for :data:`SETTLE` seconds (a file being copied in by hand is
+        half-written for a moment)."""
         return list(self.settled_scan().tasks)
 
     def settled_scan(self) -> Scan:

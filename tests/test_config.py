@@ -42,6 +42,20 @@ def test_settings_are_read(tmp_path: Path) -> None:
     assert (config.heartbeat, config.stale_after, config.poll_interval) == (60.0, 540.0, 2.0)
 
 
+@pytest.mark.parametrize(("text", "order"), [
+    ("order: largest-first\n", "largest-first"),
+    ("order: submit\n", "submit"),
+    ("folders: [priority, todo]\n", "submit"),  # no order key: today's submit order
+])
+def test_order_is_read_and_defaults_to_submit(tmp_path: Path, text: str, order: str) -> None:
+    assert load_config(write(tmp_path, text)).order == order
+
+
+def test_the_template_states_the_default_order(tmp_path: Path) -> None:
+    assert "\norder: submit\n" in TEMPLATE
+    assert load_config(tmp_path).order == "submit"  # no file at all
+
+
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
@@ -59,6 +73,11 @@ def test_settings_are_read(tmp_path: Path) -> None:
         ("trusted_users: [no-such-user-here]\n", 1, "not a user"),
         ("folders: [todo\n", 2, "not valid YAML"),
         ("- a\n- b\n", 1, "mapping"),
+        ("folders: [todo]\norder: biggest\n", 2,
+         "setting 'order' is 'biggest', which is not a known order; the known orders are "
+         "submit and largest-first."),
+        ("order: [submit]\n", 1, "setting 'order' must be a single value"),
+        ("order:\n", 1, "setting 'order' is empty; the known orders are submit and"),
     ],
 )
 def test_bad_settings_name_key_and_line(tmp_path: Path, text: str, line: int,

@@ -76,6 +76,60 @@ def test_scheduling_order(q: Queue) -> None:
     assert task.walltime == q.config.defaults.min_wc_time
 
 
+def sized(q: Queue, name: str, nodes: int, submit: float, directives: str = "", *,
+          folder: str = "todo") -> None:
+    """A task of ``nodes`` nodes in ``folder``, submitted (its mtime) at ``submit``."""
+    path = put(q.root / folder / name, f"#METAQ NODES {nodes}\n{directives}")
+    os.utime(path, (submit, submit))
+
+
+def ordered_queue(root: Path, order: str | None) -> Queue:
+    """A queue whose metaq.yaml says ``order: <order>`` (or nothing, for the default), with
+    tasks of 1, 4 and 2 nodes submitted in that order."""
+    q = Queue.init(root)
+    if order is not None:
+        (root / "metaq.yaml").write_text(f"order: {order}\n")
+    q = Queue(root)
+    sized(q, "one.sh", 1, 1000)
+    sized(q, "four.sh", 4, 1001)
+    sized(q, "two.sh", 2, 1002)
+    return q
+
+
+def test_largest_first_orders_equal_priority_tasks_by_size(tmp_path: Path) -> None:
+    q = ordered_queue(tmp_path / "q", "largest-first")
+    assert q.config.order == "largest-first"
+    want = ["todo/four.sh", "todo/two.sh", "todo/one.sh"]
+    assert [t.id for t in q.pending()] == want
+    # metaq ls and metaq status list what the runner picks from, in the same order
+    assert [e.id for e in q.entries("pending")] == want
+    assert q.next_task(nodes=4, gpus=0, seconds=3600).id == "todo/four.sh"
+    # A task added to a warm index is put in its place by bisection, with the same key.
+    sized(q, "three.sh", 3, 1003)
+    sized(q, "late_one.sh", 1, 999)
+    assert [t.id for t in q.pending()] == ["todo/four.sh", "todo/three.sh", "todo/two.sh",
+                                          "todo/late_one.sh", "todo/one.sh"]
+
+
+def test_the_default_order_is_submit_time(tmp_path: Path) -> None:
+    for order in (None, "submit"):
+        q = ordered_queue(tmp_path / f"q-{order}", order)
+        assert q.config.order == "submit"
+        assert [t.id for t in q.pending()] == ["todo/one.sh", "todo/four.sh", "todo/two.sh"]
+
+
+def test_folder_and_priority_still_win_over_size(tmp_path: Path) -> None:
+    q = ordered_queue(tmp_path / "q", "largest-first")
+    sized(q, "small_urgent.sh", 1, 2000, "#METAQ PRIORITY 1\n")
+    sized(q, "small_first.sh", 1, 2001, folder="priority")
+    sized(q, "huge_low.sh", 8, 900, "#METAQ PRIORITY -1\n")
+    # a malleable task counts at its smallest size, the count EASY holds nodes for
+    sized(q, "elastic.sh", 16, 800, "#METAQ TYPE malleable\n#METAQ MIN_NODES 3\n")
+    assert [t.id for t in q.pending()] == [
+        "priority/small_first.sh", "todo/small_urgent.sh", "todo/four.sh", "todo/elastic.sh",
+        "todo/two.sh", "todo/one.sh", "todo/huge_low.sh"]
+
+
 def test_hidden_paths_are_skipped(q: Queue) -> None:
     put(q.root / "todo" / ".hidden.sh")
     put(q.root / "todo" / ".git" / "x.sh")

@@ -4,9 +4,13 @@ placement, the wall clock, the protections for the batch node, lingering."""
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from metaq_py.queue import Queue
 from metaq_py.record import read_record
@@ -227,6 +231,35 @@ def test_a_task_keeps_its_place_and_submit_time(tmp_path: Path) -> None:
     failed = q.root / "failed/todo/a.sh"
     rec = read_record(failed, failed.stat().st_ino)
     assert rec is not None and rec.submit == submit and rec.attempts == 2
+
+
+@pytest.mark.parametrize(("order", "big_first"), [
+    ("largest-first", True),
+    ("submit", False),
+    (None, False),  # no order key in metaq.yaml: submit order
+])
+def test_the_queue_order_setting_decides_which_task_starts_first(
+        tmp_path: Path, order: str | None, big_first: bool) -> None:
+    """On 2 nodes, two 1-node tasks submitted before a 2-node task: in submit order the small
+    ones start together and the big one waits for both; largest-first starts the big one first."""
+    settings = SETTINGS + (f"order: {order}\n" if order is not None else "")
+    q = make_queue(tmp_path / "q", settings)
+    for i, (name, nodes) in enumerate((("a.sh", 1), ("b.sh", 1), ("big.sh", 2))):
+        path = task(q, name, "sleep 0.3", NODES=nodes)
+        os.utime(path, (1000 + i, 1000 + i))  # submit times in this order, whatever the clock
+    r = runner(q, nodes=2)
+    r.run()
+    log = q.root / "jobs" / r.jobid / "events.jsonl"
+    evs = [json.loads(line) for line in log.read_text().splitlines()]
+    start = {e["task"]: e["time"] for e in evs if e["event"] == "start"}
+    end = {e["task"]: e["time"] for e in evs if e["event"] == "end"}
+    assert sorted(start) == ["todo/a.sh", "todo/b.sh", "todo/big.sh"]
+    assert all(e["outcome"] == "finished" for e in evs if e["event"] == "end")
+    small = ("todo/a.sh", "todo/b.sh")
+    if big_first:
+        assert all(start[s] >= end["todo/big.sh"] for s in small)
+    else:
+        assert start["todo/big.sh"] >= max(end[s] for s in small)
 
 
 def test_the_example_queue_runs_on_a_copy(tmp_path: Path) -> None:

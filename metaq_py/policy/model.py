@@ -166,7 +166,8 @@ class Snapshot:
     inside a batch job the wall clock is a resource too.
 
     ``waiting`` is the waiting work; when ``ordered`` is true the driver promises it is already
-    sorted by :func:`metaq_py.policy.order.queue_key`, which spares a sort per decision.
+    in queue order (:mod:`metaq_py.policy.order`), which spares a sort per decision; otherwise
+    the decision sorts it by :func:`~metaq_py.policy.order.queue_key`.
     ``ondemand_waiting``, when the driver keeps count, is how many of ``waiting`` are on-demand
     jobs (``None``: the decision looks); a count of 0 spares the on-demand mechanisms a pass
     over the queue per decision.

@@ -1,10 +1,16 @@
 """The queue order: which waiting job comes first.
 
-There is exactly one order in metaq-py, used by the live runner, the simulator and every
-scheduler: folder rank first (``priority/`` before ``todo/``), then ``PRIORITY`` (higher first),
-then the original submit time (earlier first). A preempted job keeps its original submit time,
-so it resumes ahead of work submitted after it. Ties keep the order the driver passed, so a
-decision never depends on anything but its input.
+There is one order in metaq-py, used by the live runner, the simulator and every scheduler:
+folder rank first (``priority/`` before ``todo/``), then ``PRIORITY`` (higher first), then the
+original submit time (earlier first). A preempted job keeps its original submit time, so it
+resumes ahead of work submitted after it. Ties keep the order the driver passed, so a decision
+never depends on anything but its input.
+
+A queue may ask for larger tasks first among those of equal rank and priority
+(``order: largest-first`` in ``metaq.yaml``, :func:`metaq_py.index.order_key`). The runner then
+hands the decision its waiting jobs in that order with ``ordered=True``, and the policy keeps
+whatever order it is given; :func:`queue_key` is the default order, the one the simulator
+replays traces in.
 
 The on-demand mechanisms put on-demand jobs that could not start at once at the head of the
 queue, ahead of all batch work (:func:`ondemand_first`); the baseline schedulers do not.
