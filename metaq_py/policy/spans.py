@@ -290,9 +290,8 @@ class Spans(Set[NodeId]):
     def add(self, nodes: Iterable[NodeId]) -> None:
         """Add distinct ``nodes`` that are not in the pool (raises ``ValueError`` otherwise)."""
         bounds = self._bounds_of(nodes)
-        if not self.clear_of(bounds):
+        if not self.give_back(bounds):
             raise ValueError(f"{self!r} already holds some of {self.nodes(bounds)[:5]}")
-        self.give_runs(bounds)
 
     def remove(self, nodes: Iterable[NodeId]) -> None:
         """Remove distinct ``nodes`` that are all in the pool (raises ``ValueError`` otherwise)."""
