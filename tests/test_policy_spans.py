@@ -24,11 +24,17 @@ def _canonical(spans: Spans) -> None:
 node_sets = st.sets(st.integers(0, TOTAL - 1))
 
 
+def _pool(nodes: set[int]) -> Spans:
+    """A pool of ids ``0 .. TOTAL-1`` holding exactly ``nodes``."""
+    spans = Spans.full(TOTAL)
+    spans.remove(set(range(TOTAL)) - nodes)
+    return spans
+
+
 @given(start=node_sets, ops=st.lists(st.tuples(st.booleans(), node_sets), max_size=20))
 @settings(max_examples=300)
 def test_add_and_remove_match_a_set(start: set[int], ops: list[tuple[bool, set[int]]]) -> None:
-    spans = Spans.full(TOTAL)
-    spans.remove(set(range(TOTAL)) - start)
+    spans = _pool(start)
     model = set(start)
     for adding, nodes in ops:
         if adding:
@@ -53,8 +59,7 @@ def test_add_and_remove_match_a_set(start: set[int], ops: list[tuple[bool, set[i
 @settings(max_examples=500)
 def test_claim_takes_exactly_ascending_free_nodes_or_nothing(free: set[int],
                                                              want: list[int]) -> None:
-    spans = Spans.full(TOTAL)
-    spans.remove(set(range(TOTAL)) - free)
+    spans = _pool(free)
     before = list(spans.bounds)
     got = spans.claim(tuple(want))
     valid = all(a < b for a, b in pairwise(want)) and set(want) <= free
@@ -71,8 +76,7 @@ def test_claim_takes_exactly_ascending_free_nodes_or_nothing(free: set[int],
 
 @given(free=node_sets, k=st.integers(1, TOTAL))
 def test_claim_of_a_lowest_first_take_is_the_fast_single_run(free: set[int], k: int) -> None:
-    spans = Spans.full(TOTAL)
-    spans.remove(set(range(TOTAL)) - free)
+    spans = _pool(free)
     take = tuple(sorted(free)[:k])
     got = spans.claim(take)
     assert got is not None and got[1] == take
@@ -86,11 +90,9 @@ def test_claim_of_a_lowest_first_take_is_the_fast_single_run(free: set[int], k: 
 @settings(max_examples=500)
 def test_give_back_adds_runs_clear_of_the_pool_or_nothing(free: set[int],
                                                           back: set[int]) -> None:
-    spans = Spans.full(TOTAL)
-    spans.remove(set(range(TOTAL)) - free)
+    spans = _pool(free)
     before = list(spans.bounds)
-    runs = Spans.full(TOTAL)
-    runs.remove(set(range(TOTAL)) - back)  # the runs of ``back``: one or many
+    runs = _pool(back)  # the runs of ``back``: one or many
     gave = spans.give_back(list(runs.bounds))
     assert gave == (not back & free)
     if gave:

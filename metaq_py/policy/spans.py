@@ -250,17 +250,7 @@ class Spans(Set[NodeId]):
             i = bisect_right(b, lo)
             if i & 1 or (i < len(b) and hi > b[i]):
                 return False
-            left = i > 0 and b[i - 1] == lo
-            right = i < len(b) and b[i] == hi
-            if left and right:
-                del b[i - 1:i + 1]
-            elif left:
-                b[i - 1] = hi
-            elif right:
-                b[i] = lo
-            else:
-                b[i:i] = (lo, hi)
-            self.count += hi - lo
+            self._put(i, lo, hi)
             return True
         if not self.clear_of(bounds):
             return False
@@ -271,19 +261,24 @@ class Spans(Set[NodeId]):
         """Add the runs ``bounds``, which :meth:`clear_of` must have accepted."""
         b = self.bounds
         for x in range(0, len(bounds), 2):
-            lo, hi = bounds[x], bounds[x + 1]
-            i = bisect_right(b, lo)  # even: lo is in the gap before b[i]
-            left = i > 0 and b[i - 1] == lo
-            right = i < len(b) and b[i] == hi
-            if left and right:
-                del b[i - 1:i + 1]
-            elif left:
-                b[i - 1] = hi
-            elif right:
-                b[i] = lo
-            else:
-                b[i:i] = (lo, hi)
-            self.count += hi - lo
+            lo = bounds[x]
+            self._put(bisect_right(b, lo), lo, bounds[x + 1])
+
+    def _put(self, i: int, lo: int, hi: int) -> None:
+        """Add ``[lo, hi)``, which lies in the gap before ``bounds[i]`` (``i`` even), merging it
+        with the runs it touches: the inverse of :meth:`_cut`."""
+        b = self.bounds
+        left = i > 0 and b[i - 1] == lo
+        right = i < len(b) and b[i] == hi
+        if left and right:
+            del b[i - 1:i + 1]
+        elif left:
+            b[i - 1] = hi
+        elif right:
+            b[i] = lo
+        else:
+            b[i:i] = (lo, hi)
+        self.count += hi - lo
 
     # --- any nodes ----------------------------------------------------------------------------
 
