@@ -227,7 +227,9 @@ MALLEABLE = """
     echo "start $METAQ_ATTEMPT $METAQ_RESUME $METAQ_NODELIST" >> {out}
     trap 'echo "resize $(paste -sd, "$METAQ_RESIZE_FILE")" >> {out}; \\
           touch "$METAQ_RESIZE_FILE.ack"' USR2
-    while [ ! -e {stop} ]; do sleep 0.05; done
+    # the resize signal goes to the whole process group and may kill the sleep: its
+    # status must not become the loop's, and so the task's
+    while [ ! -e {stop} ]; do sleep 0.05 || :; done
 """
 
 

@@ -70,7 +70,9 @@ def test_paa_preempts_a_rigid_task_which_resumes_later(tmp_path: Path) -> None:
 MALLEABLE = """
     echo "start $METAQ_ATTEMPT $METAQ_RESUME $METAQ_NNODES" >> {out}
     trap 'echo "resize $(paste -sd, "$METAQ_RESIZE_FILE")" >> {out}; {ack}' USR2
-    while [ ! -e {stop} ]; do sleep 0.05; done
+    # the resize signal goes to the whole process group and may kill the sleep: its
+    # status must not become the loop's, and so the task's
+    while [ ! -e {stop} ]; do sleep 0.05 || :; done
 """
 
 
