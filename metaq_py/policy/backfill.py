@@ -104,19 +104,20 @@ def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -
     docstring)."""
     pool = work.free
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    # A first pass keeps only the jobs that could start: they fit in the nodes free now, and
-    # fit in the extra nodes or end by the shadow time at full size (a smaller size only runs
+    # A filter keeps only the jobs that could start: they fit in the nodes free now, and fit
+    # in the extra nodes or end by the shadow time at full size (a smaller size only runs
     # longer). Both limits only shrink during the pass, so the loop below still checks
-    # everything. A comprehension over slotted attributes is the cheapest pass in CPython
-    # 3.11 (cheaper than compress/map/attrgetter), and most of a long queue fails it.
+    # everything. A generator over slotted attributes is the cheapest filter in CPython 3.11
+    # (cheaper than compress/map/attrgetter), most of a long queue fails it, and the rest of
+    # the queue is not looked at once the free nodes are used up.
     free_now = pool.count
     if oracle:
-        fits = [job for job in rest if job.min_size <= free_now and (
+        fits = (job for job in rest if job.min_size <= free_now and (
             job.min_size <= extra or now + (
-                job.walltime if job.runtime is None else job.runtime) <= shadow_time)]
+                job.walltime if job.runtime is None else job.runtime) <= shadow_time))
     else:
-        fits = [job for job in rest if job.min_size <= free_now and (
-            job.min_size <= extra or now + job.walltime <= shadow_time)]
+        fits = (job for job in rest if job.min_size <= free_now and (
+            job.min_size <= extra or now + job.walltime <= shadow_time))
     for job in fits:
         count = pool.count
         if job.min_size > count or job.id in started:
