@@ -452,6 +452,8 @@ class Cluster:
 
     @staticmethod
     def _key(r: Running, true: bool) -> Ending:
+        # written out inline in _started and _remove too (one start and one end per job):
+        # keep the three alike; check() compares the indexes with this one
         e = r.true_end if true and r.true_end is not None else r.end
         return (e, r.nodes[0], r.job.id, len(r.nodes), r.borrowed)
 
