@@ -112,11 +112,7 @@ class Scheduler:
             arrived, queue = split_ondemand(queue)
         if not arrived and not snap.notices and not snap.owed:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
-            if not snap.free:
-                return NOTHING
-            work = Work(snap, oracle=self.oracle)
-            _FILL[self.backfill](work, queue)
-            return work.decision()
+            return self._baseline(snap)
         work = Work(snap, oracle=self.oracle)
         order = notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}
