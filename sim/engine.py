@@ -437,7 +437,8 @@ class Engine:
             s_time.append(now)
             s_busy.append(busy)
             s_queued.append(len(waiting))
-            s_reserved.append(sum(map(len, reserved.values())) if reserved else 0)
+            s_reserved.append(sum([pool.count for pool in reserved.values()])
+                              if reserved else 0)
 
         if progress is not None:
             progress(finished)
