@@ -88,18 +88,13 @@ class Job:
             raise ValueError(f"job {self.id!r}: need 1 <= min_size <= size, got "
                              f"{self.min_size} and {self.size}")
 
-    def estimate(self, oracle: bool) -> float:
-        """The time this job is assumed to need at full size."""
-        if oracle and self.runtime is not None:
-            return self.runtime
-        return self.walltime
-
     def time_at(self, nodes: int, oracle: bool) -> float:
         """The time this job is assumed to need on ``nodes`` nodes.
 
-        Malleable speedup is linear: ``estimate * size / nodes``. Other kinds run at ``size``.
+        The estimate at full size is the requested walltime, or the true runtime with
+        ``oracle`` (when it is known). Malleable speedup is linear: ``estimate * size / nodes``.
+        Other kinds run at ``size``.
         """
-        # estimate() inlined: every decision asks this of most jobs it looks at
         est = self.runtime if oracle and self.runtime is not None else self.walltime
         return est if nodes == self.size else est * self.size / nodes
 
