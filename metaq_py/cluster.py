@@ -109,7 +109,7 @@ class Cluster:
         return MappingProxyType(self._running)
 
     @property
-    def reserved(self) -> Mapping[str, Set[NodeId]]:
+    def reserved(self) -> Mapping[str, Spans]:
         """Idle nodes held for each notice."""
         return MappingProxyType(self._reserved)
 

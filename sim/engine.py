@@ -60,6 +60,7 @@ from dataclasses import replace
 from heapq import heappop, heappush
 from itertools import count
 from math import isnan
+from typing import cast
 
 import numpy as np
 
@@ -72,6 +73,7 @@ from metaq_py.policy.model import (
     Job,
     JobId,
     Kind,
+    Notice,
     Preempt,
     Running,
     Shrink,
@@ -79,6 +81,7 @@ from metaq_py.policy.model import (
 )
 from metaq_py.policy.order import queue_key
 from sim.arrivals import Feed, feed
+from sim.errors import SimulationError
 from sim.events import Event, EventKind
 from sim.failures import NodeFailures
 from sim.metrics import KIND_CODE, Columns
@@ -96,10 +99,6 @@ _FAILURE = int(EventKind.FAILURE)
 _REPAIR = int(EventKind.REPAIR)
 _WAKE = int(EventKind.WAKE)
 _PROGRESS_EVERY = 4096  # events between progress calls: cheap, and smooth enough for a bar
-
-
-class SimulationError(RuntimeError):
-    """The scheduler asked for something the Cluster refused: a bug in a policy."""
 
 
 class _Ledger:
@@ -208,8 +207,6 @@ class Engine:
         self._ran = True
         wall0 = time.perf_counter()
         feed_, cluster, scheduler = self.feed, self.cluster, self.scheduler
-        decide = scheduler.decide
-        apply, start, finish = cluster.apply, cluster.start, cluster.finish
         hybrid = feed_.hybrid
         progress = self.progress
         skip_inert = self.skip_inert
@@ -237,13 +234,11 @@ class Engine:
         if notice is not None:
             heappush(heap, (notice.issued, _NOTICE, next(seq), notice, 0))
         clock = self.clock if self.clock is not None else Clock(heap[0][0] if heap else 0.0)
-        advance = clock.advance_to
         failures = self.failures
         if failures is not None and failures.next_time() != math.inf:
             heappush(heap, (failures.next_time(), _FAILURE, next(seq), None, 0))
 
         ledger = _Ledger()
-        opened = ledger.open
         started_at, ended_at, lost = ledger.start, ledger.end, ledger.lost
         preemptions, shrinks, versions = ledger.preemptions, ledger.shrinks, ledger.version
         live: dict[JobId, int] = {}  # the ledger row of every job submitted and not ended
@@ -263,10 +258,12 @@ class Engine:
 
         while heap:
             now = heap[0][0]
-            advance(now)
+            clock.advance_to(now)
             changed = False
             inert = skip_inert
-            tail_least = math.inf  # the smallest min_size of this instant's submits at the tail
+            # the smallest min_size of this instant's submits at the tail (more than any pool
+            # holds while there are none)
+            tail_least = cluster.total + 1
             while heap and heap[0][0] == now:
                 _, kind, _, subject, version = heappop(heap)
                 events += 1
@@ -274,16 +271,16 @@ class Engine:
                     row = live.get(subject)
                     if row is None or versions[row] != version:
                         continue  # the job was preempted or resized since
-                    busy -= len(finish(subject, now=now).nodes)
+                    busy -= len(cluster.finish(cast(JobId, subject), now=now).nodes)
                     del live[subject]
                     ended_at[row] = now
                     finished += 1
                     changed = True
                     inert = False
                 elif kind == _SUBMIT:
-                    job = subject
+                    job = cast(Job, subject)
                     live[job.id] = rows
-                    opened(job)
+                    ledger.open(job)
                     rows += 1
                     waiting_by_id[job.id] = job
                     _count_in(sizes, smallest, job.min_size)
@@ -300,12 +297,12 @@ class Engine:
                     else:
                         insort(waiting, job, key=queue_key)
                         inert = False
-                    job = next(jobs, None)
-                    if job is not None:
-                        heappush(heap, (job.submit, _SUBMIT, next(seq), job, 0))
+                    arriving = next(jobs, None)
+                    if arriving is not None:
+                        heappush(heap, (arriving.submit, _SUBMIT, next(seq), arriving, 0))
                     changed = True
                 elif kind == _NOTICE:
-                    cluster.add_notice(subject)
+                    cluster.add_notice(cast(Notice, subject))
                     notice = next(notices, None)
                     if notice is not None:
                         heappush(heap, (notice.issued, _NOTICE, next(seq), notice, 0))
@@ -314,7 +311,7 @@ class Engine:
                         inert = False  # its notice strategy may reserve or preempt
                 elif kind == _FAILURE:
                     strike = failures.strike(cluster, now)  # type: ignore[union-attr]
-                    if strike.repair is not None:
+                    if strike.repair is not None and strike.repaired_at is not None:
                         heappush(heap, (strike.repaired_at, _REPAIR, next(seq), strike.repair,
                                         0))
                     if strike.kill is not None:
@@ -372,7 +369,7 @@ class Engine:
                 # the scheduler then sees running jobs end at their walltime, as in CQSim
                 snap = replace(snap, ending_true=snap.ending)
             t0 = time.perf_counter()
-            decision = decide(snap)
+            decision = scheduler.decide(snap)
             timings.append(time.perf_counter() - t0)
             settled = plain or not decision.actions
             wake_version += 1
@@ -387,7 +384,8 @@ class Engine:
                         if type(action) is Start:
                             job = waiting_by_id.pop(action.job)
                             # what apply() does for a Start, without its dispatch
-                            r = start(job, action.nodes, now=now, borrowed=action.borrowed)
+                            r = cluster.start(job, action.nodes, now=now,
+                                              borrowed=action.borrowed)
                             row = live[job.id]
                             if isnan(started_at[row]):  # its first start, not a resumption
                                 started_at[row] = now
@@ -399,7 +397,7 @@ class Engine:
                             if job.kind is ondemand:
                                 ondemand_waiting -= 1
                         elif type(action) is Preempt:
-                            r = apply(action, now=now)
+                            r = cluster.preempt(action.job, now=now)
                             row = live[action.job]
                             preemptions[row] += 1
                             lost[row] += lost_node_seconds(r, now)
@@ -412,16 +410,19 @@ class Engine:
                             waiting_by_id[back.id] = back
                         elif type(action) is Shrink or type(action) is Expand:
                             before = len(cluster.running[action.job].nodes)
-                            r = apply(action, now=now)
-                            row = live[action.job]
                             if type(action) is Shrink:
-                                shrinks[row] += 1
+                                r = cluster.shrink(action.job, action.nodes, now=now,
+                                                   for_job=action.for_job)
+                                shrinks[live[action.job]] += 1
+                            else:
+                                r = cluster.expand(action.job, action.nodes, now=now)
+                            row = live[action.job]
                             versions[row] += 1
                             heappush(heap, (_end_of(r), _FINISH, next(seq), action.job,
                                             versions[row]))
                             busy += len(r.nodes) - before
                         else:
-                            apply(action, now=now)
+                            cluster.apply(action, now=now)
                     except (ClusterError, KeyError) as e:
                         raise SimulationError(
                             f"at t={now:g} the {scheduler.name} scheduler's {action!r} was "

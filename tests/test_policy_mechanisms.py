@@ -18,6 +18,7 @@ from metaq_py.policy import (
     checkpoint_plan,
     make_scheduler,
 )
+from metaq_py.policy.mechanisms import ArrivalStrategy, Backfill, NoticeStrategy, Scheduler
 from metaq_py.policy.model import Kind
 from tests.policy_world import World, job
 
@@ -48,6 +49,15 @@ def test_bad_options_get_one_sentence(call: object, message: str) -> None:
 def test_options_are_keyword_only() -> None:
     with pytest.raises(TypeError):
         make_scheduler("easy", True)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("notice", "arrival"), [(NoticeStrategy.CUA, None),
+                                                  (None, ArrivalStrategy.PAA)])
+def test_a_scheduler_takes_both_on_demand_strategies_or_neither(notice, arrival) -> None:
+    with pytest.raises(ValueError, match="both a notice and an arrival strategy"):
+        Scheduler("half", Backfill.EASY, notice, arrival)
+    assert Scheduler("both", Backfill.EASY, NoticeStrategy.CUA, ArrivalStrategy.PAA).notice
+    assert Scheduler("neither", Backfill.EASY).arrival is None
 
 
 def test_owed_nodes_go_back_before_anything_else() -> None:

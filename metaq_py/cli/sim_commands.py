@@ -57,8 +57,8 @@ def simulate(
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
     from metaq_py.policy import make_scheduler
-    from sim.engine import SimulationError
     from sim.engine import simulate as run_simulation
+    from sim.errors import SimulationError
     from sim.report import write_outputs
     from sim.trace import TraceError
 

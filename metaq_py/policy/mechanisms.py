@@ -27,7 +27,7 @@ always gives the same decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -54,11 +54,6 @@ class Backfill(str, Enum):
     def __str__(self) -> str:
         return self.value
 
-
-_FILL: dict[Backfill, Callable[[Work, Sequence[Job]], None]] = {
-    Backfill.EASY: easy,
-    Backfill.CONSERVATIVE: conservative,
-}
 
 MECHANISMS: tuple[str, ...] = (
     "easy", "conservative",
@@ -87,20 +82,34 @@ class Scheduler:
     release_after: float = 600.0
     warning: float = 120.0
 
+    def __post_init__(self) -> None:
+        if (self.notice is None) != (self.arrival is None):
+            raise ValueError(f"scheduler {self.name!r} needs both a notice and an arrival "
+                             "strategy (an on-demand mechanism) or neither (a baseline)")
+
     def decide(self, snapshot: Snapshot) -> Decision:
         """The actions to take now, in order, and when to decide again at the latest."""
-        if self.arrival is None:
+        arrival, notice = self.arrival, self.notice
+        if arrival is None or notice is None:
             return self._baseline(snapshot)
-        return self._hybrid(snapshot)
+        return self._hybrid(snapshot, arrival, notice)
 
     def _baseline(self, snap: Snapshot) -> Decision:
         if not snap.waiting or not snap.free:
             return NOTHING
         work = Work(snap, oracle=self.oracle)
-        _FILL[self.backfill](work, in_order_view(snap.waiting, ordered=snap.ordered))
+        self._fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
         return work.decision()
 
-    def _hybrid(self, snap: Snapshot) -> Decision:
+    def _fill(self, work: Work, queue: Sequence[Job]) -> None:
+        # called, not looked up in a table of functions: mypyc then calls the native code
+        if self.backfill is Backfill.EASY:
+            easy(work, queue)
+        else:
+            conservative(work, queue)
+
+    def _hybrid(self, snap: Snapshot, arrival: ArrivalStrategy,
+                notice: NoticeStrategy) -> Decision:
         waiting = snap.waiting
         none_arrived = snap.ondemand_waiting == 0  # the driver counted: no pass over the queue
         if not snap.notices and not snap.owed and (not waiting or not snap.free) \
@@ -121,10 +130,10 @@ class Scheduler:
             if lender in snap.running:
                 work.expand(lender, nodes)
         for job in arrived:
-            admit(work, job, self.arrival, order)
-        collect(work, order, self.notice, warning=self.warning)
-        _FILL[self.backfill](work, queue)
-        if self.notice is not NoticeStrategy.N:
+            admit(work, job, arrival, order)
+        collect(work, order, notice, warning=self.warning)
+        self._fill(work, queue)
+        if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
         return work.decision()
 

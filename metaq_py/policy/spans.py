@@ -129,7 +129,7 @@ class Spans(Set[NodeId]):
                 while b[j] - b[j - 1] < left:
                     left -= b[j] - b[j - 1]
                     j += 2
-                out = b[:j - 1]
+                out: Bounds = b[:j - 1]
                 out += (b[j - 1], b[j - 1] + left)
                 canon = self.nodes(out)
                 if canon == nodes:
@@ -142,7 +142,7 @@ class Spans(Set[NodeId]):
                     return out, canon
         except (IndexError, TypeError):  # no nodes, or not ints: the general path decides
             pass
-        out: Bounds = []
+        out = []
         at: list[int] = []  # for each run, the index of the end of the pool run holding it
         i = 0
         try:
