@@ -34,7 +34,6 @@ from collections.abc import Mapping, Sequence, Set
 from types import MappingProxyType
 
 from metaq_py.policy.model import (
-    Action,
     Ending,
     Expand,
     Job,
@@ -73,7 +72,8 @@ class Cluster:
     decision that asks for it sorts the running jobs itself, to the same order.
     """
 
-    def __init__(self, total: int, *, ends: str = "both") -> None:
+    def __init__(self, total: object, *, ends: str = "both") -> None:
+        # typed object: a bad total gets this ClusterError, not a compiled int check's TypeError
         if isinstance(total, bool) or not isinstance(total, int) or total < 1:
             raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
         if ends not in ENDS:
@@ -151,8 +151,10 @@ class Cluster:
 
     # --- actions -----------------------------------------------------------------------------
 
-    def apply(self, action: Action, *, now: float, job: Job | None = None) -> Running | None:
-        """Apply one scheduler action at ``now``; ``job`` is the waiting job a Start names."""
+    def apply(self, action: object, *, now: float, job: Job | None = None) -> Running | None:
+        """Apply one scheduler action at ``now``; ``job`` is the waiting job a Start names.
+
+        ``action`` is typed ``object`` because anything else gets a ClusterError here."""
         if isinstance(action, Start):
             if job is None or job.id != action.job:
                 raise ClusterError(f"starting job {action.job!r} needs its waiting Job record")

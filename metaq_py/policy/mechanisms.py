@@ -102,7 +102,6 @@ class Scheduler:
         return work.decision()
 
     def _fill(self, work: Work, queue: Sequence[Job]) -> None:
-        # called, not looked up in a table of functions: mypyc then calls the native code
         if self.backfill is Backfill.EASY:
             easy(work, queue)
         else:
