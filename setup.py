@@ -2,7 +2,8 @@
 
 The modules in ``COMPILED`` are plain typed Python that mypyc turns into C extensions: the
 policy core, the Cluster and the simulator's engine, which every simulated event runs through.
-Compiled, a simulation runs about 1.6 times as fast; the code and the results are the same.
+Compiled, a simulation runs about 2.5 times as fast; the code and the results are the same
+(``tests/test_build.py``).
 
 The build falls back to pure Python, which behaves identically, when:
 
@@ -12,7 +13,7 @@ The build falls back to pure Python, which behaves identically, when:
 - mypyc cannot be imported, rejects the code, or no C compiler works (each extension is
   optional, so a failed compile skips it with a warning).
 
-``python -c "import metaq_py.policy.model as m; print(m.__file__)"`` shows which one runs.
+``python -c "import metaq_py; print(metaq_py.build())"`` says which one runs.
 """
 
 from __future__ import annotations

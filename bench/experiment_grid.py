@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.append(str(REPO))  # the installed package first: it may be the compiled build
 
+from metaq_py import build  # noqa: E402
 from sim.experiment import load_source, run_grid, run_one  # noqa: E402
 from sim.runspec import RunSpec, TraceSource  # noqa: E402
 from sim.studies import STUDIES, build_grid  # noqa: E402
@@ -115,6 +116,7 @@ def main() -> None:
                         help="times the one run is repeated; the best is the figure (the "
                              "machine is shared, so slower runs measure its other tenants)")
     args = parser.parse_args()
+    print(f"policy core: {build()}")
     if not args.trace.is_file():
         print(f"no trace at {args.trace}; nothing to measure")
         return

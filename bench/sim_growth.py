@@ -52,6 +52,9 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.one, args.policy)))
         return
+    from metaq_py import build
+
+    print(f"policy core: {build()}")
     print(f"{'jobs':>10}{'wall s':>9}{'cpu s':>9}{'us/job':>9}{'events/s':>11}{'peak MB':>9}"
           f"{'mean wait h':>13}{'mean queue':>12}{'summary s':>11}")
     for jobs in (int(x) for x in args.sizes.split(",")):

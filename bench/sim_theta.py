@@ -18,6 +18,7 @@ import pstats
 import time
 from pathlib import Path
 
+from metaq_py import build
 from metaq_py.policy import MECHANISMS
 from sim.engine import simulate
 from sim.trace import load_trace
@@ -44,6 +45,9 @@ def best_of(repeat: int, run) -> tuple[float, float, object]:
 
 def layer_profile(trace) -> None:
     """cProfile's own time, summed by the file it was spent in."""
+    if build() != "pure Python":
+        print("\nnote: cProfile does not see inside compiled modules; for the layers, profile "
+              "an editable install (pure Python)")
     prof = cProfile.Profile()
     prof.runcall(simulate, trace, policy="easy", oracle=True)
     stats = pstats.Stats(prof)
@@ -71,7 +75,8 @@ def main() -> None:
 
     t0 = time.perf_counter()
     trace = load_trace(args.trace)
-    print(f"loaded {len(trace):,} jobs in {time.perf_counter() - t0:.2f} s")
+    print(f"loaded {len(trace):,} jobs in {time.perf_counter() - t0:.2f} s; "
+          f"policy core: {build()}")
 
     print(f"\n{'run':<28}{'wall s':>8}{'cpu s':>8}{'jobs/s':>10}{'events/s':>10}"
           f"{'decide s':>10}{'target':>8}{'vs CQSim':>10}")

@@ -5,3 +5,12 @@ node bookkeeping, ``runner`` the live driver and the top-level ``sim`` package t
 """
 
 __version__ = "0.1.0"
+
+
+def build() -> str:
+    """Which build of the policy core runs here: ``"compiled (mypyc)"`` or ``"pure Python"``
+    (``setup.py`` says when each is installed)."""
+    from metaq_py.policy.model import Job
+    from metaq_py.policy.value import compiled
+
+    return "compiled (mypyc)" if compiled(Job) else "pure Python"

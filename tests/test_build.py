@@ -23,6 +23,7 @@ import numpy as np
 from sim.engine import simulate
 from sim.synthetic import synthetic_trace
 from sim.workload import WorkloadModel, hybrid_workload
+import metaq_py
 import metaq_py.policy.model as model
 
 trace = synthetic_trace(jobs=3000, seed=7)
@@ -35,7 +36,7 @@ for policy, source, oracle in runs:
     for column in (c.start, c.end, c.lost, c.preemptions, c.shrinks):
         h.update(np.ascontiguousarray(column).tobytes())
     digests[policy] = h.hexdigest()
-print(json.dumps({"model": model.__file__, "digests": digests}))
+print(json.dumps({"model": model.__file__, "build": metaq_py.build(), "digests": digests}))
 """
 
 
@@ -61,6 +62,12 @@ def test_every_compiled_module_exists_and_type_checks() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_source_says_it_is_pure_python() -> None:
+    import metaq_py
+
+    assert metaq_py.build() == "pure Python"  # tests import the checkout, never a build
+
+
 def run(cwd: Path, env: dict[str, str]) -> dict:
     done = subprocess.run([sys.executable, "-c", RUN], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
@@ -79,7 +86,9 @@ def test_the_installed_compiled_build_schedules_exactly_as_the_source(tmp_path: 
                     "`pip install .` with a C compiler builds it")
     ours = run(ROOT, {**env, "PYTHONPATH": str(ROOT)})
     assert ours["model"].endswith(".py")  # the source, in pure Python
+    assert ours["build"] == "pure Python"
     theirs = run(tmp_path, env)
     assert theirs["model"] == str(installed)
+    assert theirs["build"] == "compiled (mypyc)"
     assert theirs["digests"] == ours["digests"]
     assert len(set(ours["digests"].values())) == 3  # three different runs, not one repeated
