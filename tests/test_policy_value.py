@@ -13,27 +13,24 @@ from hypothesis import strategies as st
 from metaq_py.policy.value import compiled, faster_init, value
 
 
-@value
-class Fast:
-    a: int
-    b: str = "x"
-    c: list[int] = field(default_factory=list)
+def declared(name: str) -> type:
+    """A new class named ``name`` with the same fields and checks, to be made a dataclass."""
 
-    def __post_init__(self) -> None:
-        if self.a < 0:
-            raise ValueError("a must be >= 0")
+    class Declared:
+        a: int
+        b: str = "x"
+        c: list[int] = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError("a must be >= 0")
+
+    Declared.__name__ = Declared.__qualname__ = name
+    return Declared
 
 
-@faster_init
-@dataclass(frozen=True)
-class FastDict:
-    a: int
-    b: str = "x"
-    c: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.a < 0:
-            raise ValueError("a must be >= 0")
+Fast = value(declared("Fast"))
+FastDict = faster_init(dataclass(frozen=True)(declared("FastDict")))
 
 
 FAST = pytest.mark.parametrize("fast", [Fast, FastDict], ids=["slotted", "dict"])
