@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Start, make_scheduler
-from metaq_py.policy.model import Job, Kind
+from metaq_py.policy.backfill import conservative, decision, easy
+from metaq_py.policy.model import NOTHING, Job, Kind
 from tests.policy_world import World, job
 
 
@@ -213,3 +214,15 @@ def test_same_input_same_decision(state: tuple[list[tuple[int, int]], list]) -> 
             assert w.scheduler.decide(snap) == first
             decisions.append(first)
     assert decisions[0] == decisions[1] and decisions[2] == decisions[3]
+
+
+def test_a_backfilling_decision_is_the_baselines_and_nothing_without_work() -> None:
+    for fill, name in ((easy, "easy"), (conservative, "conservative")):
+        w = World(10)
+        _blocked_head(w)
+        assert decision(w.snapshot(), fill=fill, oracle=False) == \
+            make_scheduler(name).decide(w.snapshot())
+        w.submit(job("X", 2, 500.0, submit=2.0), job("Z", 2, 50.0, submit=4.0))
+        made = decision(w.snapshot(), fill=fill, oracle=False)
+        assert made == make_scheduler(name).decide(w.snapshot()) and made.actions
+        assert decision(World(10).snapshot(), fill=fill, oracle=False) is NOTHING

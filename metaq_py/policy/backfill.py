@@ -37,11 +37,28 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 
-from metaq_py.policy.model import Job
+from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
+from metaq_py.policy.order import in_order_view
 from metaq_py.policy.work import Work
+
+Fill = Callable[[Work, Sequence[Job]], None]
+"""A backfilling pass: :func:`easy` or :func:`conservative`."""
+
+
+def decision(snap: Snapshot, *, fill: Fill, oracle: bool) -> Decision:
+    """One backfilling decision over ``snap`` with ``fill``: a baseline's whole decision, and
+    an on-demand mechanism's at an instant with no notice, no owed node and no on-demand job
+    waiting. It lives here rather than in :mod:`~metaq_py.policy.mechanisms`, which stays
+    Python (``setup.py``), so that each simulated decision runs in compiled code throughout.
+    """
+    if not snap.waiting or not snap.free:
+        return NOTHING
+    work = Work(snap, oracle=oracle)
+    fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
+    return work.decision()
 
 
 def shadow(work: Work, job: Job) -> tuple[float, int] | None:

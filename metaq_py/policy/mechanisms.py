@@ -27,12 +27,11 @@ always gives the same decision.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from metaq_py.policy.arrival import ArrivalStrategy, admit
-from metaq_py.policy.backfill import conservative, easy
+from metaq_py.policy.backfill import Fill, conservative, decision, easy
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
     NoticeStrategy,
@@ -54,6 +53,8 @@ class Backfill(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+
+_FILL: dict[Backfill, Fill] = {Backfill.EASY: easy, Backfill.CONSERVATIVE: conservative}
 
 MECHANISMS: tuple[str, ...] = (
     "easy", "conservative",
@@ -95,17 +96,7 @@ class Scheduler:
         return self._hybrid(snapshot, arrival, notice)
 
     def _baseline(self, snap: Snapshot) -> Decision:
-        if not snap.waiting or not snap.free:
-            return NOTHING
-        work = Work(snap, oracle=self.oracle)
-        self._fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
-        return work.decision()
-
-    def _fill(self, work: Work, queue: Sequence[Job]) -> None:
-        if self.backfill is Backfill.EASY:
-            easy(work, queue)
-        else:
-            conservative(work, queue)
+        return decision(snap, fill=_FILL[self.backfill], oracle=self.oracle)
 
     def _hybrid(self, snap: Snapshot, arrival: ArrivalStrategy,
                 notice: NoticeStrategy) -> Decision:
@@ -131,7 +122,7 @@ class Scheduler:
         for job in arrived:
             admit(work, job, arrival, order)
         collect(work, order, notice, warning=self.warning)
-        self._fill(work, queue)
+        _FILL[self.backfill](work, queue)
         if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
         return work.decision()
