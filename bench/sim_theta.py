@@ -1,9 +1,12 @@
 """How fast the simulator replays the full Theta 2022 trace.
 
 Prints, for EASY on the plain trace (23,911 jobs, 4,360 nodes), the wall and CPU time, jobs per
-second and the ratio against CQSim's 12.3 s on a 2-core machine (target: at most 0.5 s); then
-the same for every scheduler on a hybrid W5 workload of the full trace (target: at most 2 s
-each). Each figure is the best of ``--repeat`` runs (default 3), since the machine is shared.
+second and the ratio against CQSim's 12.3 s on a 2-core machine (target, with oracle runtimes
+as CQSim runs it: at most 0.5 s); then the same for every scheduler on a hybrid W5 workload of
+the full trace (target for each on-demand mechanism: at most 2 s; the baselines have none),
+and whether the targets are met. It says which build of the policy core ran
+(``metaq_py.build()``): the figures are for the compiled one that ``pip install .`` builds.
+Each figure is the best of ``--repeat`` runs (default 3), since the machine is shared.
 With ``--profile``, it also prints where the EASY run spends its time, grouped by layer
 (engine, cluster bookkeeping, policy), from cProfile.
 
@@ -80,19 +83,34 @@ def main() -> None:
 
     print(f"\n{'run':<28}{'wall s':>8}{'cpu s':>8}{'jobs/s':>10}{'events/s':>10}"
           f"{'decide s':>10}{'target':>8}{'vs CQSim':>10}")
+    def row(label: str, wall: float, cpu: float, result, target: float | None) -> None:
+        print(f"{label:<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
+              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
+              f"{'-' if target is None else f'{target:.1f}':>8}{CQSIM_SECONDS / wall:9.1f}x")
+
+    verdicts = []
     for label, oracle in (("easy (oracle)", True), ("easy (walltimes)", False)):
         wall, cpu, result = best_of(args.repeat, lambda o=oracle: simulate(
             trace, policy="easy", oracle=o))
-        print(f"{label:<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
-              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
-              f"{EASY_TARGET:8.1f}{CQSIM_SECONDS / wall:9.1f}x")
+        # the target is CQSim's setting: EASY with oracle runtimes
+        row(label, wall, cpu, result, EASY_TARGET if oracle else None)
+        if oracle:
+            verdicts.append(f"easy (oracle) {wall:.2f} s against {EASY_TARGET} s: "
+                            f"{'met' if wall <= EASY_TARGET else 'NOT met'}")
 
     work = hybrid_workload(trace, WorkloadModel.for_workload("W5", seed=0))
+    slowest = 0.0
     for name in MECHANISMS:
         wall, cpu, result = best_of(args.repeat, lambda n=name: simulate(work, policy=n))
-        print(f"{name + ' on W5':<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
-              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
-              f"{MECHANISM_TARGET:8.1f}{CQSIM_SECONDS / wall:9.1f}x")
+        ondemand = "&" in name  # the target is for the on-demand mechanisms, not the baselines
+        row(name + " on W5", wall, cpu, result, MECHANISM_TARGET if ondemand else None)
+        if ondemand:
+            slowest = max(slowest, wall)
+    verdicts.append(f"slowest on-demand mechanism {slowest:.2f} s against {MECHANISM_TARGET} "
+                    f"s: {'met' if slowest <= MECHANISM_TARGET else 'NOT met'}")
+    print()
+    for verdict in verdicts:
+        print(verdict)
     if args.profile:
         layer_profile(trace)
 
