@@ -25,6 +25,8 @@ def test_no_arguments_simulates_the_synthetic_default(tmp_path, monkeypatch) -> 
     assert doc["run"]["policy"] == "easy" and doc["run"]["seed"] == 0
     assert "wait: mean / median / p95" in result.output
     assert str(out) in result.output.replace("\n", "")
+    # the source tree runs here, so the pure-Python core
+    assert "by the pure Python policy core" in result.output.replace("\n", " ")
 
 
 def test_hybrid_workload_with_a_mechanism(tmp_path) -> None:

@@ -56,6 +56,7 @@ def simulate(
     plots: Annotated[bool, typer.Option(help="Write the PNG plots.")] = True,
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
+    from metaq_py import build
     from metaq_py.policy import make_scheduler
     from sim.engine import simulate as run_simulation
     from sim.errors import SimulationError
@@ -82,6 +83,8 @@ def simulate(
     except (SimulationError, OSError) as e:
         _fail(e)
     _out.print(_table(result, summary))
+    _out.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
+               f"({count / result.wall_seconds:,.0f} jobs/s).")
     _out.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
 
 
