@@ -43,7 +43,7 @@ def test_pure_python_keeps_the_written_out_inits() -> None:
 
 @pytest.mark.parametrize(("cls", "init"), INITS)
 def test_an_init_takes_the_fields_in_order_with_their_defaults(cls: type, init) -> None:
-    params = list(inspect.signature(init).parameters.values())[1:]
+    params = list(inspect.signature(init, follow_wrapped=False).parameters.values())[1:]
     assert [p.name for p in params] == [f.name for f in fields(cls)]
     for p, f in zip(params, fields(cls), strict=True):
         if f.default is not MISSING:
