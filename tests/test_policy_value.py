@@ -1,4 +1,4 @@
-"""faster_init() and value(): frozen dataclasses whose faster __init__ behaves exactly like the
+"""faster_init(): frozen dataclasses whose faster __init__ behaves exactly like the
 usual one, slotted or not."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.policy.value import compiled, faster_init, value
+from metaq_py.policy.value import compiled, faster_init
 
 
 def declared(name: str) -> type:
@@ -29,7 +29,7 @@ def declared(name: str) -> type:
     return Declared
 
 
-Fast = value(declared("Fast"))
+Fast = faster_init(dataclass(frozen=True, slots=True)(declared("Fast")))
 FastDict = faster_init(dataclass(frozen=True)(declared("FastDict")))
 
 

@@ -18,15 +18,15 @@ mypyc compiles to direct stores, is faster still: :func:`faster_init` leaves a c
 alone, and in pure Python replaces it like any other, keeping it as ``__init__.__wrapped__``.
 That is why :mod:`metaq_py.policy.model` declares its values with a plain
 ``@dataclass(frozen=True)`` (a slotted dataclass is a new class that mypyc cannot compile) and
-calls :func:`faster_init` on them; :func:`value` is the shorthand for classes that are never
-compiled.
+calls :func:`faster_init` on them. A class that is never compiled may be slotted:
+``@faster_init`` over ``@dataclass(frozen=True, slots=True)``.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, fields
 from types import FunctionType
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -84,9 +84,3 @@ def faster_init(cls: type[T]) -> type[T]:
     init.__wrapped__ = original
     made.__init__ = init
     return cls
-
-
-@dataclass_transform(frozen_default=True)
-def value(cls: type[T]) -> type[T]:
-    """``@dataclass(frozen=True, slots=True)`` with :func:`faster_init`."""
-    return faster_init(dataclass(frozen=True, slots=True)(cls))
