@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # mechanism on its hybrid workload (preemptions, shrinks, notices). Prints a digest of every
 # job's outcome, so the installed build and the source can be compared.
 RUN = """
-import hashlib, json, sys
+import hashlib, json
 import numpy as np
 from sim.engine import simulate
 from sim.synthetic import synthetic_trace
