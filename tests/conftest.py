@@ -124,6 +124,24 @@ class JobEnd:
 
 
 @dataclass(frozen=True)
+SLURM_END_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
+"""The job states SLURM documents as final. Any other state (PENDING, RUNNING, CONFIGURING,
+COMPLETING, SIGNALING, STAGE_OUT, SUSPENDED, REQUEUED, RESIZING, ...) passes, so a wait that
+took "anything but a few" as the end raced SLURM while it delivered ``--signal``."""
+
+
 class SlurmCluster:
     """The local test cluster, with helpers for submitting jobs and waiting for them."""
 
@@ -174,7 +192,7 @@ class SlurmCluster:
             state = fields.get("JobState", "")
             if not fields:
                 raise AssertionError(f"SLURM forgot job {jobid} before its end was seen")
-            if state not in {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}:
+            if state in SLURM_END_STATES:
                 code, _, sig = fields.get("ExitCode", "0:0").partition(":")
                 return JobEnd(state, int(code), int(sig or 0))
             time.sleep(0.25)
