@@ -36,8 +36,8 @@ COMPILED = [
     "metaq_py/policy/pool.py",
     "metaq_py/policy/spans.py",
     "metaq_py/policy/work.py",
-    "sim/arrivals.py",
-    "sim/engine.py",
+    "sim/engine/arrivals.py",
+    "sim/engine/core.py",
 ]
 """What mypyc compiles. Not among them: ``metaq_py/policy/value.py``, which writes ``__init__``
 methods at import time, and ``metaq_py/policy/mechanisms.py``, whose :class:`Scheduler` a

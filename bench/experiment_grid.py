@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO))  # the installed package first: it may be the compiled build
 
 from metaq_py import build  # noqa: E402
-from sim.experiment import load_source, run_grid, run_one  # noqa: E402
-from sim.runspec import RunSpec, TraceSource  # noqa: E402
-from sim.studies import STUDIES, build_grid  # noqa: E402
-from sim.workload import WORKLOADS, hybrid_workload  # noqa: E402
+from sim.run.spec import RunSpec, TraceSource  # noqa: E402
+from sim.study.execution import load_source, run_grid, run_one  # noqa: E402
+from sim.study.grid import STUDIES, build_grid  # noqa: E402
+from sim.workload.model import WORKLOADS, hybrid_workload  # noqa: E402
 
 THETA = REPO.parent / "shared" / "traces" / "theta_2022.swf.gz"
 ONE_TARGET = 2.0
@@ -94,8 +94,8 @@ def grid(source: TraceSource, *, workers: int, full: bool, out: Path | None) -> 
           f"(measured); target {GRID_TARGET / 60:.0f} min -> "
           f"{'met' if spent <= GRID_TARGET else 'NOT met'}")
     if out is not None:
-        from sim.study_outputs import write_study
-        from sim.study_report import StudyContext
+        from sim.study.outputs import write_study
+        from sim.study.report import StudyContext
 
         study = STUDIES["paper"]
         ctx = StudyContext(name=study.name, title=study.title, question=study.question,

@@ -41,8 +41,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metaq_py.notices import write_notice
-from metaq_py.queue import Queue
+from metaq_py.queue.notices import write_notice
+from metaq_py.queue.store import Queue
 
 JOB = "bench"
 EVENTS_TARGET = 2.0

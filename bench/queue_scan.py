@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metaq_py.index import first_fit
-from metaq_py.queue import Queue
+from metaq_py.queue.index import first_fit
+from metaq_py.queue.store import Queue
 
 TARGETS = {"cold": 5.0, "warm": 0.5, "pick": 0.010, "memory_mb": 300.0}
 

@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from metaq_py.batch import BatchOverrides, detect_batch
-from metaq_py.queue import Queue
-from metaq_py.runner import Runner, RunOptions
+from metaq_py.queue.store import Queue
+from metaq_py.runner.loop import Runner, RunOptions
 
 TARGET = 1.0
 

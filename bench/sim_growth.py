@@ -23,8 +23,8 @@ TARGET_BYTES = 1 << 30
 
 def one(jobs: int, policy: str) -> dict[str, float]:
     """Generate and simulate one trace in this process; returns the figures."""
-    from sim.engine import simulate
-    from sim.synthetic import synthetic_trace
+    from sim.engine.core import simulate
+    from sim.trace.synthetic import synthetic_trace
 
     t0 = time.perf_counter()
     trace = synthetic_trace(jobs=jobs, seed=0)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from metaq_py import build
 from metaq_py.policy import MECHANISMS
-from sim.engine import simulate
-from sim.trace import load_trace
-from sim.workload import WorkloadModel, hybrid_workload
+from sim.engine.core import simulate
+from sim.trace.loader import load_trace
+from sim.workload.model import WorkloadModel, hybrid_workload
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "theta_2022.swf.gz"
 CQSIM_SECONDS = 12.3

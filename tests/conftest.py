@@ -123,7 +123,6 @@ class JobEnd:
     signal: int
 
 
-@dataclass(frozen=True)
 SLURM_END_STATES = frozenset(
     {
         "COMPLETED",
@@ -142,6 +141,7 @@ COMPLETING, SIGNALING, STAGE_OUT, SUSPENDED, REQUEUED, RESIZING, ...) passes, so
 took "anything but a few" as the end raced SLURM while it delivered ``--signal``."""
 
 
+@dataclass(frozen=True)
 class SlurmCluster:
     """The local test cluster, with helpers for submitting jobs and waiting for them."""
 

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metaq_py.lease import Claim
-from metaq_py.queue import Queue
+from metaq_py.queue.lease import Claim
+from metaq_py.queue.store import Queue
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from metaq_py.batch import BatchOverrides, detect_batch
-from metaq_py.queue import Queue
-from metaq_py.runner import Runner, RunOptions
+from metaq_py.queue.store import Queue
+from metaq_py.runner.loop import Runner, RunOptions
 
 SETTINGS = """\
 folders: [priority, todo]

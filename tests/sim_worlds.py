@@ -1,7 +1,7 @@
 """Tiny hand-made traces and hybrid workloads for the simulator's tests.
 
-:func:`tiny_trace` builds a cleaned-looking :class:`~sim.trace.Trace` straight from rows, and
-:func:`tiny_hybrid` a :class:`~sim.workload.HybridWorkload` whose kinds, setups, checkpoints
+:func:`tiny_trace` builds a cleaned-looking :class:`~sim.trace.loader.Trace` straight from rows, and
+:func:`tiny_hybrid` a :class:`~sim.workload.model.HybridWorkload` whose kinds, setups, checkpoints
 and notices are given explicitly instead of drawn, so a test can work its schedule out by hand.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from metaq_py.policy.model import Kind
-from sim.cleaning import CleaningReport
-from sim.records import JobTable
-from sim.trace import Trace
-from sim.workload import KINDS, HybridWorkload, WorkloadModel
+from sim.trace.cleaning import CleaningReport
+from sim.trace.columns import JobTable
+from sim.trace.loader import Trace
+from sim.workload.model import KINDS, HybridWorkload, WorkloadModel
 
 NAN = float("nan")
 

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = """
 import hashlib, json
 import numpy as np
-from sim.engine import simulate
-from sim.synthetic import synthetic_trace
-from sim.workload import WorkloadModel, hybrid_workload
+from sim.engine.core import simulate
+from sim.trace.synthetic import synthetic_trace
+from sim.workload.model import WorkloadModel, hybrid_workload
 import metaq_py
 import metaq_py.policy.model as model
 

@@ -27,10 +27,10 @@ from rich.table import Table
 from metaq_py.cli import app
 
 if TYPE_CHECKING:
-    from sim.experiment import RunRecord
-    from sim.findings import Finding
-    from sim.runspec import TraceSource
-    from sim.studies import Study
+    from sim.run.spec import TraceSource
+    from sim.study.execution import RunRecord
+    from sim.study.findings import Finding
+    from sim.study.grid import Study
 
 THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / \
     "theta_2022.swf.gz"
@@ -102,8 +102,8 @@ def experiment(
         help="Build the table, figures and report from an emitted grid's runs.")] = None,
 ) -> None:
     """Run the hybrid-workload study (or a sweep past it) and write table, figures, report."""
-    from sim.runspec import SpecError
-    from sim.trace import TraceError
+    from sim.run.spec import SpecError
+    from sim.trace.loader import TraceError
 
     modes = [name for name, value in (("--emit-tasks", emit_tasks), ("--run-one", run_one),
                                       ("--collect", collect)) if value is not None]
@@ -138,7 +138,7 @@ def experiment(
 
 
 def _study(name: str) -> Study:
-    from sim.studies import STUDIES
+    from sim.study.grid import STUDIES
 
     if name not in STUDIES:
         raise _BadArgument(f"unknown study {name!r}; choose from {', '.join(STUDIES)}")
@@ -148,7 +148,7 @@ def _study(name: str) -> Study:
 def _trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
                   nodes: int | None) -> tuple[TraceSource, str]:
     """The trace to use and a sentence saying which it is and why."""
-    from sim.runspec import TraceSource
+    from sim.run.spec import TraceSource
 
     if jobs is not None and jobs < 1:
         raise _BadArgument(f"--jobs must be at least 1, got {jobs}")
@@ -171,7 +171,7 @@ def _trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
 
 def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, workloads: str,
           policies: str | None, sweep: list[str]) -> tuple:
-    from sim.studies import build_grid, parse_sweep
+    from sim.study.grid import build_grid, parse_sweep
 
     if seeds < 1:
         raise _BadArgument(f"--seeds must be at least 1, got {seeds}")
@@ -203,7 +203,7 @@ def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
         TimeRemainingColumn,
     )
 
-    from sim.experiment import RunStore, run_grid
+    from sim.study.execution import RunStore, run_grid
 
     if workers is not None and workers < 1:
         raise _BadArgument(f"--workers must be at least 1, got {workers}")
@@ -227,7 +227,7 @@ def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
 def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_walltime: str,
           project: str) -> None:
     from metaq_py.durations import DurationError, parse_duration
-    from sim.task_scripts import emit_tasks
+    from sim.study.task_scripts import emit_tasks
 
     try:
         walltime = parse_duration(task_walltime)
@@ -240,8 +240,8 @@ def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_wal
 
 
 def _run_one(spec_path: Path, out: Path | None) -> None:
-    from sim.experiment import RunStore, run_one
-    from sim.runspec import RunSpec
+    from sim.run.spec import RunSpec
+    from sim.study.execution import RunStore, run_one
 
     if out is None:
         raise _BadArgument("--run-one needs --out, the directory its record goes to")
@@ -256,7 +256,7 @@ def _run_one(spec_path: Path, out: Path | None) -> None:
 
 
 def _collect(directory: Path, out: Path | None) -> None:
-    from sim.task_scripts import collect
+    from sim.study.task_scripts import collect
 
     got = collect(directory)
     if not got.records:
@@ -270,8 +270,8 @@ def _collect(directory: Path, out: Path | None) -> None:
 
 
 def _write(records: list[RunRecord], out: Path, context: dict[str, object]) -> None:
-    from sim.study_outputs import write_study
-    from sim.study_report import StudyContext
+    from sim.study.outputs import write_study
+    from sim.study.report import StudyContext
 
     seeds = tuple(sorted({r.spec.seed for r in records}))
     ctx = StudyContext(name=str(context.get("name", "")), title=str(context.get("title", "")),

@@ -14,11 +14,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metaq_py.allocations import live_jobs
 from metaq_py.durations import format_duration, format_time
-from metaq_py.joblog import read_job_logs
-from metaq_py.notices import read_notices
-from metaq_py.queue import Queue
+from metaq_py.queue.notices import read_notices
+from metaq_py.queue.store import Queue
+from metaq_py.report.allocations import live_jobs
+from metaq_py.report.joblog import read_job_logs
 
 __all__ = ["live_section", "print_live"]
 

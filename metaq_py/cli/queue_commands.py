@@ -22,14 +22,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from metaq_py.admission import admit
 from metaq_py.cli import app
 from metaq_py.cli.live_view import live_section, print_live
 from metaq_py.directives import TaskSpec, late_directives, read_head, read_task
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
-from metaq_py.queue import PENDING, STATES, Entry, Queue
-from metaq_py.record import read_record
+from metaq_py.queue.admission import admit
+from metaq_py.queue.attempts import read_record
+from metaq_py.queue.store import PENDING, STATES, Entry, Queue
 
 QueueOpt = Annotated[
     Path,

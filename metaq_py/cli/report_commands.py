@@ -14,8 +14,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from metaq_py.accounting import Report, build_report, parse_since
-from metaq_py.allocations import live_jobs
 from metaq_py.cli import app
 from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, TaskArg, _open, _out, _reported
 from metaq_py.durations import (
@@ -26,12 +24,14 @@ from metaq_py.durations import (
     parse_time,
 )
 from metaq_py.errors import QueueError
-from metaq_py.explain import explain as explain_task
-from metaq_py.joblog import EVENTS_NAME, read_job_log, read_job_logs
-from metaq_py.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
 from metaq_py.policy.model import Notice
-from metaq_py.queue import Queue
-from metaq_py.timeline import build_timeline
+from metaq_py.queue.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
+from metaq_py.queue.store import Queue
+from metaq_py.report.accounting import Report, build_report, parse_since
+from metaq_py.report.allocations import live_jobs
+from metaq_py.report.explain import explain as explain_task
+from metaq_py.report.joblog import EVENTS_NAME, read_job_log, read_job_logs
+from metaq_py.report.timeline import build_timeline
 
 
 @app.command()
@@ -230,7 +230,7 @@ def gantt(
             tl = build_timeline(log.events, jobid=jobid)
         except ValueError as e:
             raise QueueError(f"{path}: {e}") from None
-        from metaq_py.gantt import draw_gantt  # matplotlib takes 0.6 s to import: only here
+        from metaq_py.report.gantt import draw_gantt  # matplotlib takes 0.6 s to import: only here
 
         try:
             draw_gantt(tl, target)

@@ -1,7 +1,7 @@
 """Commands of the runner: ``run`` (inside a batch job), ``running`` and ``reset`` (leases, by
 hand), ``checkpoint`` (inside a task) and ``demo`` (the example queue on a pretend cluster).
 
-Every option of ``metaq run`` is a field of :class:`~metaq_py.runner.RunOptions` or of
+Every option of ``metaq run`` is a field of :class:`~metaq_py.runner.loop.RunOptions` or of
 :class:`~metaq_py.batch.BatchOverrides`, under the same name.
 """
 
@@ -23,8 +23,8 @@ from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, _open, _reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
-from metaq_py.reclaim import view_leases
-from metaq_py.runner import Runner, RunOptions
+from metaq_py.runner.loop import Runner, RunOptions
+from metaq_py.runner.reclaim import view_leases
 
 
 def _seconds(text: str | None, flag: str) -> float | None:

@@ -17,11 +17,11 @@ from rich.table import Table
 from metaq_py.cli import app
 
 if TYPE_CHECKING:
-    from sim.metrics import Summary
-    from sim.report import RunInfo
-    from sim.result import SimulationResult
-    from sim.trace import Trace
-    from sim.workload import HybridWorkload
+    from sim.run.metrics import Summary
+    from sim.run.outputs import RunInfo
+    from sim.run.result import SimulationResult
+    from sim.trace.loader import Trace
+    from sim.workload.model import HybridWorkload
 
 DEFAULT_JOBS = 10_000
 """Jobs in the default synthetic workload: about five months of Theta, simulated in seconds."""
@@ -58,10 +58,10 @@ def simulate(
     """Simulate a job trace under a scheduling policy and summarise what happened."""
     from metaq_py import build
     from metaq_py.policy import make_scheduler
-    from sim.engine import simulate as run_simulation
-    from sim.errors import SimulationError
-    from sim.report import write_outputs
-    from sim.trace import TraceError
+    from sim.engine.core import simulate as run_simulation
+    from sim.engine.errors import SimulationError
+    from sim.run.outputs import write_outputs
+    from sim.trace.loader import TraceError
 
     try:
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
@@ -91,10 +91,10 @@ def simulate(
 def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
             nodes: int | None) -> tuple[Trace | HybridWorkload, RunInfo]:
     """The trace or hybrid workload to simulate, and its description for ``summary.json``."""
-    from sim.report import RunInfo
-    from sim.synthetic import synthetic_trace
-    from sim.trace import load_trace
-    from sim.workload import WORKLOADS, WorkloadModel, hybrid_workload
+    from sim.run.outputs import RunInfo
+    from sim.trace.loader import load_trace
+    from sim.trace.synthetic import synthetic_trace
+    from sim.workload.model import WORKLOADS, WorkloadModel, hybrid_workload
 
     name = workload.strip().upper()
     if name != "NONE" and name not in WORKLOADS:

@@ -328,7 +328,7 @@ class Decision:
 
 # Hot values: the simulator builds a Job, a Running and a Start per job and a Snapshot and a
 # Decision per decision, so these five write their __init__ out, field by field and in field
-# order (tests/test_policy_model.py holds them to the fields). mypyc compiles such an __init__
+# order (tests/policy/test_model.py holds them to the fields). mypyc compiles such an __init__
 # to direct stores, about 15 times as fast as the one dataclasses writes, which it keeps in
 # Python. In pure Python, faster_init() replaces every __init__, written out or not, with the
 # faster one of metaq_py.policy.value; compiled, it leaves the written-out ones alone.

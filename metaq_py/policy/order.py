@@ -7,8 +7,8 @@ resumes ahead of work submitted after it. Ties keep the order the driver passed,
 never depends on anything but its input.
 
 A queue may ask for larger tasks first among those of equal rank and priority
-(``order: largest-first`` in ``metaq.yaml``, :func:`metaq_py.index.order_key`). The runner then
-hands the decision its waiting jobs in that order with ``ordered=True``, and the policy keeps
+(``order: largest-first`` in ``metaq.yaml``, :func:`metaq_py.queue.index.order_key`). The runner
+then hands the decision its waiting jobs in that order with ``ordered=True``, and the policy keeps
 whatever order it is given; :func:`queue_key` is the default order, the one the simulator
 replays traces in.
 

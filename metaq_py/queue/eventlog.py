@@ -1,0 +1,68 @@
+"""The event log of a batch job: ``jobs/<jobid>/events.jsonl``, one JSON object per line.
+
+Each line has at least ``time`` (Unix seconds) and ``event`` (``start``, ``end``, ``reclaimed``,
+...); the runner adds what accounting needs (task, nodes, node-hours, project, exit code).
+Lines are written with a single ``write`` on a file opened for appending, so concurrent
+writers never interleave within a line; a reader skips a torn last line left by a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from metaq_py.queue.fileio import write_all
+
+__all__ = ["EventLog"]
+
+
+class EventLog:
+    """Appends events to, and reads them back from, one JSON-lines file."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def append(self, event: str, *, when: float | None = None, **fields: Any) -> dict[str, Any]:
+        """Write one event and return the record written. ``fields`` must be JSON values."""
+        record = {"time": time.time() if when is None else when, "event": event, **fields}
+        line = (json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return record
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """Write several records (each with ``time`` and ``event``), in order, with one
+        ``write``: a reader sees all of them or none."""
+        if not records:
+            return
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The events in the order written; a missing file has none."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        for raw in data.splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # a line torn by a crash mid-write
+            if isinstance(record, dict):
+                yield record

@@ -1,0 +1,628 @@
+"""The index of waiting tasks: every task file under the task folders, parsed once.
+
+A scan walks the task folders with ``os.scandir``. Each file's parsed header is cached under
+its path and keyed by (inode, size, mtime, mode, owner, group): when none of these changed,
+the file is not opened again, so a rescan of an unchanged queue costs one ``stat`` per task.
+The key includes the mode and owners because the trust check depends on them, and ``chmod``
+does not change the mtime.
+
+Hidden files and folders (names starting with a dot) are skipped; they hold records, leases
+and half-written submissions. Symlinked tasks and folders are followed, with loops detected.
+A file that vanishes during the scan (claimed by another job) is simply not listed.
+
+The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
+contributes only the tasks that appeared in it or left it, each put in (or taken out of) its
+place by bisection, so a claim on a queue of 100,000 tasks costs a listing of one folder, not
+a sort of the whole queue. :meth:`Index.changes_since` hands the same differences on to a
+reader that keeps its own view (the runner's policy jobs).
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import math
+import os
+import stat
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metaq_py.queue.admission import admit
+from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
+from metaq_py.directives import TaskSpec, parse_header, read_head
+from metaq_py.errors import TaskError, TaskVanished
+from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
+from metaq_py.queue.trust import Trust
+
+__all__ = ["Index", "Invalid", "Ordered", "Scan", "Task", "first_fit", "order_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task waiting in a task folder.
+
+    ``folder`` is the task folder (``priority``, ``todo``, ...) and ``relpath`` the path below
+    it, with ``/`` separators; together they are the task's identity, :attr:`id`. ``rank`` is
+    the folder's position in the scan order. ``submit`` is the original submit time and
+    ``attempts`` the runs that ended without success, both kept across requeues.
+    ``walltime`` is ``MIN_WC_TIME``, or the queue's default when the task gives none.
+    ``order`` is the task's key in the queue order (see :func:`order_key`): every scan, and so
+    the runner, ``metaq ls`` and ``metaq explain``, lists waiting tasks sorted by it.
+    ``id`` is ``<folder>/<relpath>``, the same in every state the task passes through; it is
+    worked out once, when the task is made (a runner looks it up for every waiting task at
+    every decision).
+    """
+
+    folder: str
+    relpath: str
+    file: str
+    spec: TaskSpec
+    rank: int
+    submit: float
+    attempts: int
+    walltime: float
+    order: tuple = field(compare=False, repr=False, default=())
+    id: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", f"{self.folder}/{self.relpath}")
+
+    @property
+    def path(self) -> Path:
+        """The task file (``file`` as a ``Path``; a scan keeps plain strings, which are
+        cheaper by the hundred thousand)."""
+        return Path(self.file)
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A file in a task folder that cannot run, and why (``error``, one sentence)."""
+
+    folder: str
+    relpath: str
+    path: Path
+    error: TaskError
+    mtime: float = 0.0
+    """When the file (or link) last changed: a file still being copied in is not rejected
+    until it has been left alone for a moment (see ``Queue.pending``)."""
+    content: bool = False
+    """Whether the problem is in the file's content (which may still be being written), as
+    opposed to its permissions, its folder or a broken link."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.folder}/{self.relpath}"
+
+    @property
+    def reason(self) -> str:
+        return str(self.error)
+
+
+class Ordered(tuple):
+    """The waiting tasks in scheduling order (a plain tuple of :class:`Task`), which also knows
+    the least any of them asks for: ``least_nodes`` (``min_nodes``), ``least_gpus`` and
+    ``least_walltime``. :func:`first_fit` uses them to answer "nothing fits" at once."""
+
+    least_nodes: float
+    least_gpus: float
+    least_walltime: float
+
+    def __new__(cls, tasks: Iterable[Task] = (), least: tuple[float, float, float] = (
+            math.inf, math.inf, math.inf)) -> Ordered:
+        self = super().__new__(cls, tasks)
+        self.least_nodes, self.least_gpus, self.least_walltime = least
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """One look at the task folders: valid tasks in scheduling order, and invalid files."""
+
+    tasks: tuple[Task, ...]
+    invalid: tuple[Invalid, ...]
+
+
+class _Least:
+    """A multiset of numbers that knows its smallest member. Adding and removing are O(1);
+    the smallest is searched for again only when the last copy of it goes (over the distinct
+    values, which are few: node counts, GPU counts, wall-clock requests)."""
+
+    __slots__ = ("counts", "least")
+
+    def __init__(self) -> None:
+        self.counts: dict[float, int] = {}
+        self.least: float = math.inf
+
+    def add(self, value: float) -> None:
+        self.counts[value] = self.counts.get(value, 0) + 1
+        if value < self.least:
+            self.least = value
+
+    def remove(self, value: float) -> None:
+        left = self.counts[value] - 1
+        if left:
+            self.counts[value] = left
+            return
+        del self.counts[value]
+        if value == self.least:
+            self.least = min(self.counts, default=math.inf)
+
+
+class _Entry:
+    """What the cache remembers of one file; ``mtime`` is that of the stat ``key`` came from."""
+
+    __slots__ = ("key", "mtime", "result", "rkey", "task")
+
+    def __init__(self, st: os.stat_result, result: TaskSpec | TaskError) -> None:
+        self.key = _stat_key(st)
+        self.mtime = st.st_mtime
+        self.result = result
+        self.task: Task | None = None
+        self.rkey: tuple | None = None
+
+
+def _stat_key(st: os.stat_result) -> tuple:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_gid)
+
+
+class _Dir:
+    """What the cache remembers of one folder: its key and what was found directly in it."""
+
+    __slots__ = ("invalid", "key", "subdirs", "tasks")
+
+    def __init__(self, key: tuple, tasks: list[Task], invalid: list[Invalid],
+                 subdirs: list[tuple[str, str, str | None]]) -> None:
+        self.key = key
+        self.tasks = tasks
+        self.invalid = invalid
+        self.subdirs = subdirs
+
+
+class Index:
+    """Scans the task folders of one queue, remembering parsed headers between scans.
+
+    Two levels of cache make a rescan cheap. A folder whose modification time (and owner,
+    mode and trust verdict) did not change has the same entries as before: adding, removing
+    or renaming a file changes it, so its listing is reused without reading it again. Every
+    ``verify_interval`` seconds a full pass also ``stat``-s each file, to notice files edited
+    in place or whose permissions changed; a claim always re-reads and re-checks the file it
+    takes, so a stale entry can never make the wrong code run.
+    """
+
+    FEED = 64
+    """How many of the latest changes :meth:`changes_since` can still hand out."""
+
+    def __init__(self, root: str | os.PathLike[str], config: QueueConfig, *,
+                 verify_interval: float = 60.0) -> None:
+        self.root = Path(root)
+        self.config = config
+        self.verify_interval = verify_interval
+        self.largest_first = config.order == LARGEST_FIRST
+        """``order: largest-first``: tasks of equal rank and priority go by size (see
+        :func:`order_key`)."""
+        self.trust = Trust(gid=config.gid, uids=config.trusted_uids)
+        self._cache: dict[str, _Entry] = {}
+        self._dirs: dict[str, _Dir] = {}
+        self._ordered: list[Task] = []
+        self._order: Ordered | None = Ordered()
+        """``_ordered`` as handed out by scans; ``None`` when it must be made again."""
+        self._least = (_Least(), _Least(), _Least())
+        self._feed: deque[tuple[int, tuple[Task, ...], tuple[Task, ...]]] = deque(
+            maxlen=self.FEED)
+        self._last_full = -float("inf")
+        self.serial = 0
+        """Goes up by one at every scan that found the waiting tasks changed."""
+        self.parsed = 0
+        """How many files the last scan had to open (0 when nothing changed)."""
+        self.listed = 0
+        """How many folders the last scan had to list again."""
+
+    def forget(self, path: str | os.PathLike[str]) -> None:
+        """Drop what is cached about the folder holding ``path``, so the next scan lists it."""
+        cached = self._dirs.get(os.path.dirname(str(path)))
+        if cached is not None:
+            cached.key = None  # never equal to a real key: listed again, its tasks compared
+
+    def claimed(self, task: Task, before: os.stat_result, after: os.stat_result) -> None:
+        """Take ``task`` out at once: this process has just renamed it out of its folder,
+        whose stat was ``before`` just before the rename and ``after`` just after it.
+
+        If the folder had not changed since it was last listed, this rename is taken as its
+        only change: the folder keeps its listing, minus ``task``, under its new key, and the
+        next scan does not list it again (O(log n) in place of a stat per file). A file that
+        someone else adds in the microseconds between the two stats is then seen at the
+        folder's next change or the next full pass, as one added within the same timestamp
+        tick already is. If the folder had changed, nothing is done: the next scan lists it.
+        """
+        folder = self._dirs.get(os.path.dirname(task.file))
+        if folder is None or folder.key is None or folder.key[1:4] != (
+                before.st_ino, before.st_mtime_ns, before.st_ctime_ns):
+            return
+        at = next((i for i, known in enumerate(folder.tasks) if known is task), None)
+        if at is None:
+            return
+        if not self._take_out([task]):
+            folder.key = None  # never expected: list it again, and rebuild the order
+            return
+        del folder.tasks[at]
+        rank, _ino, _mtime, _ctime, problem = folder.key
+        folder.key = (rank, after.st_ino, after.st_mtime_ns, after.st_ctime_ns, problem)
+        self._cache.pop(task.file, None)
+        self._order = None
+        self.serial += 1
+        self._feed.append((self.serial, (task,), ()))
+
+    def changes_since(self, serial: int) -> list[tuple[tuple[Task, ...], tuple[Task, ...]]] | None:
+        """The changes to the waiting tasks since the scan that left :attr:`serial` at
+        ``serial``, oldest first, as (removed, added) pairs of :class:`Task` values (an edited
+        task is removed as it was and added as it is). ``None`` when they are no longer all
+        remembered (more than :attr:`FEED` changed scans ago): read :meth:`scan` whole then."""
+        if serial == self.serial:
+            return []
+        if serial > self.serial or not self._feed or self._feed[0][0] > serial + 1:
+            return None
+        return [(removed, added) for n, removed, added in self._feed if n > serial]
+
+    def scan(self, *, full: bool | None = None) -> Scan:
+        """Look at every task folder and return what is there now. ``full`` forces (or
+        skips) the per-file verification pass; by default it runs every
+        ``verify_interval`` seconds."""
+        now = time.monotonic()
+        if full is None:
+            full = now - self._last_full >= self.verify_interval
+        if full:
+            self._last_full = now
+        self.parsed = self.listed = 0
+        old_dirs = self._dirs
+        dirs: dict[str, _Dir] = {}
+        relisted: list[tuple[_Dir | None, _Dir]] = []
+        cache: dict[str, _Entry] = {} if full else self._cache
+        invalid: list[Invalid] = []
+        root = str(self.root)
+        root_problem = self._dir_problem(root, "the queue folder")
+        for rank, folder in enumerate(self.config.folders):
+            seen: set[tuple[int, int]] = set()
+            stack: list[tuple[str, str, str | None]] = [
+                (os.path.join(root, folder), "", root_problem)]
+            while stack:
+                path, prefix, parent_problem = stack.pop()
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                ident = (st.st_dev, st.st_ino)
+                if ident in seen:
+                    continue  # a symlink back to a folder already walked
+                seen.add(ident)
+                problem = parent_problem or self.trust.problem(st, f"the folder {path}")
+                key = (rank, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, problem)
+                cached = old_dirs.get(path)
+                if full or cached is None or cached.key != key:
+                    fresh = self._list(path, prefix, folder, rank, problem, key, cache)
+                    relisted.append((cached, fresh))
+                    cached = fresh
+                dirs[path] = cached
+                invalid.extend(cached.invalid)
+                stack.extend(cached.subdirs)
+        gone = [d for p, d in old_dirs.items() if p not in dirs]
+        self._update_order(relisted, gone, dirs)
+        self._cache = cache
+        self._dirs = dirs
+        if self._order is None:
+            self._order = Ordered(self._ordered, tuple(least.least for least in self._least))
+        return Scan(self._order, tuple(invalid))
+
+    def _update_order(self, relisted: list[tuple[_Dir | None, _Dir]], gone: list[_Dir],
+                      dirs: dict[str, _Dir]) -> None:
+        """Bring the ordered list up to date with the folders listed again and those gone."""
+        removed: list[Task] = [t for d in gone for t in d.tasks]
+        added: list[Task] = []
+        for old, new in relisted:
+            if old is None:
+                added.extend(new.tasks)
+                continue
+            # An unchanged task is the very same object in both listings (see _task), and
+            # both listings are alive here, so object ids identify tasks safely.
+            before = {id(t) for t in old.tasks}
+            after = {id(t) for t in new.tasks}
+            removed.extend(t for t in old.tasks if id(t) not in after)
+            added.extend(t for t in new.tasks if id(t) not in before)
+        if not removed and not added:
+            return
+        if (len(removed) + len(added) > 64 + len(self._ordered) // 16
+                or not self._take_out(removed)):
+            self._rebuild(dirs)
+        else:
+            for task in added:
+                bisect.insort(self._ordered, task, key=_order_key)
+                self._count(task, 1)
+        self._order = None
+        self.serial += 1
+        self._feed.append((self.serial, tuple(removed), tuple(added)))
+
+    def _take_out(self, removed: list[Task]) -> bool:
+        """Remove ``removed`` from the ordered list; ``False`` (with the list in an unknown
+        state) if one of them is not where its order says, so the list must be rebuilt."""
+        ordered = self._ordered
+        for task in removed:
+            i = bisect.bisect_left(ordered, task.order, key=_order_key)
+            if i == len(ordered) or ordered[i] is not task:
+                return False
+            del ordered[i]
+            self._count(task, -1)
+        return True
+
+    def _rebuild(self, dirs: dict[str, _Dir]) -> None:
+        """Sort every task listed again (after many changes at once, or on a cold index)."""
+        ordered = [t for d in dirs.values() for t in d.tasks]
+        ordered.sort(key=_order_key)
+        self._ordered = ordered
+        self._least = (_Least(), _Least(), _Least())
+        for task in ordered:
+            self._count(task, 1)
+
+    def _count(self, task: Task, sign: int) -> None:
+        """Add ``task`` to (``sign`` 1) or remove it from (-1) the least-request counts."""
+        values = (task.spec.min_nodes, task.spec.gpus, task.walltime)
+        for least, value in zip(self._least, values, strict=True):
+            if sign > 0:
+                least.add(value)
+            else:
+                least.remove(value)
+
+    def _list(self, folder_path: str, prefix: str, folder: str, rank: int,
+              problem: str | None, key: tuple, cache: dict[str, _Entry]) -> _Dir:
+        self.listed += 1
+        tasks: list[Task] = []
+        invalid: list[Invalid] = []
+        subdirs: list[tuple[str, str, str | None]] = []
+        for rel, path, st, error, has_record in _walk_one(folder_path, prefix, self.trust,
+                                                          problem, subdirs, self._cache):
+            if error is not None:
+                invalid.append(Invalid(folder, rel, Path(path), error, _mtime(path)))
+                continue
+            if isinstance(st, _Entry):
+                entry = st  # unchanged since it was read (see _walk_one)
+            elif st is None:
+                # A file never seen: read it straight away; the read's fstat stands in for
+                # the stat (one system call fewer per file on a cold index).
+                first = self._first_look(path, problem)
+                if first is None:
+                    continue  # vanished between the listing and the read
+                if isinstance(first, TaskError):
+                    invalid.append(Invalid(folder, rel, Path(path), first, _mtime(path)))
+                    continue
+                entry = first
+            else:
+                entry = self._cache.get(path)
+                if entry is None or entry.key != _stat_key(st):
+                    entry = self._parse(path, st)
+                    if entry is None:
+                        continue  # vanished between the listing and the read
+            cache[path] = entry
+            if isinstance(entry.result, TaskError):
+                invalid.append(Invalid(folder, rel, Path(path), entry.result, entry.mtime,
+                                       content=True))
+                continue
+            task = self._task(entry, folder, rel, path, rank, has_record)
+            entry.task = task
+            tasks.append(task)
+        return _Dir(key, tasks, invalid, subdirs)
+
+    def _dir_problem(self, path: str, what: str) -> str | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return self.trust.problem(st, what)
+
+    def _first_look(self, path: str, problem: str | None) -> _Entry | TaskError | None:
+        self.parsed += 1
+        try:
+            data, truncated, opened = read_head(path)
+        except TaskVanished:
+            return None
+        except TaskError as e:
+            return e
+        why = problem or self.trust.problem(opened, "the task file")
+        if why is not None:
+            return TaskError(path, None, why)
+        return self._admitted(data, path, truncated, opened)
+
+    def _parse(self, path: str, st: os.stat_result) -> _Entry | None:
+        self.parsed += 1
+        try:
+            data, truncated, opened = read_head(path)
+        except TaskVanished:
+            return None
+        except TaskError as e:
+            return _Entry(st, e)
+        return self._admitted(data, path, truncated, opened)
+
+    def _admitted(self, data: bytes, path: str, truncated: bool,
+                  opened: os.stat_result) -> _Entry:
+        """The parsed and admitted header, or the error that refuses it."""
+        try:
+            spec = parse_header(data, path=path, truncated=truncated)
+            admit(spec, root=self.root, config=self.config)
+            return _Entry(opened, spec)
+        except TaskError as e:
+            return _Entry(opened, e)
+
+    def _task(self, entry: _Entry, folder: str, rel: str, path: str, rank: int,
+              has_record: bool) -> Task:
+        spec = entry.result
+        assert isinstance(spec, TaskSpec)
+        known = entry.task
+        if not has_record:
+            if known is not None and entry.rkey is None and known.rank == rank:
+                return known
+            rkey = None
+            submit, attempts = entry.mtime, 0
+        else:
+            submit, attempts = entry.mtime, 0
+            record_file = os.path.join(os.path.dirname(path),
+                                       f".{os.path.basename(path)}{RECORD_SUFFIX}")
+            try:
+                rst = os.stat(record_file)
+                rkey = (rst.st_ino, rst.st_size, rst.st_mtime_ns)
+            except OSError:
+                rkey = None
+            if known is not None and entry.rkey == rkey and known.rank == rank:
+                return known
+            if rkey is not None:
+                rec = read_record(path, os.lstat(path).st_ino)
+                if rec is not None:
+                    submit, attempts = rec.submit, rec.attempts
+        entry.rkey = rkey
+        wc = spec.min_wc_time if spec.min_wc_time is not None else self.config.defaults.min_wc_time
+        return Task(folder=folder, relpath=rel, file=path, spec=spec, rank=rank,
+                    submit=submit, attempts=attempts, walltime=wc,
+                    order=order_key(rank, spec, submit, f"{folder}/{rel}",
+                                    largest_first=self.largest_first))
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def order_key(rank: int, spec: TaskSpec, submit: float, task_id: str, *,
+              largest_first: bool) -> tuple[int, int, int, float, str]:
+    """The queue-order key of a waiting task: folder ``rank``, then higher ``PRIORITY``, then,
+    with ``largest_first`` (``order: largest-first``), more nodes, then the earlier original
+    ``submit`` time; the task's id last, so that no two tasks tie and a task can be found in
+    the sorted list by bisection.
+
+    The size is ``min_nodes``, the count EASY waits for when the task is at the head of the
+    queue. With the default order the size term is 0 for every task, which leaves the order of
+    (rank, priority, submit) untouched."""
+    size = -spec.min_nodes if largest_first else 0
+    return (rank, -spec.priority, size, submit, task_id)
+
+
+def _order_key(task: Task) -> tuple:
+    return task.order
+
+
+def _walk_one(folder: str, prefix: str, trust: Trust, problem: str | None,
+              subdirs: list[tuple[str, str, str | None]], known: dict[str, _Entry]
+              ) -> Iterable[tuple[str, str, os.stat_result | _Entry | None, TaskError | None,
+                                  bool]]:
+    """Yield (relpath, path, stat, error, has_record) for every non-hidden file directly in
+    ``folder``; ``error`` is set, and ``stat`` is ``None``, for a file that cannot be a task.
+    A plain file not in ``known`` comes with neither (the caller reads it at once). A plain
+    file whose stat matches its ``known`` entry comes with that entry in place of the stat
+    (same mode and owners: the same trust verdict, and nothing more to check).
+    Sub-folders are appended to ``subdirs`` as (path, prefix, inherited problem)."""
+    # Listed through a descriptor, so that each stat resolves one name in this folder rather
+    # than the whole path from the root (a fifth cheaper on a queue of 100,000 tasks).
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as e:
+        yield (prefix.rstrip("/") or ".", folder, None,
+               TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
+        return
+    try:
+        yield from _walk_fd(fd, folder, prefix, trust, problem, subdirs, known)
+    finally:
+        os.close(fd)
+
+
+def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | None,
+             subdirs: list[tuple[str, str, str | None]], known: dict[str, _Entry]
+             ) -> Iterable[tuple[str, str, os.stat_result | _Entry | None, TaskError | None,
+                                 bool]]:
+    """:func:`_walk_one` over the open folder ``fd`` (whose path is ``folder``)."""
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+    except OSError as e:
+        yield (prefix.rstrip("/") or ".", folder, None,
+               TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
+        return
+    base = os.path.join(folder, "")
+    # Which tasks here have a record, known from the listing without another stat.
+    records = {e.name[1:-len(RECORD_SUFFIX)] for e in entries
+               if e.name[0] == "." and e.name.endswith(RECORD_SUFFIX)}
+    for e in entries:
+        name = e.name
+        if name[0] == ".":
+            continue
+        rel = prefix + name
+        path = base + name  # e.path is the bare name when listing a descriptor
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            subdirs.append((path, rel + "/", problem))
+            continue
+        if path not in known and not e.is_symlink():
+            yield rel, path, None, None, name in records
+            continue
+        try:
+            st = e.stat()
+        except OSError as err:
+            if err.errno == errno.ENOENT and not e.is_symlink():
+                continue  # vanished: claimed or moved by someone else
+            yield rel, path, None, TaskError(path, None, _stat_problem(err)), False
+            continue
+        if problem is None and not e.is_symlink():
+            entry = known.get(path)
+            if entry is not None and entry.key == _stat_key(st):
+                yield rel, path, entry, None, name in records  # the common case, made short
+                continue
+        if not stat.S_ISREG(st.st_mode):
+            yield rel, path, None, TaskError(path, None, "this is not a regular file, so "
+                                                         "it cannot be a task"), False
+            continue
+        why = problem or trust.problem(st, "the task file")
+        if why is None and e.is_symlink():
+            why = _target_dir_problem(path, trust)
+        if why is not None:
+            yield rel, path, None, TaskError(path, None, why), False
+            continue
+        yield rel, path, st, None, name in records
+
+
+def _stat_problem(err: OSError) -> str:
+    if err.errno == errno.ELOOP:
+        return "the path is a symlink loop; point the link at a real script"
+    if err.errno == errno.ENOENT:
+        return "the symlink points to a file that does not exist"
+    return f"the file cannot be read ({err.strerror})"
+
+
+def _target_dir_problem(path: str, trust: Trust) -> str | None:
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(os.path.dirname(real))
+    except OSError:
+        return None
+    return trust.problem(st, f"the folder of the link's target {os.path.dirname(real)}")
+
+
+def first_fit(tasks: Sequence[Task], *, nodes: int, gpus: int, seconds: float,
+              machine: str | None = None) -> Task | None:
+    """The first task, in the given (scheduling) order, that fits in ``nodes`` free nodes,
+    ``gpus`` free GPUs and ``seconds`` of wall clock, and may run on ``machine``.
+    A malleable task fits when its ``min_nodes`` do. Given an :class:`Ordered` (a scan's
+    ``tasks``), it answers at once when even the least request of any task does not fit."""
+    if isinstance(tasks, Ordered) and (tasks.least_nodes > nodes or tasks.least_gpus > gpus
+                                       or tasks.least_walltime > seconds):
+        return None
+    for task in tasks:
+        spec = task.spec
+        if (spec.min_nodes <= nodes and spec.gpus <= gpus and task.walltime <= seconds
+                and (spec.machine is None or spec.machine == machine)):
+            return task
+    return None
+

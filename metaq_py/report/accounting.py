@@ -1,0 +1,196 @@
+"""Accounting: what the batch jobs of a queue spent, per project, and what the on-demand layer
+did, totalled from their event logs (``metaq report``).
+
+Node-hours and GPU-hours come from ``end`` events (``node_seconds``, ``gpu_seconds``), whatever
+the outcome: a failed or preempted run used its nodes too. A task without ``PROJECT`` counts
+under ``-``. Outcomes are counted per run: ``finished``, ``failed`` (no retries left),
+``retry`` (failed, run again), ``requeued`` (interrupted by the end of the allocation),
+``preempted`` (for on-demand work) and ``reclaimed`` (its job died).
+
+The on-demand section: the instant-start rate is the share of on-demand starts the runner
+marked ``instant`` (started at once on arrival), counted over starts where it said either way.
+Preemptions and shrinks are counted from ``preempt`` and ``shrink`` events, and the node-hours
+lost to preemption are the sum of ``lost_node_seconds`` of ``preempt`` events.
+
+``--since`` keeps events at or after a moment; a run counts when its ``end`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from metaq_py.durations import DurationError, parse_duration
+from metaq_py.report.joblog import JobLog
+
+__all__ = ["OUTCOMES", "OnDemand", "ProjectUse", "Report", "build_report", "parse_since"]
+
+OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed")
+"""The outcomes an ``end`` event may carry, in the order reports show them."""
+
+NO_PROJECT = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectUse:
+    """What one project's runs used: node-hours, GPU-hours and runs per outcome."""
+
+    project: str
+    node_hours: float = 0.0
+    gpu_hours: float = 0.0
+    runs: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OnDemand:
+    """The on-demand layer's record: ``starts`` of on-demand tasks, of which ``instant``
+    started at once (``rate`` is ``instant / known``, ``None`` with no known starts),
+    ``arrivals`` seen, ``preemptions``, ``shrinks`` and node-hours lost to preemption."""
+
+    starts: int = 0
+    known: int = 0
+    instant: int = 0
+    arrivals: int = 0
+    preemptions: int = 0
+    shrinks: int = 0
+    lost_node_hours: float = 0.0
+
+    @property
+    def rate(self) -> float | None:
+        return self.instant / self.known if self.known else None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The totals over ``jobs`` batch jobs since ``since`` (``None``: all time).
+
+    ``projects`` is sorted by name; ``outcomes`` counts runs of every project; ``problems``
+    are the event-log lines that were skipped, one sentence each.
+    """
+
+    since: float | None
+    jobs: int
+    projects: tuple[ProjectUse, ...]
+    outcomes: dict[str, int]
+    ondemand: OnDemand
+    reclaims: int = 0
+    problems: tuple[str, ...] = ()
+
+    @property
+    def node_hours(self) -> float:
+        return sum(p.node_hours for p in self.projects)
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(p.gpu_hours for p in self.projects)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain JSON values (``metaq report --json``)."""
+        od = self.ondemand
+        return {
+            "since": self.since,
+            "jobs": self.jobs,
+            "node_hours": self.node_hours,
+            "gpu_hours": self.gpu_hours,
+            "outcomes": self.outcomes,
+            "projects": [{"project": p.project, "node_hours": p.node_hours,
+                          "gpu_hours": p.gpu_hours, "runs": p.runs, "outcomes": p.outcomes}
+                         for p in self.projects],
+            "ondemand": {"starts": od.starts, "instant": od.instant, "known": od.known,
+                         "instant_rate": od.rate, "arrivals": od.arrivals,
+                         "preemptions": od.preemptions, "shrinks": od.shrinks,
+                         "lost_node_hours": od.lost_node_hours},
+            "reclaims": self.reclaims,
+            "problems": list(self.problems),
+        }
+
+
+def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Report:
+    """Total the events of ``logs`` at or after ``since``."""
+    node_s: Counter[str] = Counter()
+    gpu_s: Counter[str] = Counter()
+    runs: Counter[str] = Counter()
+    per_project: dict[str, Counter[str]] = {}
+    outcomes: Counter[str] = Counter()
+    od: Counter[str] = Counter()
+    lost = 0.0
+    jobs = 0
+    problems: list[str] = []
+    for log in logs:
+        problems.extend(log.problems)
+        counted = False
+        for e in log.events:
+            if since is not None and e["time"] < since:
+                continue
+            kind = e["event"]
+            if kind == "end":
+                project = e.get("project") if isinstance(e.get("project"), str) else NO_PROJECT
+                node_s[project] += _seconds(e.get("node_seconds"))
+                gpu_s[project] += _seconds(e.get("gpu_seconds"))
+                runs[project] += 1
+                outcome = str(e.get("outcome", "unknown"))
+                per_project.setdefault(project, Counter())[outcome] += 1
+                outcomes[outcome] += 1
+            elif kind == "start" and e.get("kind") == "ondemand":
+                od["starts"] += 1
+                if isinstance(e.get("instant"), bool):
+                    od["known"] += 1
+                    od["instant"] += e["instant"]
+            elif kind == "arrival":
+                od["arrivals"] += 1
+            elif kind == "preempt":
+                od["preemptions"] += 1
+                lost += _seconds(e.get("lost_node_seconds"))
+            elif kind == "shrink":
+                od["shrinks"] += 1
+            elif kind == "reclaim":
+                od["reclaims"] += 1
+            counted = True
+        jobs += counted
+    projects = tuple(
+        ProjectUse(p, node_s[p] / 3600.0, gpu_s[p] / 3600.0, runs[p], _ordered(per_project[p]))
+        for p in sorted(runs))
+    return Report(
+        since=since, jobs=jobs, projects=projects, outcomes=_ordered(outcomes),
+        ondemand=OnDemand(starts=od["starts"], known=od["known"], instant=od["instant"],
+                          arrivals=od["arrivals"], preemptions=od["preemptions"],
+                          shrinks=od["shrinks"], lost_node_hours=lost / 3600.0),
+        reclaims=od["reclaims"], problems=tuple(problems))
+
+
+def parse_since(text: str, *, now: float) -> float:
+    """Read ``--since``: an ISO-8601 date (``2025-03-01``, from local midnight) or date-time
+    (``2025-03-01T14:30``), or a duration meaning that long ago (``7d``, ``12h``, ``90m``).
+    Raises :class:`~metaq_py.durations.DurationError` in one sentence."""
+    s = text.strip()
+    if re.match(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}", s):
+        try:
+            moment = datetime.fromisoformat(s)
+        except ValueError:
+            raise DurationError(f"{text!r} is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM or a "
+                                f"duration ago such as 7d") from None
+        return moment.timestamp()
+    try:
+        return now - parse_duration(s)
+    except DurationError:
+        raise DurationError(f"{text!r} is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM or a "
+                            f"duration ago such as 7d") from None
+
+
+def _seconds(value: object) -> float:
+    """A non-negative finite number from an event field; anything else counts as zero."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0 else 0.0
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    known = {o: counts[o] for o in OUTCOMES if counts[o]}
+    known.update({o: n for o, n in sorted(counts.items()) if o not in OUTCOMES and n})
+    return known

@@ -1,0 +1,124 @@
+"""A Gantt chart of one allocation (``metaq gantt JOBID``): hosts down the side, time across,
+one coloured bar per task on each host it held, drawn from a
+:class:`~metaq_py.report.timeline.Timeline`.
+
+What a reader sees at a glance: bars coloured by kind (rigid, malleable, on-demand) and
+labelled with the task when there is room; idle time as the pale row background between bars;
+hosts held for a notice hatched; a red cross where a task was preempted, a triangle where one
+was shrunk or expanded; a red dashed line at the end of the allocation and a grey dotted one
+where the runner stopped (or, while it runs, at its last event). Failed runs have a red edge.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# A bare Figure (no pyplot) renders with Agg, needs no display and leaves no global state.
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from metaq_py.report.timeline import Timeline
+
+__all__ = ["IDLE", "KIND_COLOURS", "draw_gantt", "gantt_figure"]
+
+KIND_COLOURS = {"rigid": "#4c72b0", "malleable": "#55a868", "ondemand": "#dd8452"}
+OTHER = "#8c8c8c"
+IDLE = "#f2f2f2"
+HOLD = "#f6e27f"
+_ROW = 0.8  # bar height as a share of one host's row
+
+
+def gantt_figure(tl: Timeline) -> Figure:
+    """The chart of ``tl`` as a matplotlib figure (x in the unit shown on its axis)."""
+    span = max(tl.stop, tl.end or tl.stop) - tl.start
+    scale, unit = (3600.0, "hours") if span > 3 * 3600 else (60.0, "minutes")
+
+    def x(t: float) -> float:
+        return (t - tl.start) / scale
+
+    n = max(len(tl.hosts), 1)
+    fig = Figure(figsize=(11, 1.6 + min(0.32 * n, 14)), dpi=100)
+    ax = fig.add_subplot()
+    row = {h: n - 1 - i for i, h in enumerate(tl.hosts)}  # first host on top
+    right = x(max(tl.stop, tl.end or tl.stop))
+    for y in row.values():
+        ax.broken_barh([(0, x(tl.stop))], (y - _ROW / 2, _ROW), facecolors=IDLE, zorder=0)
+    for hold in tl.holds:
+        if hold.host in row:
+            ax.broken_barh([(x(hold.start), x(hold.end) - x(hold.start))],
+                           (row[hold.host] - _ROW / 2, _ROW), facecolors=HOLD, hatch="//",
+                           edgecolors="#b59b00", linewidth=0.5, zorder=1)
+    labelled: set[tuple[str, float]] = set()
+    for b in tl.bars:
+        if b.host not in row:
+            continue
+        colour = KIND_COLOURS.get(b.kind or "", OTHER)
+        edge = "#c0392b" if b.outcome == "failed" else "white"
+        ax.broken_barh([(x(b.start), x(b.end) - x(b.start))], (row[b.host] - _ROW / 2, _ROW),
+                       facecolors=colour, edgecolors=edge, linewidth=0.8, zorder=2)
+        if (x(b.end) - x(b.start)) > right * 0.07 and (b.task, b.start) not in labelled:
+            labelled.add((b.task, b.start))
+            ax.text(x(b.start) + right * 0.012, row[b.host], _short(b.task), va="center",
+                    ha="left", fontsize=7, color="white", clip_on=True, zorder=3)
+    for m in tl.marks:
+        if m.host in row:
+            style = {"preempt": ("x", "#c0392b"), "shrink": ("v", "#6a3d9a"),
+                     "expand": ("^", "#6a3d9a")}.get(m.what, ("o", "black"))
+            ax.plot([x(m.time)], [row[m.host]], marker=style[0], color=style[1], markersize=8,
+                    markeredgewidth=2, linestyle="none", zorder=4)
+    if tl.end is not None:
+        ax.axvline(x(tl.end), color="#c0392b", linestyle="--", linewidth=1.5, zorder=5)
+    ax.axvline(x(tl.stop), color="#555555", linestyle=":", linewidth=1.2, zorder=5)
+    ax.set_yticks(list(row.values()), list(row))
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(0, right * 1.02 if right > 0 else 1)
+    ax.set_xlabel(f"{unit} since the runner started")
+    ax.set_ylabel("host")
+    title = f"job {tl.jobid}"
+    if tl.machine:
+        title += f" on {tl.machine}"
+    title += f": {len(tl.hosts)} nodes"
+    if tl.mechanism:
+        title += f", {tl.mechanism}"
+    idle_share = tl.idle_seconds() / ((tl.stop - tl.start) * n) if tl.stop > tl.start else 0.0
+    ax.set_title(f"{title} (idle {idle_share:.0%} of node time)")
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6, zorder=-1)
+    ax.legend(handles=_legend(tl), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+              frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def draw_gantt(tl: Timeline, out: str | os.PathLike[str]) -> Path:
+    """Write the chart of ``tl`` as a PNG to ``out`` and return the path."""
+    gantt_figure(tl).savefig(out, format="png")
+    return Path(out)
+
+
+def _legend(tl: Timeline) -> list:
+    kinds = sorted({b.kind for b in tl.bars if b.kind in KIND_COLOURS})
+    items: list = [Patch(facecolor=KIND_COLOURS[k], label=k) for k in kinds]
+    items.append(Patch(facecolor=IDLE, edgecolor="#cccccc", label="idle"))
+    if tl.holds:
+        items.append(Patch(facecolor=HOLD, hatch="//", edgecolor="#b59b00",
+                           label="held for a notice"))
+    whats = {m.what for m in tl.marks}
+    if "preempt" in whats:
+        items.append(Line2D([], [], marker="x", color="#c0392b", linestyle="none",
+                            markeredgewidth=2, label="preempted"))
+    if whats & {"shrink", "expand"}:
+        items.append(Line2D([], [], marker="v", color="#6a3d9a", linestyle="none",
+                            label="shrunk / expanded"))
+    if tl.end is not None:
+        items.append(Line2D([], [], color="#c0392b", linestyle="--", label="allocation end"))
+    items.append(Line2D([], [], color="#555555", linestyle=":",
+                        label="runner stopped" if tl.stopped else "last event"))
+    return items
+
+
+def _short(task: str) -> str:
+    """A task's label: its path without the task folder, cut to fit a bar."""
+    name = task.split("/", 1)[1] if "/" in task else task
+    return name if len(name) <= 24 else "…" + name[-23:]

@@ -1,0 +1,38 @@
+"""The simulator's agenda: the future events, in one deterministic order.
+
+The engine keeps them in a plain ``heapq`` list (:mod:`sim.engine.core`). An event is a plain
+tuple ``(time, kind, seq, subject, version)``. Tuples compare field by field, so the heap
+orders events by time, then by :class:`EventKind` (at one instant jobs finish before notices
+are issued, notices before jobs are submitted, and the scheduler's own wake-ups come last), then
+by ``seq``, a counter stamped at push time. ``seq`` is unique, so
+``subject`` (a job, a notice or a job id) is never compared and the order never depends on it.
+
+``version`` lets a driver cancel an event without searching the heap: it remembers the
+version it expects and ignores a popped event whose version is older (a job's end moved by a
+shrink, a preemption, a newer wake-up).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class EventKind(IntEnum):
+    """What an event is; the value is its rank among events at the same instant."""
+
+    FINISH = 0
+    """A running job reaches its end (subject: the job id)."""
+    NOTICE = 1
+    """An advance notice is issued (subject: the Notice)."""
+    SUBMIT = 2
+    """A job arrives in the queue (subject: the Job)."""
+    WAKE = 3
+    """The scheduler asked to decide again at this time (subject: None)."""
+    FAILURE = 4
+    """A node fails (subject: None; :mod:`sim.engine.failures` picks the node)."""
+    REPAIR = 5
+    """A failed node is repaired (subject: the id of the repair job holding it)."""
+
+
+Event = tuple[float, int, int, object, int]
+"""``(time, kind, seq, subject, version)``."""

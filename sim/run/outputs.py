@@ -1,0 +1,104 @@
+"""The files a run leaves behind: ``jobs.csv``, ``summary.json`` and the plots.
+
+``jobs.csv`` has one row per job in submit order; times are seconds on the trace's clock, an
+empty cell means "never" (a job that never started or never finished). ``summary.json`` holds
+what the run was (policy, trace, seed, workload, window, speed), what cleaning did to the
+trace, and every metric of :mod:`sim.run.metrics`. The plots come from :mod:`sim.run.plots`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.run.metrics import JobOutcome, Summary
+from sim.run.plots import write_plots
+from sim.run.result import SimulationResult
+
+JOB_COLUMNS = (
+    "id", "kind", "size", "submit", "start", "end", "wait", "turnaround", "runtime",
+    "useful_node_seconds", "preemptions", "shrinks", "lost_node_seconds", "instant_start",
+    "notice",
+)
+"""The columns of ``jobs.csv``, in order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunInfo:
+    """What was simulated, for the record: the trace's name, the seed of the synthetic trace
+    and workload model, the workload (``W1``..``W5``, ``None`` for a plain trace) and the
+    cleaning report's sentences."""
+
+    trace: str
+    seed: int | None = None
+    workload: str | None = None
+    cleaning: tuple[str, ...] = ()
+
+
+def write_jobs_csv(outcomes: Sequence[JobOutcome], path: Path) -> Path:
+    """One row per job (see :data:`JOB_COLUMNS`)."""
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(JOB_COLUMNS)
+        for o in outcomes:
+            out.writerow((
+                o.id, str(o.kind), o.size, _num(o.submit), _num(o.start), _num(o.end),
+                _num(o.wait), _num(o.turnaround), _num(o.runtime), _num(o.useful_node_seconds),
+                o.preemptions, o.shrinks, _num(o.lost_node_seconds),
+                "" if o.instant_start is None else int(o.instant_start), o.notice or "",
+            ))
+    return path
+
+
+def summary_document(result: SimulationResult, summary: Summary, info: RunInfo) -> dict:
+    """The content of ``summary.json``."""
+    u = summary.utilisation
+    return {
+        "run": {
+            "policy": result.policy,
+            "oracle": result.oracle,
+            "cqsim_oracle": result.cqsim_oracle,
+            "trace": info.trace,
+            "workload": info.workload,
+            "seed": info.seed,
+            "nodes": result.nodes,
+            "jobs": len(result.outcomes),
+            "window": {"start": u.start, "end": u.end, "hours": (u.end - u.start) / 3600.0},
+            "wall_seconds": result.wall_seconds,
+            "events": result.events,
+            "events_per_second": result.events_per_second,
+            "jobs_per_second": result.jobs_per_second,
+        },
+        "cleaning": list(info.cleaning),
+        "summary": summary.to_dict(),
+    }
+
+
+def write_summary_json(result: SimulationResult, summary: Summary, info: RunInfo,
+                       path: Path) -> Path:
+    """``summary.json``: see :func:`summary_document`."""
+    path.write_text(json.dumps(summary_document(result, summary, info), indent=2) + "\n")
+    return path
+
+
+def write_outputs(result: SimulationResult, out: Path, *, info: RunInfo,
+                  summary: Summary | None = None, plots: bool = True) -> list[Path]:
+    """Write the CSV, the JSON and (unless ``plots`` is false) the PNGs into ``out``;
+    returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summary if summary is not None else result.summary()
+    written = [write_jobs_csv(result.outcomes, out / "jobs.csv"),
+               write_summary_json(result, summary, info, out / "summary.json")]
+    if plots:
+        written.extend(write_plots(result, out, trace=info.trace, summary=summary))
+    return written
+
+
+def _num(x: float | None) -> str:
+    """A number as the shortest text that reads back to the same float; empty for None."""
+    if x is None:
+        return ""
+    return repr(float(x)) if x != int(x) else str(int(x))

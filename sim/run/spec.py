@@ -1,0 +1,184 @@
+"""One run of a study as a value: which trace, which policy, which workload, which seed, and
+which parameters differ from the defaults.
+
+A :class:`RunSpec` is all a run depends on, so it is what makes runs reproducible (the same
+spec gives the same numbers), cacheable (its :attr:`~RunSpec.key` names the stored result) and
+portable (:meth:`~RunSpec.to_json` is what an emitted ``#METAQ`` task carries to another
+machine).
+
+Parameter overrides name either a field of :class:`~sim.workload.model.WorkloadModel` (for instance
+``checkpoint_scale`` or ``malleable_min_fraction``) or a failure-injection parameter
+(:data:`FAILURE_KEYS`). Values are numbers; durations are seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metaq_py.policy.mechanisms import MECHANISMS
+from sim.workload.model import WORKLOADS, WorkloadModel
+
+FAILURE_KEYS = ("failure_mtbf", "failure_repair")
+"""Overrides that switch on node failures: the machine-wide mean time between node failures
+and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
+
+_NUMERIC_MODEL_FIELDS = tuple(
+    f.name for f in dataclasses.fields(WorkloadModel)
+    if f.name not in ("seed", "name", "grouping", "notice_shares")
+    and f.type in ("float", "int"))
+OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS)
+"""Every parameter a run may override."""
+
+Value = float | int
+
+
+class SpecError(ValueError):
+    """A run specification is malformed; the message is one sentence."""
+
+
+def check_override(key: str, value: Value) -> Value:
+    """``value`` as a float if ``key`` may be overridden with it, else :class:`SpecError`."""
+    if key not in OVERRIDE_KEYS:
+        raise SpecError(f"unknown parameter {key!r}; choose from {', '.join(OVERRIDE_KEYS)}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise SpecError(f"parameter {key} needs a number, got {value!r}")
+    if key in FAILURE_KEYS and not value > 0:
+        raise SpecError(f"parameter {key} must be positive, got {value!r}")
+    # one spelling per value, so that 1 and 1.0 give the same spec and the same key
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceSource:
+    """Where a run's jobs come from: a trace file, or the synthetic Theta-like workload.
+
+    ``path`` ``None`` means synthetic (:func:`sim.trace.synthetic.synthetic_trace` with ``jobs``
+    jobs, ``seed`` and ``nodes``). For a file, ``jobs`` keeps only its first ``jobs`` jobs in
+    submit order (quick runs), and ``nodes`` overrides the machine size the file states.
+    """
+
+    path: str | None = None
+    jobs: int | None = None
+    seed: int = 0
+    nodes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.jobs is not None and self.jobs < 1:
+            raise SpecError(f"a run needs at least one job, got jobs={self.jobs}")
+        if self.nodes is not None and self.nodes < 1:
+            raise SpecError(f"a machine needs at least one node, got nodes={self.nodes}")
+
+    @property
+    def synthetic(self) -> bool:
+        return self.path is None
+
+    def describe(self) -> str:
+        """One phrase for humans, e.g. ``theta_2022.swf.gz (first 500 jobs)``."""
+        if self.path is None:
+            size = self.jobs if self.jobs is not None else "23911"
+            nodes = f", {self.nodes} nodes" if self.nodes is not None else ""
+            return f"synthetic Theta-like workload ({size} jobs, seed {self.seed}{nodes})"
+        first = f" (first {self.jobs} jobs)" if self.jobs is not None else ""
+        return f"{Path(self.path).name}{first}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSpec:
+    """One simulation of a study: ``policy`` (a name from :data:`MECHANISMS`) on workload
+    ``workload`` (W1..W5) of ``trace``, with model seed ``seed`` and the parameters in
+    ``overrides`` (sorted ``(key, value)`` pairs) changed from their defaults."""
+
+    policy: str
+    workload: str
+    seed: int
+    trace: TraceSource = field(default_factory=TraceSource)
+    overrides: tuple[tuple[str, Value], ...] = ()
+
+    def __post_init__(self) -> None:
+        canon = {m.upper(): m for m in MECHANISMS}.get(self.policy.upper())
+        if canon is None:
+            raise SpecError(f"unknown policy {self.policy!r}; choose from "
+                            f"{', '.join(MECHANISMS)}")
+        object.__setattr__(self, "policy", canon)
+        if self.workload not in WORKLOADS:
+            raise SpecError(f"unknown workload {self.workload!r}; choose from "
+                            f"{', '.join(WORKLOADS)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SpecError(f"a seed is a whole number >= 0, got {self.seed!r}")
+        keys = [k for k, _ in self.overrides]
+        if len(set(keys)) != len(keys):
+            raise SpecError(f"a parameter is overridden twice in {keys}")
+        checked = tuple(sorted((k, check_override(k, v)) for k, v in self.overrides))
+        object.__setattr__(self, "overrides", checked)
+
+    @property
+    def variant(self) -> str:
+        """The overrides as a label (``checkpoint_scale=0.5``); ``default`` when none."""
+        return variant_label(dict(self.overrides))
+
+    @property
+    def params(self) -> Mapping[str, Value]:
+        return dict(self.overrides)
+
+    def model(self) -> WorkloadModel:
+        """The workload model of this run: the workload's notice shares, the seed, and every
+        override that is a model field."""
+        changes = {k: v for k, v in self.overrides if k not in FAILURE_KEYS}
+        return WorkloadModel.for_workload(self.workload, seed=self.seed, **changes)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"policy": self.policy, "workload": self.workload, "seed": self.seed,
+                "trace": dataclasses.asdict(self.trace),
+                "overrides": {k: v for k, v in self.overrides}}
+
+    def to_json(self) -> str:
+        """Canonical JSON: equal specs give equal text."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> RunSpec:
+        try:
+            trace = TraceSource(**dict(data.get("trace") or {}))  # type: ignore[arg-type]
+            overrides = dict(data.get("overrides") or {})  # type: ignore[call-overload]
+            return cls(policy=str(data["policy"]), workload=str(data["workload"]),
+                       seed=data["seed"], trace=trace,  # type: ignore[arg-type]
+                       overrides=tuple(overrides.items()))
+        except KeyError as e:
+            raise SpecError(f"a run specification needs {e.args[0]!r}") from None
+        except TypeError as e:
+            raise SpecError(f"a run specification has a bad field: {e}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"a run specification is not valid JSON ({e.msg} at line "
+                            f"{e.lineno})") from None
+        if not isinstance(data, dict):
+            raise SpecError("a run specification is a JSON object")
+        return cls.from_dict(data)
+
+    @property
+    def key(self) -> str:
+        """A short stable name for the stored result: readable prefix plus a content hash."""
+        digest = hashlib.sha256(self.to_json().encode()).hexdigest()[:12]
+        policy = self.policy.replace("&", "-").replace("+", "plus")
+        return f"{policy}_{self.workload}_s{self.seed}_{digest}"
+
+
+def variant_label(params: Mapping[str, Value]) -> str:
+    """``key=value`` pairs joined by commas, sorted; ``default`` for none."""
+    if not params:
+        return "default"
+    return ",".join(f"{k}={_number(v)}" for k, v in sorted(params.items()))
+
+
+def _number(v: Value) -> str:
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)

@@ -1,0 +1,96 @@
+"""The figures a study records for each run, and how they are read off a run's summary.
+
+The paper's metrics (:data:`PAPER_METRICS`) come first: average turnaround of all, rigid and
+malleable jobs, utilisation, the on-demand instant-start rate, and the preemption ratios of
+rigid and malleable jobs. :data:`EXTRA_METRICS` are what a researcher checks next (waits,
+bounded slowdown, work lost, failures). Turnarounds and waits are in hours, ratios are
+fractions in [0, 1], work in node-hours. A figure a run cannot have (no malleable jobs, no
+failures configured) is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from sim.run.metrics import Summary
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One figure of a run: ``key`` in tables, ``label`` in figures, ``unit`` of its values
+    (``h``, ``ratio`` shown as percent, ``node-h``, ``count``), and which way is better."""
+
+    key: str
+    label: str
+    unit: Literal["h", "ratio", "node-h", "count", "x"]
+    better: Literal["lower", "higher"]
+
+    def show(self, value: float | None, *, digits: int = 1) -> str:
+        """``value`` for a report: ratios as percent, the rest with its unit."""
+        if value is None or value != value:
+            return "n/a"
+        if self.unit == "ratio":
+            return f"{100 * value:.{digits}f}%"
+        if self.unit == "count":
+            return f"{value:.{digits}f}"
+        unit = "" if self.unit == "x" else f" {self.unit}"
+        return f"{value:.{digits + 1}f}{unit}" if abs(value) < 10 else f"{value:.{digits}f}{unit}"
+
+
+PAPER_METRICS: tuple[Metric, ...] = (
+    Metric("turnaround_all", "Avg turnaround, all jobs (h)", "h", "lower"),
+    Metric("turnaround_rigid", "Avg turnaround, rigid jobs (h)", "h", "lower"),
+    Metric("turnaround_malleable", "Avg turnaround, malleable jobs (h)", "h", "lower"),
+    Metric("utilisation", "Utilisation", "ratio", "higher"),
+    Metric("instant_start", "On-demand instant-start rate", "ratio", "higher"),
+    Metric("preempt_rigid", "Preemption ratio, rigid jobs", "ratio", "lower"),
+    Metric("preempt_malleable", "Preemption ratio, malleable jobs", "ratio", "lower"),
+)
+EXTRA_METRICS: tuple[Metric, ...] = (
+    Metric("turnaround_ondemand", "Avg turnaround, on-demand jobs (h)", "h", "lower"),
+    Metric("wait_all", "Avg wait, all jobs (h)", "h", "lower"),
+    Metric("bsld_all", "Avg bounded slowdown (10 s)", "x", "lower"),
+    Metric("shrink_malleable", "Share of malleable jobs shrunk", "ratio", "lower"),
+    Metric("lost_node_hours", "Node-hours lost to preemption", "node-h", "lower"),
+    Metric("unfinished", "Jobs never finished", "count", "lower"),
+    Metric("failures", "Node failures", "count", "lower"),
+    Metric("failure_kills", "Jobs killed by failures", "count", "lower"),
+    Metric("failure_lost_node_hours", "Node-hours lost to failures", "node-h", "lower"),
+)
+METRICS: tuple[Metric, ...] = PAPER_METRICS + EXTRA_METRICS
+BY_KEY: Mapping[str, Metric] = {m.key: m for m in METRICS}
+
+
+def _hours(x: float | None) -> float | None:
+    return None if x is None else x / HOUR
+
+
+def run_metrics(summary: Summary,
+                failures: Mapping[str, float] | None = None) -> dict[str, float | None]:
+    """Every metric of :data:`METRICS` for one run; ``failures`` holds the failure source's
+    counts (``failures``, ``failure_kills``, ``failure_lost_node_hours``) when it had one."""
+    turnaround = summary.turnaround
+    kinds = turnaround.kinds
+    failures = failures or {}
+    return {
+        "turnaround_all": _hours(turnaround.all.mean),
+        "turnaround_rigid": _hours(kinds["rigid"].mean),
+        "turnaround_malleable": _hours(kinds["malleable"].mean),
+        "utilisation": summary.utilisation.value,
+        "instant_start": summary.instant_start_rate,
+        "preempt_rigid": summary.preemption_ratio.get("rigid"),
+        "preempt_malleable": summary.preemption_ratio.get("malleable"),
+        "turnaround_ondemand": _hours(kinds["ondemand"].mean),
+        "wait_all": _hours(summary.wait.all.mean),
+        "bsld_all": summary.bounded_slowdown.all.mean,
+        "shrink_malleable": summary.shrink_ratio,
+        "lost_node_hours": summary.lost_node_hours,
+        "unfinished": float(summary.jobs - summary.finished),
+        "failures": failures.get("failures"),
+        "failure_kills": failures.get("failure_kills"),
+        "failure_lost_node_hours": failures.get("failure_lost_node_hours"),
+    }

@@ -1,0 +1,101 @@
+"""Files made ahead of need (metaq_py.queue.premade) and shared hostfiles (metaq_py.launch.hostfiles):
+what they put in place, and what they must never replace."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from metaq_py.launch import HostFiles, LaunchError
+from metaq_py.queue.premade import Kind, Spares
+
+
+@pytest.fixture
+def spares(tmp_path: Path) -> Iterator[Spares]:
+    made = Spares(tmp_path / ".spares", depth=3)
+    deadline = time.monotonic() + 5
+    while any(made.ready(k) < 3 for k in Kind) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    yield made
+    made.close()
+
+
+def test_a_spare_folder_goes_only_where_nothing_is(spares: Spares, tmp_path: Path) -> None:
+    assert spares.folder(tmp_path / "run")
+    assert (tmp_path / "run").is_dir() and not any((tmp_path / "run").iterdir())
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "state").write_text("42")
+    assert not spares.folder(kept)  # an earlier attempt's folder stays as it was
+    assert (kept / "state").read_text() == "42"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert not spares.folder(empty)
+    assert not spares.folder(tmp_path / "no" / "parent")  # the caller makes those itself
+
+
+def test_a_spare_file_never_replaces_a_log(spares: Spares, tmp_path: Path) -> None:
+    log = tmp_path / "t.log"
+    assert spares.empty_file(log)
+    assert log.read_bytes() == b"" and stat.S_IMODE(log.stat().st_mode) == 0o644 & ~_umask()
+    log.write_text("first attempt\n")
+    assert not spares.empty_file(log)  # a resumed task appends to what it wrote before
+    assert log.read_text() == "first attempt\n"
+
+
+def test_a_block_file_is_handed_over_open(spares: Spares, tmp_path: Path) -> None:
+    taken = spares.block_file()
+    assert taken is not None
+    fd, path = taken
+    os.write(fd, b"{}")
+    os.ftruncate(fd, 2)
+    os.close(fd)
+    assert path.read_bytes() == b"{}"
+    assert spares.block_file() is not None and spares.block_file()[1] != path
+
+
+def test_without_spares_the_callers_make_their_own(tmp_path: Path) -> None:
+    made = Spares(tmp_path / ".spares", depth=0)
+    try:
+        assert not made.folder(tmp_path / "run")
+        assert not made.empty_file(tmp_path / "t.log")
+        assert made.block_file() is None
+    finally:
+        made.close()
+
+
+def test_closing_removes_every_spare(spares: Spares, tmp_path: Path) -> None:
+    spares.folder(tmp_path / "run")
+    spares.close()
+    assert not (tmp_path / ".spares").exists()
+    assert (tmp_path / "run").is_dir()  # what was handed out stays
+
+
+def test_one_hostfile_per_host_list(tmp_path: Path) -> None:
+    files = HostFiles(tmp_path / "hostfiles")
+    ab = files.path(("a", "b"))
+    assert files.path(["a", "b"]) == ab
+    assert ab.read_text() == "a\nb\n"
+    ba = files.path(("b", "a"))  # the order is the task's, so it is another list
+    assert ba != ab and ba.read_text() == "b\na\n"
+    assert not os.access(ab, os.W_OK) or os.geteuid() == 0  # read-only (root writes anyway)
+    assert stat.S_IMODE(ab.stat().st_mode) == 0o444
+    assert sorted(p.name for p in (tmp_path / "hostfiles").iterdir()) == sorted(
+        [ab.name, ba.name])  # no temporary file left behind
+
+
+def test_a_hostfile_that_cannot_be_written_is_a_launch_error(tmp_path: Path) -> None:
+    (tmp_path / "hostfiles").write_text("not a folder")
+    with pytest.raises(LaunchError, match="cannot write the hostfile"):
+        HostFiles(tmp_path / "hostfiles").path(("a",))
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old

@@ -1,0 +1,158 @@
+"""Accounting from event logs: per-project node- and GPU-hours, outcomes, the on-demand record,
+``--since``, and logs damaged by a killed runner (read by :mod:`metaq_py.report.joblog`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from metaq_py.durations import DurationError
+from metaq_py.report.accounting import build_report, parse_since
+from metaq_py.report.joblog import read_job_log, read_job_logs
+from tests.job_logs import end, runner_start, start, write_log
+
+T0 = 1_750_000_000.0
+
+
+def _two_jobs(root: Path) -> None:
+    write_log(root, "100", [
+        runner_start(T0, ["a", "b", "c", "d"], end=T0 + 7200, gpus_per_node=2),
+        start(T0 + 1, "todo/x.sh", ["a", "b"], project="lattice", gpus=4),
+        start(T0 + 2, "todo/y.sh", ["c"], project="astro"),
+        end(T0 + 3601, "todo/x.sh", ["a", "b"], seconds=3600, project="lattice", gpus=4),
+        end(T0 + 1802, "todo/y.sh", ["c"], seconds=1800, project="astro", outcome="retry"),
+        start(T0 + 1900, "todo/od.sh", ["c", "d"], kind="ondemand", instant=True),
+        {"time": T0 + 1899, "event": "arrival", "task": "todo/od.sh", "notice": "n1"},
+        {"time": T0 + 1900, "event": "preempt", "task": "todo/z.sh", "for_task": "todo/od.sh",
+         "lost_node_seconds": 7200.0},
+        end(T0 + 1900, "todo/z.sh", ["d"], seconds=900, outcome="preempted"),
+        end(T0 + 2500, "todo/od.sh", ["c", "d"], seconds=600, kind="ondemand"),
+        {"time": T0 + 2600, "event": "runner-stop", "reason": "nothing left"},
+    ])
+    write_log(root, "200", [
+        runner_start(T0 + 10_000, ["e", "f"], end=None),
+        start(T0 + 10_001, "todo/od2.sh", ["e"], kind="ondemand", instant=False),
+        {"time": T0 + 10_002, "event": "shrink", "task": "todo/m.sh", "hosts": ["f"],
+         "for_task": "todo/od2.sh", "mode": "in-place"},
+        end(T0 + 10_601, "todo/od2.sh", ["e"], seconds=600, kind="ondemand",
+            outcome="failed", project="lattice"),
+        end(T0 + 10_700, "todo/q.sh", ["f"], seconds=100, outcome="requeued",
+            project="astro"),
+        {"time": T0 + 10_800, "event": "reclaim", "task": "todo/r.sh", "jobid": "99",
+         "reason": "job 99 is dead"},
+    ])
+
+
+def test_node_and_gpu_hours_per_project(tmp_path: Path) -> None:
+    _two_jobs(tmp_path)
+    rep = build_report(read_job_logs(tmp_path))
+    by = {p.project: p for p in rep.projects}
+    assert sorted(by) == ["-", "astro", "lattice"]
+    assert by["lattice"].node_hours == pytest.approx(2.0 + 600 / 3600)
+    assert by["lattice"].gpu_hours == pytest.approx(4.0)
+    assert by["astro"].node_hours == pytest.approx(0.5 + 100 / 3600)
+    assert by["-"].node_hours == pytest.approx((900 + 1200) / 3600)
+    assert rep.node_hours == pytest.approx(sum(p.node_hours for p in rep.projects))
+    assert rep.jobs == 2
+
+
+def test_outcomes_are_counted_per_run(tmp_path: Path) -> None:
+    _two_jobs(tmp_path)
+    rep = build_report(read_job_logs(tmp_path))
+    assert rep.outcomes == {"finished": 2, "failed": 1, "retry": 1, "requeued": 1,
+                            "preempted": 1}
+    assert {p.project: p.outcomes for p in rep.projects}["lattice"] == {"finished": 1,
+                                                                        "failed": 1}
+    assert rep.reclaims == 1
+
+
+def test_the_on_demand_record(tmp_path: Path) -> None:
+    _two_jobs(tmp_path)
+    od = build_report(read_job_logs(tmp_path)).ondemand
+    assert (od.starts, od.known, od.instant, od.rate) == (2, 2, 1, 0.5)
+    assert (od.arrivals, od.preemptions, od.shrinks) == (1, 1, 1)
+    assert od.lost_node_hours == pytest.approx(2.0)
+
+
+def test_since_keeps_only_later_events(tmp_path: Path) -> None:
+    _two_jobs(tmp_path)
+    rep = build_report(read_job_logs(tmp_path), since=T0 + 5000)
+    assert rep.jobs == 1
+    assert rep.outcomes == {"failed": 1, "requeued": 1}
+    assert rep.ondemand.preemptions == 0 and rep.ondemand.shrinks == 1
+
+
+def test_an_empty_queue_reports_nothing(tmp_path: Path) -> None:
+    rep = build_report(read_job_logs(tmp_path))
+    assert rep.projects == () and rep.jobs == 0 and rep.ondemand.rate is None
+    assert rep.to_json()["node_hours"] == 0
+
+
+def test_a_line_cut_short_is_skipped_and_reported(tmp_path: Path) -> None:
+    path = write_log(tmp_path, "7", [
+        runner_start(T0, ["a"], end=None),
+        end(T0 + 3600, "todo/x.sh", ["a"], seconds=3600, project="p"),
+    ], tail=b'{"time": 1750003700, "event": "end", "task": "todo/y.sh", "node_sec')
+    log = read_job_log(path)
+    assert log.jobid == "7" and len(log.events) == 2
+    assert log.problems == (f"{path}, line 3: the last line is cut short (the runner was "
+                            f"probably stopped while writing it); it is skipped.",)
+    rep = build_report([log])
+    assert rep.projects[0].node_hours == pytest.approx(1.0)
+    assert rep.problems == log.problems
+
+
+def test_bad_lines_in_the_middle_are_named_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "jobs" / "8" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"time": 1, "event": "runner-start"}\n[1]\nnot json\n'
+                     b'{"event": "end"}\n{"time": "x", "event": "end"}\n{"time": 2}\n'
+                     b'{"time": 3, "event": "runner-stop"}\n')
+    log = read_job_log(path)
+    assert [e["event"] for e in log.events] == ["runner-start", "runner-stop"]
+    assert [p.split(": ", 1)[0] for p in log.problems] == [
+        f"{path}, line {n}" for n in (2, 3, 4, 5, 6)]
+    assert "not a JSON object" in log.problems[0]
+    assert "no numeric 'time'" in log.problems[2]
+    assert "no 'event' name" in log.problems[4]
+
+
+@given(cut=st.integers(0, 2500))
+def test_a_log_cut_anywhere_never_breaks_the_reader(tmp_path_factory: pytest.TempPathFactory,
+                                                    cut: int) -> None:
+    root = tmp_path_factory.mktemp("cut")
+    _two_jobs(root)
+    path = root / "jobs" / "100" / "events.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[:cut])
+    log = read_job_log(path)
+    kept = data[:cut]
+    tail = kept.rsplit(b"\n", 1)[-1]
+    try:
+        tail_whole = bool(tail) and isinstance(json.loads(tail), dict)
+    except ValueError:
+        tail_whole = False
+    assert len(log.events) == kept.count(b"\n") + tail_whole
+    assert len(log.problems) == (1 if tail.strip() and not tail_whole else 0)
+    build_report([log])  # never raises
+
+
+@given(days=st.integers(0, 3650))
+def test_since_as_a_duration_ago(days: int) -> None:
+    assert parse_since(f"{days}d", now=T0) == T0 - days * 86400
+
+
+@given(y=st.integers(2000, 2100), m=st.integers(1, 12), d=st.integers(1, 28))
+def test_since_as_a_date_is_local_midnight(y: int, m: int, d: int) -> None:
+    assert parse_since(f"{y:04d}-{m:02d}-{d:02d}", now=T0) == datetime(y, m, d).timestamp()
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2025-02-30", "2025-13-01", "-3d", ""])
+def test_bad_since_is_one_sentence(text: str) -> None:
+    with pytest.raises(DurationError, match="is not a date; use YYYY-MM-DD"):
+        parse_since(text, now=T0)

@@ -1,0 +1,127 @@
+"""The Gantt chart of one allocation: the timeline rebuilt from events (bars, holds, marks) and
+the PNG drawn from it, checked pixel by pixel where it matters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
+
+from metaq_py.report.gantt import IDLE, KIND_COLOURS, draw_gantt, gantt_figure
+from metaq_py.report.timeline import Bar, Hold, build_timeline
+from tests.job_logs import end, runner_start, start
+
+T0 = 1_750_000_000.0
+HOSTS = ["n1", "n2", "n3", "n4"]
+
+
+def _events() -> list[dict]:
+    """Four nodes for an hour: a rigid task preempted for an on-demand one that redeems a
+    notice, a malleable task shrunk for it and expanded afterwards, and an idle stretch."""
+    return [
+        runner_start(T0, HOSTS, end=T0 + 3600),
+        start(T0 + 60, "todo/rigid.sh", ["n1", "n2"]),
+        start(T0 + 60, "todo/mall.sh", ["n3", "n4"], kind="malleable"),
+        {"time": T0 + 600, "event": "reserve", "notice": "beam", "hosts": []},
+        {"time": T0 + 1200, "event": "preempt", "task": "todo/rigid.sh",
+         "for_task": "todo/od.sh", "lost_node_seconds": 600.0},
+        end(T0 + 1200, "todo/rigid.sh", ["n1", "n2"], seconds=1140, outcome="preempted"),
+        {"time": T0 + 1200, "event": "shrink", "task": "todo/mall.sh", "hosts": ["n3"],
+         "for_task": "todo/od.sh", "mode": "in-place"},
+        start(T0 + 1210, "todo/od.sh", ["n1", "n2", "n4"], kind="ondemand", notice="beam",
+              instant=True),
+        end(T0 + 1800, "todo/od.sh", ["n1", "n2", "n4"], seconds=590, kind="ondemand"),
+        {"time": T0 + 1800, "event": "expand", "task": "todo/mall.sh", "hosts": ["n3", "n4"],
+         "for_task": None, "mode": "in-place"},
+        end(T0 + 2400, "todo/mall.sh", ["n3", "n4"], seconds=2340, kind="malleable"),
+        {"time": T0 + 3000, "event": "runner-stop", "reason": "nothing left"},
+    ]
+
+
+def test_the_timeline_follows_every_move() -> None:
+    tl = build_timeline(_events(), jobid="42")
+    assert tl.hosts == tuple(HOSTS) and tl.start == T0 and tl.end == T0 + 3600
+    assert tl.stop == T0 + 3000 and tl.stopped and tl.mechanism == "CUA&SPAA"
+    assert set(tl.bars) == {
+        Bar("n1", "todo/rigid.sh", T0 + 60, T0 + 1200, "rigid", "preempted"),
+        Bar("n2", "todo/rigid.sh", T0 + 60, T0 + 1200, "rigid", "preempted"),
+        Bar("n3", "todo/mall.sh", T0 + 60, T0 + 2400, "malleable", "finished"),
+        Bar("n4", "todo/mall.sh", T0 + 60, T0 + 1200, "malleable", "shrunk"),
+        Bar("n4", "todo/mall.sh", T0 + 1800, T0 + 2400, "malleable", "finished"),
+        *(Bar(h, "todo/od.sh", T0 + 1210, T0 + 1800, "ondemand", "finished")
+          for h in ("n1", "n2", "n4")),
+    }
+    assert {(m.what, m.host) for m in tl.marks} == {
+        ("preempt", "n1"), ("preempt", "n2"), ("shrink", "n4"), ("expand", "n4")}
+    # busy: n1 and n2 run rigid.sh (1140 s) then od.sh (590 s); n3 runs mall.sh throughout
+    # (2340 s); n4 runs mall.sh (1140 s), od.sh (590 s) and mall.sh again (600 s)
+    assert tl.busy_seconds("n1") == pytest.approx(1140 + 590)
+    assert tl.busy_seconds("n4") == pytest.approx(1140 + 590 + 600)
+    assert tl.idle_seconds() == pytest.approx(4 * 3000 - (2 * 1730 + 2340 + 2330))
+
+
+def test_a_reservation_is_a_hold_until_its_task_starts() -> None:
+    events = [runner_start(T0, ["a", "b"], end=None),
+              {"time": T0 + 10, "event": "reserve", "notice": "n", "hosts": ["a"]},
+              {"time": T0 + 20, "event": "reserve", "notice": "n", "hosts": ["b"]},
+              start(T0 + 30, "todo/od.sh", ["a", "b"], kind="ondemand", notice="n"),
+              {"time": T0 + 40, "event": "reserve", "notice": "m", "hosts": ["a"]},
+              {"time": T0 + 50, "event": "release", "notice": "m", "reason": "expired"}]
+    tl = build_timeline(events, jobid="1")
+    assert set(tl.holds) == {Hold("a", "n", T0 + 10, T0 + 30), Hold("b", "n", T0 + 20, T0 + 30),
+                             Hold("a", "m", T0 + 40, T0 + 50)}
+    # the on-demand task is still running when the log ends: its bars end at the last event
+    assert {(b.host, b.end, b.outcome) for b in tl.bars} == {("a", T0 + 50, None),
+                                                             ("b", T0 + 50, None)}
+    assert not tl.stopped and tl.end is None
+
+
+def test_a_log_without_a_runner_start_is_refused() -> None:
+    with pytest.raises(ValueError, match="no runner-start"):
+        build_timeline([{"time": 1, "event": "start", "task": "t"}], jobid="9")
+
+
+def _pixel(fig, x: float, y: float) -> tuple[float, float, float]:
+    """The colour drawn at data point (x, y) of the figure's first axes."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    img = np.asarray(canvas.buffer_rgba())
+    px, py = fig.axes[0].transData.transform((x, y))
+    return tuple(img[img.shape[0] - round(py), round(px), :3] / 255.0)
+
+
+def _close(a: tuple[float, ...], b: str) -> bool:
+    return all(abs(x - y) < 0.02 for x, y in zip(a, to_rgb(b), strict=True))
+
+
+def test_bars_idle_gaps_and_the_allocation_end_are_drawn() -> None:
+    tl = build_timeline(_events(), jobid="42")
+    fig = gantt_figure(tl)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == HOSTS[::-1] or labels == HOSTS  # one row per host
+    row = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    minute = 60.0
+    # n1 at 10 min: the rigid task; at 25 min: the on-demand task; at 42 min: idle
+    assert _close(_pixel(fig, 10, row["n1"]), KIND_COLOURS["rigid"])
+    assert _close(_pixel(fig, 25, row["n1"]), KIND_COLOURS["ondemand"])
+    assert _close(_pixel(fig, 42, row["n1"]), IDLE)
+    # n4 was lent to the on-demand task, then given back to the malleable one
+    assert _close(_pixel(fig, 10, row["n4"]), KIND_COLOURS["malleable"])
+    assert _close(_pixel(fig, 25, row["n4"]), KIND_COLOURS["ondemand"])
+    assert _close(_pixel(fig, 35, row["n4"]), KIND_COLOURS["malleable"])
+    # the allocation end is a dashed vertical line at 60 minutes
+    ends = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert [ln.get_xdata()[0] for ln in ends] == [pytest.approx(3600 / minute)]
+    assert "idle" in ax.get_title() and "job 42" in ax.get_title()
+    texts = {t.get_text() for t in ax.texts}
+    assert {"rigid.sh", "mall.sh", "od.sh"} <= texts
+
+
+def test_draw_writes_a_png(tmp_path: Path) -> None:
+    out = draw_gantt(build_timeline(_events(), jobid="42"), tmp_path / "g.png")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

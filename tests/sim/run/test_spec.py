@@ -1,0 +1,79 @@
+"""RunSpec: validation with one-sentence errors, canonical JSON, stable keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.run.spec import OVERRIDE_KEYS, RunSpec, SpecError, TraceSource, variant_label
+
+
+def spec(**changes: object) -> RunSpec:
+    base: dict[str, object] = {"policy": "CUA&SPAA", "workload": "W3", "seed": 4,
+                               "trace": TraceSource(jobs=100, seed=2)}
+    base.update(changes)
+    return RunSpec(**base)  # type: ignore[arg-type]
+
+
+def test_policy_names_are_canonicalised() -> None:
+    assert spec(policy="cua&spaa").policy == "CUA&SPAA"
+    assert spec(policy="EASY").policy == "easy"
+
+
+@pytest.mark.parametrize(("changes", "words"), [
+    ({"policy": "fifo"}, "unknown policy"),
+    ({"workload": "W9"}, "unknown workload"),
+    ({"seed": -1}, "seed"),
+    ({"overrides": (("bogus", 1.0),)}, "unknown parameter 'bogus'"),
+    ({"overrides": (("checkpoint_scale", "x"),)}, "needs a number"),
+    ({"overrides": (("failure_mtbf", 0.0),)}, "must be positive"),
+    ({"overrides": (("mtbf", 1.0), ("mtbf", 2.0))}, "twice"),
+])
+def test_bad_specs_say_what_is_wrong(changes: dict[str, object], words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        spec(**changes)
+
+
+def test_json_round_trip_and_canonical_text() -> None:
+    s = spec(overrides=(("malleable_min_fraction", 0.4), ("checkpoint_scale", 2)))
+    again = RunSpec.from_json(s.to_json())
+    assert again == s
+    assert again.to_json() == s.to_json()
+    # overrides are sorted and 2 == 2.0, so the order and spelling do not change the key
+    other = spec(overrides=(("checkpoint_scale", 2.0), ("malleable_min_fraction", 0.4)))
+    assert other.key == s.key
+
+
+def test_keys_differ_with_any_field() -> None:
+    keys = {spec().key, spec(seed=5).key, spec(workload="W1").key, spec(policy="easy").key,
+            spec(overrides=(("checkpoint_scale", 0.5),)).key,
+            spec(trace=TraceSource(jobs=101, seed=2)).key}
+    assert len(keys) == 6
+    assert spec().key.startswith("CUA-SPAA_W3_s4_")
+
+
+def test_model_carries_workload_seed_and_model_overrides_only() -> None:
+    s = spec(overrides=(("checkpoint_scale", 0.5), ("failure_mtbf", 18000.0)))
+    model = s.model()
+    assert model.name == "W3" and model.seed == 4 and model.checkpoint_scale == 0.5
+    assert model.notice_shares == (0.1, 0.1, 0.7, 0.1)
+
+
+def test_variant_labels() -> None:
+    assert spec().variant == "default"
+    assert variant_label({"failure_mtbf": 18000.0, "failure_repair": 21600.0}) == \
+        "failure_mtbf=18000,failure_repair=21600"
+    assert "checkpoint_scale" in OVERRIDE_KEYS and "seed" not in OVERRIDE_KEYS
+
+
+def test_malformed_json_is_one_sentence() -> None:
+    with pytest.raises(SpecError, match="not valid JSON"):
+        RunSpec.from_json("{")
+    with pytest.raises(SpecError, match="needs 'policy'"):
+        RunSpec.from_json('{"workload": "W1", "seed": 0}')
+
+
+def test_trace_source_checks_and_describes() -> None:
+    with pytest.raises(SpecError):
+        TraceSource(jobs=0)
+    assert "first 500 jobs" in TraceSource(path="/x/theta.swf.gz", jobs=500).describe()
+    assert TraceSource().synthetic and not TraceSource(path="a").synthetic

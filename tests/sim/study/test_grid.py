@@ -1,0 +1,77 @@
+"""The named studies and their grids."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.run.spec import SpecError, TraceSource
+from sim.study.grid import (
+    HOUR,
+    MECHANISM_NAMES,
+    PAPER_POLICIES,
+    STUDIES,
+    build_grid,
+    parse_sweep,
+    variants_of,
+)
+
+SRC = TraceSource(jobs=50)
+
+
+def test_the_paper_grid_is_350_runs() -> None:
+    grid = build_grid(STUDIES["paper"], trace=SRC)
+    assert len(grid) == 7 * 5 * 10 == 350
+    assert len(set(grid)) == 350
+    assert {s.policy for s in grid} == set(PAPER_POLICIES)
+    assert len(MECHANISM_NAMES) == 6 and "easy" not in MECHANISM_NAMES
+    assert {s.variant for s in grid} == {"default"}
+
+
+def test_sweep_studies_have_their_variants() -> None:
+    checkpoint = {s.variant for s in build_grid(STUDIES["checkpoint"], trace=SRC, seeds=1)}
+    assert checkpoint == {"checkpoint_scale=0.5", "checkpoint_scale=1", "checkpoint_scale=2"}
+    mins = variants_of(STUDIES["malleable-min"])
+    assert [dict(v)["malleable_min_fraction"] for v in mins] == [0.2, 0.4, 0.6]
+    failures = variants_of(STUDIES["failures"])
+    assert failures[0] == ()
+    assert {dict(v).get("failure_mtbf") for v in failures[1:]} == {5 * HOUR, 50 * HOUR}
+    assert all(dict(v)["failure_repair"] == 6 * HOUR for v in failures[1:])
+    plus = STUDIES["spaa-plus"].policies
+    assert {"N&SPAA+", "CUA&SPAA+", "CUP&SPAA+", "CUA&SPAA"} <= set(plus)
+
+
+def test_sweeps_multiply_and_replace_study_values() -> None:
+    key, values = parse_sweep("checkpoint_scale=0.5,2")
+    assert (key, values) == ("checkpoint_scale", (0.5, 2.0))
+    variants = variants_of(STUDIES["checkpoint"], [(key, values)])
+    assert [dict(v)["checkpoint_scale"] for v in variants] == [0.5, 2.0]
+    both = variants_of(STUDIES["paper"], [("checkpoint_scale", (0.5, 1.0)),
+                                          ("malleable_min_fraction", (0.2, 0.4))])
+    assert len(both) == 4
+
+
+def test_sweep_values_may_be_durations() -> None:
+    assert parse_sweep("failure_mtbf=5h,50h") == ("failure_mtbf", (5 * HOUR, 50 * HOUR))
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("checkpoint_scale", "KEY=V1,V2"),
+    ("checkpoint_scale=", "KEY=V1,V2"),
+    ("nope=1,2", "unknown parameter"),
+    ("checkpoint_scale=a", "not a number"),
+    ("checkpoint_scale=1,1", "repeats"),
+])
+def test_bad_sweeps(text: str, words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        parse_sweep(text)
+
+
+def test_grid_options() -> None:
+    grid = build_grid(STUDIES["paper"], trace=SRC, seeds=2, first_seed=7, workloads=["W2"],
+                      policies=["easy", "CUP&PAA"])
+    assert [(s.policy, s.workload, s.seed) for s in grid] == [
+        ("easy", "W2", 7), ("easy", "W2", 8), ("CUP&PAA", "W2", 7), ("CUP&PAA", "W2", 8)]
+    with pytest.raises(SpecError):
+        build_grid(STUDIES["paper"], trace=SRC, seeds=0)
+    with pytest.raises(SpecError, match="unknown workload"):
+        build_grid(STUDIES["paper"], trace=SRC, workloads=["W7"])
