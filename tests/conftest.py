@@ -199,12 +199,16 @@ class SlurmCluster:
         subprocess.run(["scancel", jobid], check=False)
         raise AssertionError(f"SLURM job {jobid} did not end within {timeout:g} s")
 
-    def wait_running(self, jobid: str, *, timeout: float) -> dict[str, str]:
-        """Wait until job ``jobid`` runs and return its ``scontrol show job`` fields."""
+    def wait_started(self, jobid: str, *, timeout: float) -> dict[str, str]:
+        """Wait until job ``jobid`` has started and return its ``scontrol show job`` fields.
+
+        A short job may pass through RUNNING between two polls and be COMPLETING or COMPLETED
+        when it is next seen, so any state past PENDING counts: ``StartTime`` is then set.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             fields = self.job_fields(jobid)
-            if fields.get("JobState") == "RUNNING":
+            if fields.get("JobState", "PENDING") not in {"PENDING", "REQUEUED"}:
                 return fields
             time.sleep(0.1)
         subprocess.run(["scancel", jobid], check=False)
