@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from metaq_py.cli import app
+from metaq_py.cli.app import app, console
 
 if TYPE_CHECKING:
     from sim.run.spec import TraceSource
@@ -36,7 +35,6 @@ THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / 
     "theta_2022.swf.gz"
 """The default trace: Theta 2022 beside the repository, when it is there."""
 
-_out = Console(highlight=False, soft_wrap=True)
 
 
 class _BadArgument(Exception):
@@ -207,12 +205,12 @@ def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
 
     if workers is not None and workers < 1:
         raise _BadArgument(f"--workers must be at least 1, got {workers}")
-    _out.print(said)
-    _out.print(f"{len(specs)} runs of study {context['name']!r} into {out}/.")
+    console.print(said)
+    console.print(f"{len(specs)} runs of study {context['name']!r} into {out}/.")
     store = RunStore(out / "runs")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
-    with Progress(*columns, console=_out, transient=False) as progress:
+    with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("runs", total=len(specs))
 
         def done(record: RunRecord) -> None:
@@ -234,7 +232,7 @@ def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_wal
     except DurationError as e:
         raise _BadArgument(f"--task-walltime: {e}") from None
     emitted = emit_tasks(specs, directory, context=context, walltime=walltime, project=project)
-    _out.print(f"Wrote {len(emitted.tasks)} task scripts to {emitted.directory}/tasks/. "
+    console.print(f"Wrote {len(emitted.tasks)} task scripts to {emitted.directory}/tasks/. "
                f"Submit them (metaq submit), then run: metaq experiment --collect "
                f"{emitted.directory}")
 
@@ -251,7 +249,7 @@ def _run_one(spec_path: Path, out: Path | None) -> None:
         raise _BadArgument(f"spec file {spec_path} does not exist") from None
     record = run_one(spec)
     path = RunStore(out).put(record)
-    _out.print(f"{spec.policy} {spec.workload} seed {spec.seed} ({spec.variant}): "
+    console.print(f"{spec.policy} {spec.workload} seed {spec.seed} ({spec.variant}): "
                f"{record.wall_seconds:.1f} s, written to {path}")
 
 
@@ -263,7 +261,7 @@ def _collect(directory: Path, out: Path | None) -> None:
         raise _BadArgument(f"no run of {directory} has finished yet "
                            f"({len(got.missing)} missing)")
     if got.missing:
-        _out.print(f"[yellow]{len(got.missing)} of {len(got.missing) + len(got.records)} runs "
+        console.print(f"[yellow]{len(got.missing)} of {len(got.missing) + len(got.records)} runs "
                    f"have not finished; the outputs cover the {len(got.records)} that "
                    f"have.[/yellow]")
     _write(list(got.records), out or directory, got.context)
@@ -280,7 +278,7 @@ def _write(records: list[RunRecord], out: Path, context: dict[str, object]) -> N
                        command=str(context.get("command", "")))
     result = write_study(records, out, ctx)
     _show(result.findings)
-    _out.print(f"Wrote {', '.join(p.name for p in result.files)} to {out}/.")
+    console.print(f"Wrote {', '.join(p.name for p in result.files)} to {out}/.")
 
 
 def _show(findings: list[Finding] | tuple[Finding, ...]) -> None:
@@ -291,4 +289,4 @@ def _show(findings: list[Finding] | tuple[Finding, ...]) -> None:
                 None: "cannot judge"}
     for f in findings:
         table.add_row(f.claim, f.paper, f.ours, verdicts[f.holds])
-    _out.print(table)
+    console.print(table)

@@ -12,17 +12,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from metaq_py.cli import app
+from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.live_view import live_section, print_live
 from metaq_py.directives import TaskSpec, late_directives, read_head, read_task
 from metaq_py.durations import format_duration
@@ -30,32 +27,6 @@ from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admission import admit
 from metaq_py.queue.attempts import read_record
 from metaq_py.queue.store import PENDING, STATES, Entry, Queue
-
-QueueOpt = Annotated[
-    Path,
-    typer.Option("--queue", "-q", envvar="METAQ_QUEUE", show_default=True,
-                 help="The queue directory (or set METAQ_QUEUE)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
-TaskArg = Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")]
-
-_out = Console(highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def _reported() -> Iterator[None]:
-    """Turn a MetaqError into one line on standard error and exit status 1."""
-    try:
-        yield
-    except MetaqError as e:
-        typer.echo(f"metaq: {e}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _open(queue: Path) -> Queue:
-    q = Queue(queue)
-    q.require()
-    return q
 
 
 @app.command()
@@ -65,7 +36,7 @@ def init(
         help="The collaboration's group: folders become setgid and group-writable.")] = None,
 ) -> None:
     """Create a queue: its folders and a commented metaq.yaml."""
-    with _reported():
+    with reported():
         q = Queue.init(directory, group=group)
         typer.echo(f"queue ready at {q.root} (settings in {q.root / 'metaq.yaml'})")
 
@@ -82,8 +53,8 @@ def submit(
 ) -> None:
     """Check each script and copy it into the queue (all or nothing: if any script is bad,
     none is submitted)."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         target = "priority" if priority else None
         if target is not None and target not in q.config.folders:
             raise QueueError(f"this queue has no priority folder; its task folders are "
@@ -135,8 +106,8 @@ def check(
 def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
     """Count the tasks per state, folder and project; show running tasks with their hosts
     and time left, live allocations with their reserved and lent nodes, and notices."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         live = live_section(q, now=time.time())
         counts: dict[str, Counter[str]] = {s: Counter() for s in STATES}
         projects: dict[str, Counter[str]] = defaultdict(Counter)
@@ -168,7 +139,7 @@ def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
         for f in folders:
             table.add_row(f, *(str(counts[s][f] or "") for s in STATES))
         table.add_row("[bold]total[/]", *(f"[bold]{sum(counts[s].values())}[/]" for s in STATES))
-        _out.print(table)
+        console.print(table)
         if projects:
             pt = Table(title="by project")
             pt.add_column("project")
@@ -176,8 +147,8 @@ def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
                 pt.add_column(s, justify="right")
             for p, c in sorted(projects.items()):
                 pt.add_row(p, *(str(c[s] or "") for s in STATES))
-            _out.print(pt)
-        print_live(live, _out)
+            console.print(pt)
+        print_live(live, console)
         for item in invalid:
             typer.echo(f"invalid: {item['reason']}", err=True)
         for problem in live["problems"]:
@@ -192,8 +163,8 @@ def ls_(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """List the tasks in one state (waiting tasks in the order they will be picked)."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
         entries = list(q.entries(state))
@@ -214,7 +185,7 @@ def ls_(
             wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
             nodes = f"{s.min_nodes}-{s.nodes}" if s.min_nodes != s.nodes else str(s.nodes)
             table.add_row(e.id, s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
-        _out.print(table)
+        console.print(table)
 
 
 @app.command()
@@ -224,8 +195,8 @@ def show(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Show one task: where it is, what it asks for, and its history."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         e = q.find(task)
         found = next((x for x in q.entries(e.state) if x.path == e.path), e)
         rec = read_record(found.path, found.path.lstat().st_ino)
@@ -244,8 +215,8 @@ def show(
 
 
 def _move_command(verb: str, tasks: list[str], queue: Path) -> None:
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         action = getattr(q, verb)
         for ref in tasks:
             moved = action(ref)

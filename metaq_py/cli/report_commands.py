@@ -14,8 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from metaq_py.cli import app
-from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, TaskArg, _open, _out, _reported
+from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.durations import (
     DurationError,
     format_duration,
@@ -51,8 +50,8 @@ def notice(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Announce on-demand work in advance, withdraw a notice, or list them."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         now = time.time()
         creating = any(v is not None for v in (nodes, at, walltime, name))
         if sum((creating, cancel is not None, list_)) != 1:
@@ -125,7 +124,7 @@ def _list_notices(q: Queue, now: float, json_out: bool) -> None:
         when += f" (in {format_duration(round(n.arrival - now))})" if n.arrival > now else ""
         t.add_row(n.id, str(n.nodes), when, format_duration(n.walltime),
                   format_time(n.issued), r.who)
-    _out.print(t)
+    console.print(t)
 
 
 def _notice_json(n: Notice, who: str) -> dict:
@@ -142,8 +141,8 @@ def report(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Node-hours and GPU-hours per project, run outcomes, and the on-demand record."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         start = None
         if since is not None:
             try:
@@ -173,7 +172,7 @@ def _print_report(rep: Report) -> None:
     t.add_row("[bold]total[/]", f"[bold]{rep.node_hours:.2f}[/]", f"[bold]{rep.gpu_hours:.2f}[/]",
               f"[bold]{sum(p.runs for p in rep.projects)}[/]",
               ", ".join(f"{k} {v}" for k, v in rep.outcomes.items()))
-    _out.print(t)
+    console.print(t)
     od = rep.ondemand
     rate = "n/a" if od.rate is None else f"{od.rate:.0%} ({od.instant} of {od.known})"
     typer.echo("on-demand:")
@@ -193,8 +192,8 @@ def explain(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Say why a task is not running (or where it is, if it is)."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         ex = explain_task(q, task, now=time.time())
         if json_out:
             typer.echo(json.dumps({"task": ex.task, "state": ex.state,
@@ -213,8 +212,8 @@ def gantt(
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Draw one allocation as a Gantt chart: hosts against time, tasks as bars."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         target = out if out is not None else Path(f"gantt-{jobid}.png")
         if target.suffix.lower() != ".png":
             raise QueueError(f"--out {target} must end in .png; the chart is a PNG image")

@@ -18,8 +18,7 @@ from typing import Annotated
 import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
-from metaq_py.cli import app
-from metaq_py.cli.queue_commands import JsonOpt, QueueOpt, _open, _reported
+from metaq_py.cli.app import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
@@ -79,8 +78,8 @@ def run(
 ) -> None:
     """Backfill the queue's tasks into this batch job's nodes until nothing left fits (or,
     with --linger, until the wall clock ends)."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         try:
             overrides = BatchOverrides(system=batch, machine=machine, jobid=jobid, nnodes=nodes,
                                        gpus_per_node=gpus_per_node,
@@ -123,8 +122,8 @@ def running(
     machine: LeaseMachineOpt = None,
 ) -> None:
     """List claimed tasks with their job, host, heartbeat age and whether the job is alive."""
-    with _reported():
-        q = _open(queue)
+    with reported():
+        q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
         views = view_leases(q, adapter, machine=machine, now=time.time())
         rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
@@ -154,10 +153,10 @@ def reset(
     machine: LeaseMachineOpt = None,
 ) -> None:
     """Put the tasks of lost claims back in their folders, with their attempt count raised."""
-    with _reported():
+    with reported():
         if not dead:
             raise MetaqError("say what to reset: --dead takes back the tasks of dead jobs")
-        q = _open(queue)
+        q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
         views = [v for v in view_leases(q, adapter, machine=machine, now=time.time()) if v.lost]
         for v in views:
@@ -191,14 +190,14 @@ def demo(
 ) -> None:
     """Copy a queue (the example one by default) to a scratch folder, run it on a local pretend
     cluster with 2 GPUs per node, and show the result. The original is never touched."""
-    with _reported():
-        src = _open(queue)
+    with reported():
+        src = open_queue(queue)
         scratch = Path(tempfile.mkdtemp(prefix="metaq-demo-"))
         dst = scratch / "queue"
         shutil.copytree(src.root, dst, symlinks=True,
                         ignore=shutil.ignore_patterns("working", "jobs"))
         typer.echo(f"running a copy of {src.root} in {dst} on {nodes} pretend nodes")
-        q = _open(dst)
+        q = open_queue(dst)
         runner = Runner(q, detect_batch(overrides=BatchOverrides(
             system="local", nnodes=nodes, gpus_per_node=2)),
             options=RunOptions(grace=5.0, margin=1.0))

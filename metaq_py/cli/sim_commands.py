@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from metaq_py.cli import app
+from metaq_py.cli.app import app, console
 
 if TYPE_CHECKING:
     from sim.run.metrics import Summary
@@ -28,7 +27,6 @@ DEFAULT_JOBS = 10_000
 PROGRESS_FROM = 5_000
 """Runs of at least this many jobs show a progress bar."""
 
-_out = Console(highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -70,7 +68,7 @@ def simulate(
     except (ValueError, TraceError, OSError) as e:
         _fail(e)
     count = len(source)
-    _out.print(f"Simulating {count:,} jobs of {info.trace}"
+    console.print(f"Simulating {count:,} jobs of {info.trace}"
                f"{f' as workload {info.workload}' if info.workload else ''} "
                f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
     try:
@@ -82,10 +80,10 @@ def simulate(
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)
     except (SimulationError, OSError) as e:
         _fail(e)
-    _out.print(_table(result, summary))
-    _out.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
+    console.print(_table(result, summary))
+    console.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
                f"({count / result.wall_seconds:,.0f} jobs/s).")
-    _out.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
+    console.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
 
 
 def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
@@ -130,7 +128,7 @@ def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=_out,
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
         task = bar.add_task("jobs finished", total=count)
         return run(source, policy=scheduler, cqsim_oracle=cqsim_oracle,

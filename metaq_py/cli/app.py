@@ -1,0 +1,55 @@
+"""The ``metaq`` typer application, and the options and error handling its commands share.
+
+Command modules import :data:`app` from here and register their commands on it;
+:mod:`metaq_py.cli` imports them all. Nothing here imports a command module, so the command
+line has no import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from metaq_py.errors import MetaqError
+from metaq_py.queue.store import Queue
+
+app = typer.Typer(
+    name="metaq",
+    help="A file-system task backfiller for supercomputers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+QueueOpt = Annotated[
+    Path,
+    typer.Option("--queue", "-q", envvar="METAQ_QUEUE", show_default=True,
+                 help="The queue directory (or set METAQ_QUEUE)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+TaskArg = Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")]
+
+console = Console(highlight=False, soft_wrap=True)
+"""Standard output for tables and text meant for people (no colour guessing in pipes)."""
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn a MetaqError into one line on standard error and exit status 1."""
+    try:
+        yield
+    except MetaqError as e:
+        typer.echo(f"metaq: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+def open_queue(queue: Path) -> Queue:
+    """The queue at ``queue``, or a :class:`MetaqError` saying why it is not one."""
+    q = Queue(queue)
+    q.require()
+    return q
