@@ -1,29 +1,107 @@
 """The dependency rules of docs/architecture.md, checked on the source itself.
 
-- ``metaq_py.policy`` is pure: it imports nothing of metaq_py outside the policy package, so no
-  driver, queue, batch system or clock can leak into a decision.
-- ``sim`` depends on ``metaq_py``, never the other way: outside the CLI no module of
-  ``metaq_py`` imports ``sim``, and the CLI does so only inside command functions.
+- ``metaq_py.policy`` is pure: besides itself it imports only an allow-list of standard-library
+  modules (no clock, file system, randomness or processes), relative imports included.
+- No two modules import each other, directly or through others (module-level imports).
+- ``sim`` depends on ``metaq_py``'s core, never on its live side: no module of ``sim`` imports
+  the runner, the queue, the batch systems or the launcher.
+- ``sim`` is never imported by ``metaq_py``, except lazily inside the CLI's simulator commands.
+- The commands batch nodes start often (``run``, ``status``, ``submit``) import neither numpy
+  nor matplotlib, measured with ``python -X importtime`` on real commands.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "metaq_py"
+SIM = ROOT / "sim"
+
+POLICY_STDLIB = frozenset(
+    {
+        "__future__",
+        "bisect",
+        "collections",
+        "dataclasses",
+        "enum",
+        "functools",
+        "heapq",
+        "itertools",
+        "math",
+        "operator",
+        "types",
+        "typing",
+    }
+)
+"""What a decision may use of the standard library: pure data structures and arithmetic.
+Notably absent: ``time``, ``os``, ``random``, ``subprocess``, ``pathlib``, ``threading``."""
+
+LIVE_SIDE = ("metaq_py.runner", "metaq_py.queue", "metaq_py.batch", "metaq_py.launch")
 
 
-def _imports(path: Path, *, top_level_only: bool = False) -> list[str]:
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str | None, level: int, importer: Path, root: Path) -> str:
+    """The absolute name an ``import`` or ``from ... import`` statement names."""
+    if level == 0:
+        return module or ""
+    package = _module_name(importer, root).split(".")
+    if importer.name != "__init__.py":
+        package.pop()
+    base = package[: len(package) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _statements(tree: ast.Module, *, top_level_only: bool) -> Iterator[ast.stmt]:
+    """Import statements: all of them, or those that run when the module is imported."""
+    if not top_level_only:
+        yield from (n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom))
+        return
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If | ast.Try | ast.With) and not _is_type_checking(node):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                todo.extend(getattr(node, field, []))
+        elif isinstance(node, ast.ExceptHandler):
+            todo.extend(node.body)
+
+
+def _imports(path: Path, *, top_level_only: bool = False, root: Path = ROOT) -> list[str]:
+    """Every module ``path`` imports, as absolute names; ``from m import x`` gives ``m.x`` too,
+    since ``x`` may be a submodule."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
     names: list[str] = []
-    for node in nodes:
+    for node in _statements(tree, top_level_only=top_level_only):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
+        else:
+            base = _resolve(node.module, node.level, path, root)
+            names.append(base)
+            names += [f"{base}.{alias.name}" for alias in node.names]
     return names
 
 
@@ -31,37 +109,163 @@ def _modules(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.py"))
 
 
-def test_policy_imports_only_itself_and_the_standard_library() -> None:
+def _under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_policy_imports_only_itself_and_an_allow_list_of_the_standard_library() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): name
+        f"{p.relative_to(ROOT)}: {name}"
         for p in _modules(PACKAGE / "policy")
         for name in _imports(p)
-        if (name.startswith("metaq_py") and not name.startswith("metaq_py.policy"))
-        or name.split(".")[0] in {"sim", "numpy", "typer", "yaml", "filelock", "watchdog"}
+        if not _under(name, "metaq_py.policy") and name.split(".")[0] not in POLICY_STDLIB
     }
-    assert offenders == {}
+    assert offenders == set()
+
+
+def test_the_allow_list_check_sees_relative_and_nested_imports(tmp_path: Path) -> None:
+    policy = tmp_path / "metaq_py" / "policy"
+    policy.mkdir(parents=True)
+    sneaky = policy / "sneaky.py"
+    sneaky.write_text("from .. import queue\ndef f():\n    import time\n    from os import path\n")
+    found = set(_imports(sneaky, root=tmp_path))
+    assert {"metaq_py.queue", "time", "os", "os.path"} <= found
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for folder in (PACKAGE, SIM) for p in _modules(folder)}
+    return {
+        name: {i for i in _imports(path, top_level_only=True) if i in paths and i != name}
+        for name, path in paths.items()
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_simulator_imports_nothing_of_the_live_side() -> None:
+    offenders = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _modules(SIM)
+        for name in _imports(p)
+        if any(_under(name, side) for side in LIVE_SIDE)
+    }
+    assert offenders == set()
 
 
 def test_no_library_module_imports_the_simulator() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): name
+        f"{p.relative_to(ROOT)}: {name}"
         for p in _modules(PACKAGE)
         if "cli" not in p.relative_to(PACKAGE).parts
         for name in _imports(p)
-        if name == "sim" or name.startswith("sim.")
+        if _under(name, "sim")
     }
-    assert offenders == {}
+    assert offenders == set()
 
 
 def test_the_cli_imports_the_simulator_only_inside_commands() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): name
+        f"{p.relative_to(ROOT)}: {name}"
         for p in _modules(PACKAGE / "cli")
         for name in _imports(p, top_level_only=True)
-        if name == "sim" or name.startswith("sim.")
+        if _under(name, "sim")
     }
-    assert offenders == {}
+    assert offenders == set()
 
 
 def test_queue_folder_is_never_a_python_package() -> None:
     assert not (ROOT / "queue" / "__init__.py").exists()
+
+
+HEAVY = ("numpy", "matplotlib")
+
+
+def _imported(code: str, *args: str, cwd: Path) -> set[str]:
+    """The top-level packages that running ``code`` imports, read from ``-X importtime``."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, "python -X importtime printed nothing"
+    return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in lines}
+
+
+METAQ = "from metaq_py.cli import main; main()"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["submit", "t.sh", "-q", "Q"],
+        ["status", "-q", "Q"],
+        ["run", "--nodes", "1", "--batch", "local", "--jobid", "J1", "-q", "Q"],
+    ],
+    ids=["submit", "status", "run"],
+)
+def test_batch_node_commands_import_neither_numpy_nor_matplotlib(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    assert "metaq_py" in _imported(METAQ, "init", "Q", cwd=tmp_path)
+    task = tmp_path / "t.sh"
+    task.write_text("#!/bin/sh\n#METAQ MIN_WC_TIME 1m\ntrue\n")
+    task.chmod(0o755)
+    if argv[0] != "submit":
+        _imported(METAQ, "submit", "t.sh", "-q", "Q", cwd=tmp_path)
+    imported = _imported(METAQ, *argv, cwd=tmp_path)
+    assert {"metaq_py", "typer"} <= imported
+    assert imported.isdisjoint(HEAVY)
+
+
+def test_the_import_check_sees_numpy_and_matplotlib_when_they_are_imported(
+    tmp_path: Path,
+) -> None:
+    assert set(HEAVY) <= _imported("import numpy, matplotlib.pyplot", cwd=tmp_path)
