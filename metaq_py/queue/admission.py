@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.queue.config import QueueConfig
 from metaq_py.directives import TaskSpec
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
+from metaq_py.queue.config import QueueConfig
 
 __all__ = ["admit", "resolve_log"]
 

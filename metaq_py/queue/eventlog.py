@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from metaq_py.clock import Clock, WallClock
 from metaq_py.queue.fileio import write_all
 
 __all__ = ["EventLog"]
@@ -23,29 +23,33 @@ __all__ = ["EventLog"]
 class EventLog:
     """Appends events to, and reads them back from, one JSON-lines file."""
 
-    __slots__ = ("path",)
+    __slots__ = ("clock", "path")
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
         self.path = Path(path)
+        self.clock: Clock = clock if clock is not None else WallClock()
+        """Stamps the events appended without a time of their own."""
 
     def append(self, event: str, *, when: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Write one event and return the record written. ``fields`` must be JSON values."""
-        record = {"time": time.time() if when is None else when, "event": event, **fields}
-        line = (json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        """Write one event, stamped ``when`` (default: the clock's now), and return the
+        event as written. ``fields`` must be JSON values."""
+        line_data = {"time": self.clock.now() if when is None else when, "event": event,
+                     **fields}
+        line = (json.dumps(line_data, separators=(",", ":"), sort_keys=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)
         finally:
             os.close(fd)
-        return record
+        return line_data
 
-    def append_many(self, records: list[dict[str, Any]]) -> None:
-        """Write several records (each with ``time`` and ``event``), in order, with one
+    def append_many(self, events: list[dict[str, Any]]) -> None:
+        """Write several events (each with ``time`` and ``event``), in order, with one
         ``write``: a reader sees all of them or none."""
-        if not records:
+        if not events:
             return
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events).encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -61,8 +65,8 @@ class EventLog:
             return
         for raw in data.splitlines():
             try:
-                record = json.loads(raw)
+                event = json.loads(raw)
             except ValueError:
                 continue  # a line torn by a crash mid-write
-            if isinstance(record, dict):
-                yield record
+            if isinstance(event, dict):
+                yield event

@@ -24,17 +24,17 @@ import errno
 import math
 import os
 import stat
-import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metaq_py.queue.admission import admit
-from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
+from metaq_py.clock import Clock, WallClock
 from metaq_py.directives import TaskSpec, parse_header, read_head
 from metaq_py.errors import TaskError, TaskVanished
+from metaq_py.queue.admission import admit
 from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
+from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.trust import Trust
 
 __all__ = ["Index", "Invalid", "Ordered", "Scan", "Task", "first_fit", "order_key"]
@@ -196,9 +196,11 @@ class Index:
     """How many of the latest changes :meth:`changes_since` can still hand out."""
 
     def __init__(self, root: str | os.PathLike[str], config: QueueConfig, *,
-                 verify_interval: float = 60.0) -> None:
+                 clock: Clock | None = None, verify_interval: float = 60.0) -> None:
         self.root = Path(root)
         self.config = config
+        self.clock: Clock = clock if clock is not None else WallClock()
+        """Times the full verification passes (see :meth:`scan`)."""
         self.verify_interval = verify_interval
         self.largest_first = config.order == LARGEST_FIRST
         """``order: largest-first``: tasks of equal rank and priority go by size (see
@@ -270,7 +272,7 @@ class Index:
         """Look at every task folder and return what is there now. ``full`` forces (or
         skips) the per-file verification pass; by default it runs every
         ``verify_interval`` seconds."""
-        now = time.monotonic()
+        now = self.clock.now()
         if full is None:
             full = now - self._last_full >= self.verify_interval
         if full:

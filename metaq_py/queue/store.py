@@ -37,14 +37,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.queue.admission import admit, resolve_log
-from metaq_py.queue.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
+from metaq_py.clock import Clock, WallClock
 from metaq_py.directives import HEADER_LIMIT, TaskSpec, parse_header, read_head
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.eventlog import EventLog
-from metaq_py.queue.fileio import write_all
-from metaq_py.queue.index import Index, Scan, Task, first_fit
-from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
+from metaq_py.queue.admission import admit, resolve_log
 from metaq_py.queue.attempts import (
     TaskRecord,
     publish_record,
@@ -52,8 +48,13 @@ from metaq_py.queue.attempts import (
     record_path,
     stage_record,
 )
-from metaq_py.queue.trust import Trust
+from metaq_py.queue.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
+from metaq_py.queue.eventlog import EventLog
+from metaq_py.queue.fileio import write_all
+from metaq_py.queue.index import Index, Scan, Task, first_fit
+from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
 from metaq_py.queue.premade import Spares
+from metaq_py.queue.trust import Trust
 from metaq_py.queue.watcher import QueueWatcher
 
 __all__ = ["DONE_STATES", "STATES", "Claim", "Entry", "Moved", "Queue", "Task", "first_fit"]
@@ -121,10 +122,12 @@ class Queue:
         q.finish(claim, exit_code=rc)          # or q.requeue(claim, reason="preempted")
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
         self.root = Path(root)
+        self.clock: Clock = clock if clock is not None else WallClock()
+        """Every time the queue reads (settling, claims, staleness, history) comes from it."""
         self.config: QueueConfig = load_config(self.root)
-        self.index = Index(self.root, self.config)
+        self.index = Index(self.root, self.config, clock=self.clock)
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
         self._lease_files: dict[tuple[str, str], LeaseFiles] = {}
         """The lease files of the jobs this object claims for, reused (see LeaseFiles)."""
@@ -137,7 +140,8 @@ class Queue:
     # --- creation and checks ---------------------------------------------------------------
 
     @classmethod
-    def init(cls, root: str | os.PathLike[str], *, group: str | None = None) -> Queue:
+    def init(cls, root: str | os.PathLike[str], *, group: str | None = None,
+             clock: Clock | None = None) -> Queue:
         """Create the queue layout at ``root`` (existing parts are kept) and a commented
         ``metaq.yaml``. With ``group``, every folder belongs to that group and is setgid and
         group-writable, so files collaborators create there belong to the group too."""
@@ -163,7 +167,7 @@ class Queue:
                 path.chmod(0o2770)
             os.chown(config_file, -1, gid)
             config_file.chmod(0o664)
-        return cls(root)
+        return cls(root, clock=clock)
 
     def require(self) -> None:
         """Raise :class:`QueueError` unless the queue root exists."""
@@ -213,7 +217,7 @@ class Queue:
         """A scan, after rejecting the invalid files it found that have settled (see
         :meth:`pending`); its ``tasks`` are an :class:`~metaq_py.queue.index.Ordered`."""
         scan = self.index.scan()
-        now = time.time()
+        now = self.clock.now()
         for bad in scan.invalid:
             try:
                 st = os.lstat(bad.path)
@@ -258,7 +262,7 @@ class Queue:
 
     def events(self, jobid: str) -> EventLog:
         """The event log of batch job ``jobid``."""
-        return EventLog(self.job_dir(jobid) / "events.jsonl")
+        return EventLog(self.job_dir(jobid) / "events.jsonl", clock=self.clock)
 
     def claim(self, task: Task, *, machine: str, jobid: str, host: str | None = None,
               pid: int | None = None) -> Claim | None:
@@ -274,7 +278,7 @@ class Queue:
             self._claim_folders[machine, jobid, task.folder] = base
         dst = _free_name(base / task.relpath)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        now = time.time()
+        now = self.clock.now()
         host = host or socket.gethostname()
         pid = pid if pid is not None else os.getpid()
         # The lease is written before the rename, so a claimed task always has one.
@@ -413,7 +417,7 @@ class Queue:
 
     def stale(self, *, now: float | None = None) -> list[Claim]:
         """Claims whose heartbeat is older than ``stale_after`` (their job is presumed lost)."""
-        now = time.time() if now is None else now
+        now = self.clock.now() if now is None else now
         return [c for c in self.leases() if now - c.heartbeat > self.config.stale_after]
 
     def reclaim(self, claim: Claim, *, reason: str) -> Moved | None:
@@ -525,7 +529,8 @@ class Queue:
         running a claimed task to stop it (``Moved.state`` is then ``working``)."""
         e = self.find(ref, states=(PENDING, HOLD, WORKING))
         who = _user()
-        reason = f"cancelled by {who} at {time.strftime('%Y-%m-%d %H:%M:%S')}"
+        when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.clock.now()))
+        reason = f"cancelled by {who} at {when}"
         if e.state == WORKING:
             _companion(e.path, CANCEL_SUFFIX).write_text(reason + "\n", encoding="utf-8")
             return Moved(WORKING, e.path)
@@ -542,7 +547,8 @@ class Queue:
         spec = parse_header(data, path=str(e.path), truncated=truncated)
         admit(spec, root=self.root, config=self.config)
         rec = self._record(e.path)
-        rec = replace(rec, attempts=0, history=(*rec.history, _event("retried", by=_user())))
+        rec = replace(rec, attempts=0,
+                      history=(*rec.history, self._event("retried", by=_user())))
         dst = self.path_of(PENDING, e.folder, e.relpath)
         moved = self._store(e.path, dst, record=rec)
         if moved is None:
@@ -643,7 +649,7 @@ class Queue:
             try:
                 submit = os.lstat(path).st_mtime
             except OSError:
-                submit = time.time()
+                submit = self.clock.now()
             rec = TaskRecord(inode=inode, submit=submit)
         return rec
 
@@ -695,7 +701,7 @@ class Queue:
             rec = self._record(claim.path)
         else:  # it never ran before, and only the queue writes records: there is none
             rec = TaskRecord(inode=_inode(claim.path), submit=claim.submit)
-        entry = _event(event, job=claim.jobid, host=claim.host, **fields)
+        entry = self._event(event, job=claim.jobid, host=claim.host, **fields)
         return replace(rec, submit=claim.submit, history=(*rec.history, entry))
 
     def _back(self, claim: Claim, *, attempts: int, event: str, reason: str,
@@ -727,13 +733,13 @@ class Queue:
                             record=rec, reason=note, claim=claim)
         return None if moved is None else Moved(state, moved)
 
+    def _event(self, event: str, **fields: object) -> dict:
+        """One history entry, stamped now; fields that are ``None`` are left out."""
+        return {"time": self.clock.now(), "event": event,
+                **{k: v for k, v in fields.items() if v is not None}}
+
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def _event(event: str, **fields: object) -> dict:
-    return {"time": time.time(), "event": event,
-            **{k: v for k, v in fields.items() if v is not None}}
 
 
 def _user() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.index import first_fit
 from metaq_py.queue.store import Queue
@@ -472,6 +473,22 @@ def test_stale_leases_and_reclaim_races(q: Queue) -> None:
     assert q.reclaim(stale, reason="stale") is None  # the second reclaimer finds it gone
     assert not q.heartbeat(claim)  # the owner learns that it lost the task
     assert q.finish(claim, exit_code=0) is None
+
+
+def test_the_queue_reads_time_only_from_its_clock(tmp_path: Path) -> None:
+    clock = Clock(5_000.0)
+    q = Queue.init(tmp_path / "q", clock=clock)
+    put(q.root / "todo" / "x.sh")
+    claim = q.claim(q.pending()[0], machine="m", jobid="1")
+    assert (claim.start, claim.heartbeat) == (5_000.0, 5_000.0)
+    os.utime(claim.lease, (4_900.0, 4_900.0))  # the heartbeat is the lease's mtime
+    assert q.stale() == []  # 100 s old by the queue's clock: within stale_after
+    clock.advance_to(4_900.0 + q.config.stale_after + 1)
+    [stale] = q.stale()
+    moved = q.reclaim(stale, reason="stale")
+    assert [e["time"] for e in q.events("1")] == [clock.now()]
+    history = json.loads((moved.path.parent / ".x.sh.record").read_text())["history"]
+    assert [h["time"] for h in history] == [clock.now()]
 
 
 def test_names_never_collide(q: Queue) -> None:
