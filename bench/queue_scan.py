@@ -8,13 +8,11 @@ folder and prints:
   and after adding one task;
 - the periodic full verification pass (one stat per task), unchanged and with 1% of the
   tasks touched;
-- pick time: choosing the next task that fits from the ordered list, typical, and when
-  nothing fits (answered from the least request the index keeps, and, for comparison, by
-  examining every task of a plain list);
 - peak memory (maximum resident set size of this process).
 
 METAQ sleeps at least a second for every task it looks at; at 100,000 tasks that is more
-than a day per pass.
+than a day per pass. How fast the runner then picks among the waiting tasks (its policy, on
+the index's ordered list) is measured by ``bench/runner_pick.py``.
 
     python bench/queue_scan.py [--tasks N] [--dir SCRATCH]
 """
@@ -26,7 +24,6 @@ import os
 import random
 import resource
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -34,10 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metaq_py.queue.index import first_fit
 from metaq_py.queue.store import Queue
 
-TARGETS = {"cold": 5.0, "warm": 0.5, "pick": 0.010, "memory_mb": 300.0}
+TARGETS = {"cold": 5.0, "warm": 0.5, "memory_mb": 300.0}
 
 
 def build(root: Path, n: int, seed: int) -> None:
@@ -102,18 +98,6 @@ def main() -> None:
         added, _ = timed(lambda: q.scan(full=False))
         assert len(q.scan().tasks) == args.tasks + 1
 
-        tasks = q.scan().tasks
-        picks = []
-        for _ in range(200):
-            start = time.perf_counter()
-            first_fit(tasks, nodes=1, gpus=0, seconds=6 * 3600, machine=None)
-            picks.append(time.perf_counter() - start)
-        typical = statistics.median(picks)
-        worst, found = timed(lambda: first_fit(tasks, nodes=0, gpus=0, seconds=1), repeat=20)
-        assert found is None
-        plain = list(tasks)
-        scanned, found = timed(lambda: first_fit(plain, nodes=0, gpus=0, seconds=1), repeat=5)
-        assert found is None
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         print(f"cold index:            {cold:8.3f} s    (target <= {TARGETS['cold']} s)")
@@ -123,12 +107,6 @@ def main() -> None:
         print(f"full verify pass:      {verify:8.3f} s    (one stat per task; runs every "
               f"{q.index.verify_interval:g} s)")
         print(f"full pass, 1% touched: {touched:8.3f} s    ({reparsed:,} headers re-read)")
-        print(f"pick next (typical):   {typical * 1000:8.3f} ms   "
-              f"(target <= {TARGETS['pick'] * 1000:.0f} ms; 1 free node, 1% of tasks fit)")
-        print(f"pick, nothing fits:    {worst * 1000:8.3f} ms   (the index knows the least "
-              f"request of any task)")
-        print(f"  same, every task examined: {scanned * 1000:8.3f} ms (a plain list: the old "
-              f"worst case)")
         print(f"peak memory:           {peak_mb:8.1f} MB   "
               f"(target <= {TARGETS['memory_mb']:.0f} MB)")
         print(f"METAQ, 1 s per task:   {args.tasks:8,d} s    per pass "

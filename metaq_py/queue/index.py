@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import bisect
 import errno
-import math
 import os
 import stat
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
 from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.trust import Trust
 
-__all__ = ["Index", "Invalid", "Ordered", "Scan", "Task", "first_fit", "order_key"]
+__all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,54 +100,12 @@ class Invalid:
         return str(self.error)
 
 
-class Ordered(tuple):
-    """The waiting tasks in scheduling order (a plain tuple of :class:`Task`), which also knows
-    the least any of them asks for: ``least_nodes`` (``min_nodes``), ``least_gpus`` and
-    ``least_walltime``. :func:`first_fit` uses them to answer "nothing fits" at once."""
-
-    least_nodes: float
-    least_gpus: float
-    least_walltime: float
-
-    def __new__(cls, tasks: Iterable[Task] = (), least: tuple[float, float, float] = (
-            math.inf, math.inf, math.inf)) -> Ordered:
-        self = super().__new__(cls, tasks)
-        self.least_nodes, self.least_gpus, self.least_walltime = least
-        return self
-
-
 @dataclass(frozen=True, slots=True)
 class Scan:
     """One look at the task folders: valid tasks in scheduling order, and invalid files."""
 
     tasks: tuple[Task, ...]
     invalid: tuple[Invalid, ...]
-
-
-class _Least:
-    """A multiset of numbers that knows its smallest member. Adding and removing are O(1);
-    the smallest is searched for again only when the last copy of it goes (over the distinct
-    values, which are few: node counts, GPU counts, wall-clock requests)."""
-
-    __slots__ = ("counts", "least")
-
-    def __init__(self) -> None:
-        self.counts: dict[float, int] = {}
-        self.least: float = math.inf
-
-    def add(self, value: float) -> None:
-        self.counts[value] = self.counts.get(value, 0) + 1
-        if value < self.least:
-            self.least = value
-
-    def remove(self, value: float) -> None:
-        left = self.counts[value] - 1
-        if left:
-            self.counts[value] = left
-            return
-        del self.counts[value]
-        if value == self.least:
-            self.least = min(self.counts, default=math.inf)
 
 
 class _Entry:
@@ -209,9 +166,8 @@ class Index:
         self._cache: dict[str, _Entry] = {}
         self._dirs: dict[str, _Dir] = {}
         self._ordered: list[Task] = []
-        self._order: Ordered | None = Ordered()
+        self._order: tuple[Task, ...] | None = ()
         """``_ordered`` as handed out by scans; ``None`` when it must be made again."""
-        self._least = (_Least(), _Least(), _Least())
         self._feed: deque[tuple[int, tuple[Task, ...], tuple[Task, ...]]] = deque(
             maxlen=self.FEED)
         self._last_full = -float("inf")
@@ -314,7 +270,7 @@ class Index:
         self._cache = cache
         self._dirs = dirs
         if self._order is None:
-            self._order = Ordered(self._ordered, tuple(least.least for least in self._least))
+            self._order = tuple(self._ordered)
         return Scan(self._order, tuple(invalid))
 
     def _update_order(self, relisted: list[tuple[_Dir | None, _Dir]], gone: list[_Dir],
@@ -340,7 +296,6 @@ class Index:
         else:
             for task in added:
                 bisect.insort(self._ordered, task, key=_order_key)
-                self._count(task, 1)
         self._order = None
         self.serial += 1
         self._feed.append((self.serial, tuple(removed), tuple(added)))
@@ -354,7 +309,6 @@ class Index:
             if i == len(ordered) or ordered[i] is not task:
                 return False
             del ordered[i]
-            self._count(task, -1)
         return True
 
     def _rebuild(self, dirs: dict[str, _Dir]) -> None:
@@ -362,18 +316,6 @@ class Index:
         ordered = [t for d in dirs.values() for t in d.tasks]
         ordered.sort(key=_order_key)
         self._ordered = ordered
-        self._least = (_Least(), _Least(), _Least())
-        for task in ordered:
-            self._count(task, 1)
-
-    def _count(self, task: Task, sign: int) -> None:
-        """Add ``task`` to (``sign`` 1) or remove it from (-1) the least-request counts."""
-        values = (task.spec.min_nodes, task.spec.gpus, task.walltime)
-        for least, value in zip(self._least, values, strict=True):
-            if sign > 0:
-                least.add(value)
-            else:
-                least.remove(value)
 
     def _list(self, folder_path: str, prefix: str, folder: str, rank: int,
               problem: str | None, key: tuple, cache: dict[str, _Entry]) -> _Dir:
@@ -610,21 +552,4 @@ def _target_dir_problem(path: str, trust: Trust) -> str | None:
     except OSError:
         return None
     return trust.problem(st, f"the folder of the link's target {os.path.dirname(real)}")
-
-
-def first_fit(tasks: Sequence[Task], *, nodes: int, gpus: int, seconds: float,
-              machine: str | None = None) -> Task | None:
-    """The first task, in the given (scheduling) order, that fits in ``nodes`` free nodes,
-    ``gpus`` free GPUs and ``seconds`` of wall clock, and may run on ``machine``.
-    A malleable task fits when its ``min_nodes`` do. Given an :class:`Ordered` (a scan's
-    ``tasks``), it answers at once when even the least request of any task does not fit."""
-    if isinstance(tasks, Ordered) and (tasks.least_nodes > nodes or tasks.least_gpus > gpus
-                                       or tasks.least_walltime > seconds):
-        return None
-    for task in tasks:
-        spec = task.spec
-        if (spec.min_nodes <= nodes and spec.gpus <= gpus and task.walltime <= seconds
-                and (spec.machine is None or spec.machine == machine)):
-            return task
-    return None
 

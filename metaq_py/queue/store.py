@@ -51,13 +51,13 @@ from metaq_py.queue.attempts import (
 from metaq_py.queue.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.fileio import write_all
-from metaq_py.queue.index import Index, Scan, Task, first_fit
+from metaq_py.queue.index import Index, Scan, Task
 from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.trust import Trust
 from metaq_py.queue.watcher import QueueWatcher
 
-__all__ = ["DONE_STATES", "STATES", "Claim", "Entry", "Moved", "Queue", "Task", "first_fit"]
+__all__ = ["DONE_STATES", "STATES", "Claim", "Entry", "Moved", "Queue", "Task"]
 
 HOLD, WORKING, NOTICES, JOBS = "hold", "working", "notices", "jobs"
 FINISHED, FAILED, REJECTED, CANCELLED = "finished", "failed", "rejected", "cancelled"
@@ -116,8 +116,8 @@ class Queue:
 
         q = Queue(root)
         q.check_one_filesystem()
-        task = first_fit(q.pending(), nodes=free, gpus=gpus, seconds=left, machine="theta")
-        claim = q.claim(task, machine="theta", jobid=job) if task else None
+        waiting = q.settled_scan().tasks       # queue order; the runner's policy picks
+        claim = q.claim(task, machine="theta", jobid=job)  # None: another job took it
         ...  # launch, then q.heartbeat(claim) now and then
         q.finish(claim, exit_code=rc)          # or q.requeue(claim, reason="preempted")
     """
@@ -215,7 +215,7 @@ class Queue:
 
     def settled_scan(self) -> Scan:
         """A scan, after rejecting the invalid files it found that have settled (see
-        :meth:`pending`); its ``tasks`` are an :class:`~metaq_py.queue.index.Ordered`."""
+        :meth:`pending`)."""
         scan = self.index.scan()
         now = self.clock.now()
         for bad in scan.invalid:
@@ -235,14 +235,6 @@ class Queue:
                 reason = fresh
             self.reject(bad.path, reason)
         return scan
-
-    def next_task(self, *, nodes: int, gpus: int, seconds: float,
-                  machine: str | None = None) -> Task | None:
-        """The first waiting task, in scheduling order, that fits in ``nodes`` free nodes,
-        ``gpus`` free GPUs and ``seconds`` of wall clock, and may run on ``machine``
-        (see :func:`~metaq_py.queue.index.first_fit`). Rescans (and rejects invalid files) first."""
-        return first_fit(self.settled_scan().tasks, nodes=nodes, gpus=gpus, seconds=seconds,
-                         machine=machine)
 
     def _problem(self, path: Path) -> str | None:
         """What is wrong with the task file at ``path`` right now, or ``None``."""

@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from metaq_py.durations import DurationError, format_time, parse_time
+from metaq_py.policy.model import Notice
 from metaq_py.queue.notices import (
     EXPIRE_AFTER,
     RELEASE_AFTER,
@@ -25,7 +26,6 @@ from metaq_py.queue.notices import (
     read_notices,
     write_notice,
 )
-from metaq_py.policy.model import Notice
 
 NOW = 1_750_000_000.0
 

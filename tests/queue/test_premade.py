@@ -1,5 +1,5 @@
-"""Files made ahead of need (metaq_py.queue.premade) and shared hostfiles (metaq_py.launch.hostfiles):
-what they put in place, and what they must never replace."""
+"""Files made ahead of need (metaq_py.queue.premade) and shared hostfiles
+(metaq_py.launch.hostfiles): what they put in place, and what they must never replace."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import pytest
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.index import first_fit
 from metaq_py.queue.store import Queue
 
 SCRIPT = "#!/bin/sh\n{directives}echo hi\n"
@@ -104,7 +103,6 @@ def test_largest_first_orders_equal_priority_tasks_by_size(tmp_path: Path) -> No
     assert [t.id for t in q.pending()] == want
     # metaq ls and metaq status list what the runner picks from, in the same order
     assert [e.id for e in q.entries("pending")] == want
-    assert q.next_task(nodes=4, gpus=0, seconds=3600).id == "todo/four.sh"
     # A task added to a warm index is put in its place by bisection, with the same key.
     sized(q, "three.sh", 3, 1003)
     sized(q, "late_one.sh", 1, 999)
@@ -578,21 +576,7 @@ def test_submit_refuses_escaping_subfolders(q: Queue, tmp_path: Path) -> None:
             q.submit(src, sub=sub)
 
 
-# --- picking, events, watching -------------------------------------------------------------
-
-
-def test_first_fit(q: Queue) -> None:
-    put(q.root / "todo" / "big.sh", "#METAQ NODES 8\n")
-    put(q.root / "todo" / "gpu.sh", "#METAQ GPUS 4\n")
-    put(q.root / "todo" / "long.sh", "#METAQ MIN_WC_TIME 10h\n")
-    put(q.root / "todo" / "other.sh", "#METAQ MACHINE summit\n")
-    put(q.root / "todo" / "elastic.sh", "#METAQ TYPE malleable\n#METAQ NODES 16\n"
-                                        "#METAQ MIN_NODES 2\n")
-    tasks = q.pending()
-    fit = first_fit(tasks, nodes=4, gpus=0, seconds=7200, machine="theta")
-    assert fit.id == "todo/elastic.sh"
-    assert first_fit(tasks, nodes=1, gpus=0, seconds=7200, machine="theta") is None
-    assert first_fit(tasks, nodes=1, gpus=0, seconds=7200, machine="summit").id == "todo/other.sh"
+# --- events, watching ----------------------------------------------------------------------
 
 
 def test_event_log_appends_json_lines(q: Queue) -> None:
