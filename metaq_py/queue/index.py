@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.directives import TaskSpec, parse_header, read_head
+from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.admission import admit
 from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
 from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
+from metaq_py.queue.judge import Verdict, judge
 from metaq_py.queue.trust import Trust
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
@@ -119,6 +119,12 @@ class _Entry:
         self.result = result
         self.task: Task | None = None
         self.rkey: tuple | None = None
+
+
+def _remembered(verdict: Verdict) -> _Entry:
+    """What the cache keeps of a file that was read: its spec or the error in its content."""
+    assert verdict.opened is not None
+    return _Entry(verdict.opened, verdict.spec if verdict.error is None else verdict.error)
 
 
 def _stat_key(st: os.stat_result) -> tuple:
@@ -364,37 +370,26 @@ class Index:
         return self.trust.problem(st, what)
 
     def _first_look(self, path: str, problem: str | None) -> _Entry | TaskError | None:
+        """Judge a file never seen, its trust included (under a folder with a trust
+        ``problem``, it is refused). ``None`` if it vanished; a :class:`TaskError` not worth
+        remembering (the file could not be read, or is not trusted); else what the cache keeps,
+        stamped with the read's own stat."""
         self.parsed += 1
-        try:
-            data, truncated, opened = read_head(path)
-        except TaskVanished:
-            return None
-        except TaskError as e:
-            return e
-        why = problem or self.trust.problem(opened, "the task file")
-        if why is not None:
-            return TaskError(path, None, why)
-        return self._admitted(data, path, truncated, opened)
+        verdict = judge(path, root=self.root, config=self.config, trust=self.trust,
+                        folder_problem=problem)
+        if verdict.error is not None and not verdict.content:
+            return None if isinstance(verdict.error, TaskVanished) else verdict.error
+        return _remembered(verdict)
 
     def _parse(self, path: str, st: os.stat_result) -> _Entry | None:
+        """Judge a changed file whose trust the walk has checked on ``st``. ``None`` if it
+        vanished; a file that cannot be read is remembered under ``st``."""
         self.parsed += 1
-        try:
-            data, truncated, opened = read_head(path)
-        except TaskVanished:
-            return None
-        except TaskError as e:
-            return _Entry(st, e)
-        return self._admitted(data, path, truncated, opened)
-
-    def _admitted(self, data: bytes, path: str, truncated: bool,
-                  opened: os.stat_result) -> _Entry:
-        """The parsed and admitted header, or the error that refuses it."""
-        try:
-            spec = parse_header(data, path=path, truncated=truncated)
-            admit(spec, root=self.root, config=self.config)
-            return _Entry(opened, spec)
-        except TaskError as e:
-            return _Entry(opened, e)
+        verdict = judge(path, root=self.root, config=self.config)
+        if verdict.opened is None:
+            assert verdict.error is not None
+            return None if isinstance(verdict.error, TaskVanished) else _Entry(st, verdict.error)
+        return _remembered(verdict)
 
     def _task(self, entry: _Entry, folder: str, rel: str, path: str, rank: int,
               has_record: bool) -> Task:

@@ -38,9 +38,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.directives import HEADER_LIMIT, TaskSpec, parse_header, read_head
+from metaq_py.directives import TaskSpec, read_head
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.admission import admit, resolve_log
+from metaq_py.queue.admission import resolve_log
 from metaq_py.queue.attempts import (
     TaskRecord,
     publish_record,
@@ -52,6 +52,7 @@ from metaq_py.queue.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_confi
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.fileio import write_all
 from metaq_py.queue.index import Index, Scan, Task
+from metaq_py.queue.judge import Head, Verdict, judge
 from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_lease, write_lease
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.trust import Trust
@@ -238,13 +239,13 @@ class Queue:
 
     def _problem(self, path: Path) -> str | None:
         """What is wrong with the task file at ``path`` right now, or ``None``."""
-        try:
-            data, truncated, st = read_head(path)
-            spec = parse_header(data, path=str(path), truncated=truncated)
-            admit(spec, root=self.root, config=self.config)
-        except TaskError as e:
-            return str(e)
-        return self._trust.problem(st, "the task file")
+        error = self.judge(path).error
+        return None if error is None else str(error)
+
+    def judge(self, path: str | os.PathLike[str]) -> Verdict:
+        """Judge the task file at ``path`` as this queue runs it: readable, trusted, parsed
+        and admitted (see :func:`~metaq_py.queue.judge.judge`)."""
+        return judge(path, root=self.root, config=self.config, trust=self._trust)
 
     # --- claims ----------------------------------------------------------------------------
 
@@ -298,16 +299,12 @@ class Queue:
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
-        try:
-            data, truncated, st = read_head(dst)
-            spec = parse_header(data, path=str(dst), truncated=truncated)
-            admit(spec, root=self.root, config=self.config)
-            why = self._trust.problem(st, "the task file")
-            if why is not None:
-                raise TaskError(str(dst), None, why)
-        except TaskError as e:
+        verdict = self.judge(dst)
+        spec = verdict.spec
+        if spec is None:
             lease_path(dst).unlink(missing_ok=True)
-            self._store(dst, self.path_of(REJECTED, task.folder, task.relpath), reason=str(e))
+            self._store(dst, self.path_of(REJECTED, task.folder, task.relpath),
+                        reason=str(verdict.error))
             return None
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
@@ -384,13 +381,7 @@ class Queue:
     def _claim_at(self, machine: str, jobid: str, folder: str, rel: str, path: Path,
                   specs: bool) -> Claim:
         lease = read_lease(path)
-        spec = None
-        if specs:
-            try:
-                data, truncated, _ = read_head(path)
-                spec = parse_header(data, path=str(path), truncated=truncated)
-            except TaskError:
-                spec = None
+        spec = judge(path).spec if specs else None
         if lease is None:
             try:
                 moved = os.lstat(path).st_ctime
@@ -467,9 +458,8 @@ class Queue:
         """
         self.require()
         src = Path(script)
-        data = _read_whole(src)
-        spec = parse_header(data[:HEADER_LIMIT], path=str(src), truncated=len(data) > HEADER_LIMIT)
-        admit(spec, root=self.root, config=self.config)
+        data, head = _read_whole(src)
+        judge(src, root=self.root, config=self.config, head=head).accepted()
         folder = folder or self.default_folder
         if folder not in self.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
@@ -535,9 +525,8 @@ class Queue:
         """Send a failed, rejected or cancelled task back to its folder with its attempt count
         reset; it is checked again first, and stays where it is if still invalid."""
         e = self.find(ref, states=(FAILED, REJECTED, CANCELLED))
-        data, truncated, _ = read_head(e.path)
-        spec = parse_header(data, path=str(e.path), truncated=truncated)
-        admit(spec, root=self.root, config=self.config)
+        # Trust is left to the scan, as for any task put in a folder.
+        judge(e.path, root=self.root, config=self.config).accepted()
         rec = self._record(e.path)
         rec = replace(rec, attempts=0,
                       history=(*rec.history, self._event("retried", by=_user())))
@@ -611,7 +600,7 @@ class Queue:
         base = self.root / state
         for folder in _subdirs(base):
             for rel, path in _files(base / folder):
-                spec = _quiet_spec(path) if specs else None
+                spec = judge(path).spec if specs else None
                 reason = None
                 if state != HOLD and state != FINISHED:
                     reason = _read_reason(path)
@@ -797,11 +786,13 @@ def _relpath(sub: str | None, name: str) -> str:
     return "/".join([*parts, name])
 
 
-def _read_whole(src: Path) -> bytes:
-    """The whole script, with the same checks (and messages) as a task in the queue."""
-    data, truncated, _ = read_head(src)
+def _read_whole(src: Path) -> tuple[bytes, Head]:
+    """The whole script, with the same checks (and messages) as a task in the queue, and its
+    header as :func:`~metaq_py.directives.read_head` read it."""
+    head = read_head(src)
+    data, truncated, _ = head
     if not truncated:
-        return data
+        return data, head
     try:
         with open(src, "rb") as f:
             whole = f.read()
@@ -809,7 +800,7 @@ def _read_whole(src: Path) -> bytes:
         raise TaskError(str(src), None, f"the file cannot be read ({e.strerror})") from None
     if not whole.startswith(data):
         raise TaskError(str(src), None, "the file changed while being read; submit it again")
-    return whole
+    return whole, head
 
 
 def _subdirs(path: Path) -> list[str]:
@@ -841,14 +832,6 @@ def _files(top: Path) -> Iterator[tuple[str, Path]]:
                 stack.append((e.path, prefix + e.name + "/"))
             else:
                 yield prefix + e.name, Path(e.path)
-
-
-def _quiet_spec(path: Path) -> TaskSpec | None:
-    try:
-        data, truncated, _ = read_head(path)
-        return parse_header(data, path=str(path), truncated=truncated)
-    except TaskError:
-        return None
 
 
 def _read_reason(path: Path) -> str | None:

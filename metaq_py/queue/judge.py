@@ -1,0 +1,91 @@
+"""Judging a task file: the one place that decides whether a script may run from a queue.
+
+Four questions, always asked in this order, each only if the one before passed:
+
+1. can the file be read (a regular, executable file, not vanished, not a dangling link)?
+2. can the queue trust it (see :mod:`metaq_py.queue.trust`)? Asked first of what was read,
+   so an untrusted file is never parsed;
+3. does its ``#METAQ`` header parse (:func:`~metaq_py.directives.parse_header`)?
+4. does the queue admit it (:func:`~metaq_py.queue.admission.admit`: caps, log roots)?
+
+The scan of the task folders, a claim, the rejection of settled invalid files, ``metaq
+submit``, ``metaq check`` and ``metaq retry`` all judge through :func:`judge`; what differs
+between them is only which questions they ask (a script outside the queue has no trust rule
+to meet, and without a queue nothing is admitted).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaq_py.directives import TaskSpec, parse_header, read_head
+from metaq_py.errors import TaskError
+from metaq_py.queue.admission import admit
+from metaq_py.queue.config import QueueConfig
+from metaq_py.queue.trust import Trust
+
+__all__ = ["Head", "Verdict", "judge"]
+
+Head = tuple[bytes, bool, os.stat_result]
+"""A task file's header as :func:`~metaq_py.directives.read_head` returns it: the first bytes,
+whether the file goes on past them, and the ``stat`` of the opened file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :func:`judge` found. Exactly one of ``spec`` (the task may run) and ``error`` (one
+    sentence naming the file and the problem) is set.
+
+    ``opened`` is the ``stat`` of the file as it was read, ``None`` when it could not be read
+    at all. ``content`` says whether the problem is in what the file says (its header, or
+    what the queue makes of it), which may change while the file is still being written, as
+    opposed to the file itself (unreadable, vanished, untrusted).
+    """
+
+    spec: TaskSpec | None
+    error: TaskError | None
+    opened: os.stat_result | None
+    content: bool = False
+
+    def accepted(self) -> TaskSpec:
+        """The spec of a task that may run; raises the :class:`TaskError` of one that may not."""
+        if self.error is not None:
+            raise self.error
+        assert self.spec is not None
+        return self.spec
+
+
+def judge(path: str | os.PathLike[str], *, root: Path | None = None,
+          config: QueueConfig | None = None, trust: Trust | None = None,
+          folder_problem: str | None = None, head: Head | None = None) -> Verdict:
+    """Judge the task file at ``path`` (see the module's docstring for the questions).
+
+    ``config`` asks for the admission to the queue at ``root`` (both or neither), ``trust``
+    for its trust rule. ``folder_problem`` is a trust problem already found with a folder
+    above the file: it refuses the file whatever the file itself, once the file has been read.
+    ``head`` is the header already read (by a caller that needs the bytes too), to judge
+    exactly those bytes.
+    """
+    if (root is None) != (config is None):
+        raise ValueError("judge: give the queue's root and config together, or neither")
+    name = str(path)
+    if head is None:
+        try:
+            head = read_head(name)
+        except TaskError as e:  # TaskVanished among them: callers tell it apart
+            return Verdict(None, e, None)
+    data, truncated, opened = head
+    why = folder_problem
+    if why is None and trust is not None:
+        why = trust.problem(opened, "the task file")
+    if why is not None:
+        return Verdict(None, TaskError(name, None, why), opened)
+    try:
+        spec = parse_header(data, path=name, truncated=truncated)
+        if root is not None and config is not None:
+            admit(spec, root=root, config=config)
+    except TaskError as e:
+        return Verdict(None, e, opened, content=True)
+    return Verdict(spec, None, opened)
