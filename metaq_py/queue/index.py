@@ -8,7 +8,9 @@ does not change the mtime.
 
 Hidden files and folders (names starting with a dot) are skipped; they hold records, leases
 and half-written submissions. Symlinked tasks and folders are followed, with loops detected.
-A file that vanishes during the scan (claimed by another job) is simply not listed.
+A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
+of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.walk`; each file
+read is judged by :func:`~metaq_py.queue.judge.judge`.
 
 The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
 contributes only the tasks that appeared in it or left it, each put in (or taken out of) its
@@ -20,11 +22,8 @@ reader that keeps its own view (the runner's policy jobs).
 from __future__ import annotations
 
 import bisect
-import errno
 import os
-import stat
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,8 +32,9 @@ from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
 from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
-from metaq_py.queue.judge import Verdict, judge
+from metaq_py.queue.judge import judge
 from metaq_py.queue.trust import Trust
+from metaq_py.queue.walk import CachedFile, remembered, stat_key, walk_folder
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
 
@@ -108,29 +108,6 @@ class Scan:
     invalid: tuple[Invalid, ...]
 
 
-class _Entry:
-    """What the cache remembers of one file; ``mtime`` is that of the stat ``key`` came from."""
-
-    __slots__ = ("key", "mtime", "result", "rkey", "task")
-
-    def __init__(self, st: os.stat_result, result: TaskSpec | TaskError) -> None:
-        self.key = _stat_key(st)
-        self.mtime = st.st_mtime
-        self.result = result
-        self.task: Task | None = None
-        self.rkey: tuple | None = None
-
-
-def _remembered(verdict: Verdict) -> _Entry:
-    """What the cache keeps of a file that was read: its spec or the error in its content."""
-    assert verdict.opened is not None
-    return _Entry(verdict.opened, verdict.spec if verdict.error is None else verdict.error)
-
-
-def _stat_key(st: os.stat_result) -> tuple:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_gid)
-
-
 class _Dir:
     """What the cache remembers of one folder: its key and what was found directly in it."""
 
@@ -169,7 +146,7 @@ class Index:
         """``order: largest-first``: tasks of equal rank and priority go by size (see
         :func:`order_key`)."""
         self.trust = Trust(gid=config.gid, uids=config.trusted_uids)
-        self._cache: dict[str, _Entry] = {}
+        self._cache: dict[str, CachedFile] = {}
         self._dirs: dict[str, _Dir] = {}
         self._ordered: list[Task] = []
         self._order: tuple[Task, ...] | None = ()
@@ -243,7 +220,7 @@ class Index:
         old_dirs = self._dirs
         dirs: dict[str, _Dir] = {}
         relisted: list[tuple[_Dir | None, _Dir]] = []
-        cache: dict[str, _Entry] = {} if full else self._cache
+        cache: dict[str, CachedFile] = {} if full else self._cache
         invalid: list[Invalid] = []
         root = str(self.root)
         root_problem = self._dir_problem(root, "the queue folder")
@@ -324,17 +301,17 @@ class Index:
         self._ordered = ordered
 
     def _list(self, folder_path: str, prefix: str, folder: str, rank: int,
-              problem: str | None, key: tuple, cache: dict[str, _Entry]) -> _Dir:
+              problem: str | None, key: tuple, cache: dict[str, CachedFile]) -> _Dir:
         self.listed += 1
         tasks: list[Task] = []
         invalid: list[Invalid] = []
         subdirs: list[tuple[str, str, str | None]] = []
-        for rel, path, st, error, has_record in _walk_one(folder_path, prefix, self.trust,
+        for rel, path, st, error, has_record in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
                 invalid.append(Invalid(folder, rel, Path(path), error, _mtime(path)))
                 continue
-            if isinstance(st, _Entry):
+            if isinstance(st, CachedFile):
                 entry = st  # unchanged since it was read (see _walk_one)
             elif st is None:
                 # A file never seen: read it straight away; the read's fstat stands in for
@@ -348,7 +325,7 @@ class Index:
                 entry = first
             else:
                 entry = self._cache.get(path)
-                if entry is None or entry.key != _stat_key(st):
+                if entry is None or entry.key != stat_key(st):
                     entry = self._parse(path, st)
                     if entry is None:
                         continue  # vanished between the listing and the read
@@ -369,7 +346,7 @@ class Index:
             return None
         return self.trust.problem(st, what)
 
-    def _first_look(self, path: str, problem: str | None) -> _Entry | TaskError | None:
+    def _first_look(self, path: str, problem: str | None) -> CachedFile | TaskError | None:
         """Judge a file never seen, its trust included (under a folder with a trust
         ``problem``, it is refused). ``None`` if it vanished; a :class:`TaskError` not worth
         remembering (the file could not be read, or is not trusted); else what the cache keeps,
@@ -379,19 +356,20 @@ class Index:
                         folder_problem=problem)
         if verdict.error is not None and not verdict.content:
             return None if isinstance(verdict.error, TaskVanished) else verdict.error
-        return _remembered(verdict)
+        return remembered(verdict)
 
-    def _parse(self, path: str, st: os.stat_result) -> _Entry | None:
+    def _parse(self, path: str, st: os.stat_result) -> CachedFile | None:
         """Judge a changed file whose trust the walk has checked on ``st``. ``None`` if it
         vanished; a file that cannot be read is remembered under ``st``."""
         self.parsed += 1
         verdict = judge(path, root=self.root, config=self.config)
         if verdict.opened is None:
-            assert verdict.error is not None
-            return None if isinstance(verdict.error, TaskVanished) else _Entry(st, verdict.error)
-        return _remembered(verdict)
+            error = verdict.error
+            assert error is not None
+            return None if isinstance(error, TaskVanished) else CachedFile(st, error)
+        return remembered(verdict)
 
-    def _task(self, entry: _Entry, folder: str, rel: str, path: str, rank: int,
+    def _task(self, entry: CachedFile, folder: str, rel: str, path: str, rank: int,
               has_record: bool) -> Task:
         spec = entry.result
         assert isinstance(spec, TaskSpec)
@@ -447,104 +425,3 @@ def order_key(rank: int, spec: TaskSpec, submit: float, task_id: str, *,
 
 def _order_key(task: Task) -> tuple:
     return task.order
-
-
-def _walk_one(folder: str, prefix: str, trust: Trust, problem: str | None,
-              subdirs: list[tuple[str, str, str | None]], known: dict[str, _Entry]
-              ) -> Iterable[tuple[str, str, os.stat_result | _Entry | None, TaskError | None,
-                                  bool]]:
-    """Yield (relpath, path, stat, error, has_record) for every non-hidden file directly in
-    ``folder``; ``error`` is set, and ``stat`` is ``None``, for a file that cannot be a task.
-    A plain file not in ``known`` comes with neither (the caller reads it at once). A plain
-    file whose stat matches its ``known`` entry comes with that entry in place of the stat
-    (same mode and owners: the same trust verdict, and nothing more to check).
-    Sub-folders are appended to ``subdirs`` as (path, prefix, inherited problem)."""
-    # Listed through a descriptor, so that each stat resolves one name in this folder rather
-    # than the whole path from the root (a fifth cheaper on a queue of 100,000 tasks).
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    except OSError as e:
-        yield (prefix.rstrip("/") or ".", folder, None,
-               TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
-        return
-    try:
-        yield from _walk_fd(fd, folder, prefix, trust, problem, subdirs, known)
-    finally:
-        os.close(fd)
-
-
-def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | None,
-             subdirs: list[tuple[str, str, str | None]], known: dict[str, _Entry]
-             ) -> Iterable[tuple[str, str, os.stat_result | _Entry | None, TaskError | None,
-                                 bool]]:
-    """:func:`_walk_one` over the open folder ``fd`` (whose path is ``folder``)."""
-    try:
-        with os.scandir(fd) as it:
-            entries = list(it)
-    except OSError as e:
-        yield (prefix.rstrip("/") or ".", folder, None,
-               TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
-        return
-    base = os.path.join(folder, "")
-    # Which tasks here have a record, known from the listing without another stat.
-    records = {e.name[1:-len(RECORD_SUFFIX)] for e in entries
-               if e.name[0] == "." and e.name.endswith(RECORD_SUFFIX)}
-    for e in entries:
-        name = e.name
-        if name[0] == ".":
-            continue
-        rel = prefix + name
-        path = base + name  # e.path is the bare name when listing a descriptor
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            subdirs.append((path, rel + "/", problem))
-            continue
-        if path not in known and not e.is_symlink():
-            yield rel, path, None, None, name in records
-            continue
-        try:
-            st = e.stat()
-        except OSError as err:
-            if err.errno == errno.ENOENT and not e.is_symlink():
-                continue  # vanished: claimed or moved by someone else
-            yield rel, path, None, TaskError(path, None, _stat_problem(err)), False
-            continue
-        if problem is None and not e.is_symlink():
-            entry = known.get(path)
-            if entry is not None and entry.key == _stat_key(st):
-                yield rel, path, entry, None, name in records  # the common case, made short
-                continue
-        if not stat.S_ISREG(st.st_mode):
-            yield rel, path, None, TaskError(path, None, "this is not a regular file, so "
-                                                         "it cannot be a task"), False
-            continue
-        why = problem or trust.problem(st, "the task file")
-        if why is None and e.is_symlink():
-            why = _target_dir_problem(path, trust)
-        if why is not None:
-            yield rel, path, None, TaskError(path, None, why), False
-            continue
-        yield rel, path, st, None, name in records
-
-
-def _stat_problem(err: OSError) -> str:
-    if err.errno == errno.ELOOP:
-        return "the path is a symlink loop; point the link at a real script"
-    if err.errno == errno.ENOENT:
-        return "the symlink points to a file that does not exist"
-    return f"the file cannot be read ({err.strerror})"
-
-
-def _target_dir_problem(path: str, trust: Trust) -> str | None:
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(os.path.dirname(real))
-    except OSError:
-        return None
-    return trust.problem(st, f"the folder of the link's target {os.path.dirname(real)}")
-
