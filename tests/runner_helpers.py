@@ -7,6 +7,7 @@ import itertools
 import json
 import textwrap
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from metaq_py.batch import BatchOverrides, detect_batch
@@ -50,15 +51,16 @@ def task(q: Queue, name: str, body: str, *, folder: str = "todo", **directives: 
 
 
 def runner(q: Queue, *, nodes: int = 4, walltime: float | None = None, gpus: int | None = None,
-           **options: object) -> Runner:
-    """An in-process runner on a local pretend cluster (no signal handlers)."""
+           say: Callable[[str], None] | None = None, **options: object) -> Runner:
+    """An in-process runner on a local pretend cluster (no signal handlers), telling its
+    lines to ``say`` (by default to no one)."""
     batch = detect_batch(overrides=BatchOverrides(system="local", nnodes=nodes,
                                                   walltime=walltime, gpus_per_node=gpus),
                          env={})
     options.setdefault("grace", 1.0)
     options.setdefault("margin", 0.5)
     return Runner(q, batch, options=RunOptions(handle_signals=False, **options),
-                  say=lambda line: None)
+                  say=say or (lambda line: None))
 
 
 def events(q: Queue) -> list[dict]:

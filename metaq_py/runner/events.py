@@ -12,7 +12,7 @@ from typing import Any
 
 from metaq_py.queue.eventlog import EventLog
 
-__all__ = ["EVENTS", "OUTCOMES", "Recorder"]
+__all__ = ["EVENTS", "OUTCOMES", "EventWriter"]
 
 EVENTS = ("runner-start", "runner-stop", "start", "end", "arrival", "preempt", "shrink",
           "expand", "reserve", "release", "checkpoint", "reclaim")
@@ -22,11 +22,11 @@ OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed",
 """The values of ``outcome`` in an ``end`` event."""
 
 
-class Recorder:
-    """Writes this batch job's events, stamped with the runner's clock.
+class EventWriter:
+    """Writes this batch job's events (:meth:`write`), stamped with the runner's clock.
 
-    With ``buffered``, events are kept until :meth:`flush` and then written with one
-    ``write``: the runner flushes once per wake-up, before it waits again, so a burst of
+    With ``buffered``, events are kept until :meth:`flush` and then go to the file at once
+    (one system call): the runner flushes once per wake-up, before it waits again, so a burst of
     starts and ends costs one write and the file is complete whenever the runner is idle.
 
     A failure to write (a full disk, a removed queue) is reported through ``warn`` once and
@@ -42,7 +42,8 @@ class Recorder:
         self._buffered = buffered
         self._pending: list[dict[str, Any]] = []
 
-    def __call__(self, event: str, **fields: Any) -> None:
+    def write(self, event: str, **fields: Any) -> None:
+        """Write one event of the vocabulary (:data:`EVENTS`) with its ``fields``."""
         if event not in EVENTS:
             raise ValueError(f"{event!r} is not in the runner's event vocabulary")
         self._pending.append({"time": self._now(), "event": event, **fields})
@@ -53,13 +54,13 @@ class Recorder:
         """Write the events kept so far (they are dropped if the write fails)."""
         if not self._pending:
             return
-        records, self._pending = self._pending, []
+        lines, self._pending = self._pending, []
         try:
-            self.log.append_many(records)
+            self.log.append_many(lines)
             self._failed = False
         except OSError as e:
             if not self._failed:
                 self._warn(f"cannot write the event log {self.log.path}: {e.strerror}; "
-                           f"the tasks go on, but '{records[0]['event']}' and later events "
+                           f"the tasks go on, but '{lines[0]['event']}' and later events "
                            f"may be missing")
             self._failed = True

@@ -8,20 +8,34 @@ rejected, because another batch job of the same queue may be able to run them.
 GPUs: a task asks for ``GPUS`` in total. Nodes are never shared, so a task on ``k`` nodes may use
 ``k * gpus_per_node`` GPUs, and it gets ``ceil(GPUS / k)`` device ids on each of its nodes. A
 malleable task's smallest size is raised until its GPUs fit.
+
+:class:`Offers` is the *offer window*: at each decision, the waiting tasks the scheduler is
+shown, as policy jobs, with a cache so that a decision costs the window and not the queue.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
+from typing import TYPE_CHECKING
 
-from metaq_py.policy.model import Job
+from metaq_py.policy.model import Job, Kind
 from metaq_py.queue.attempts import read_record
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 
-__all__ = ["History", "fit_problem", "gpu_ids_for", "job_of", "past_runs"]
+if TYPE_CHECKING:  # fit_problem serves metaq explain too, which needs none of the runner
+    from metaq_py.runner.context import Context
+
+__all__ = ["WINDOW", "History", "Offers", "fit_problem", "gpu_ids_for", "job_of", "past_runs"]
+
+WINDOW = 1000
+"""At most this many waiting tasks (or 16 per node, if more) are handed to the scheduler, in
+queue order, plus every waiting on-demand task. Like SLURM's ``bf_max_job_test``, it bounds the
+cost of a decision on a queue of 100,000 tasks; a task further back waits until it moves up."""
 
 
 def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str) -> str | None:
@@ -98,3 +112,160 @@ def past_runs(claim: Claim) -> History:
     # interruption or a lost job, "failed" for a non-zero exit sent back for a retry.
     ends = [h.get("event") for h in rec.history if h.get("event") in ("requeued", "failed")]
     return History(len(ends), bool(ends) and ends[-1] == "requeued")
+
+
+class Offers:
+    """The waiting tasks this allocation could run, as policy jobs (:meth:`waiting`).
+
+    ``cache`` maps a task id to the task object it was worked out from and its policy job
+    (``None``: this allocation can never run it, see :func:`fit_problem`); an entry holds only
+    for that very object, since a rescan of the queue makes new ones. ``last_window`` is the
+    last window offered, kept for the next decision; ``ondemand`` every waiting on-demand
+    task, looked at even beyond the window. ``arrived`` says in which pass each on-demand
+    task was first offered (its ``arrival`` event), ``skipped`` why each task that can never
+    run here is left alone, and ``count`` how many jobs the last look offered."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.cache: dict[str, tuple[Task, Job | None]] = {}
+        self.last_window: tuple[Sequence[Task], tuple[Job, ...]] | None = None
+        self.ondemand: dict[str, Task] = {}
+        self.seen_serial: int | None = None
+        self.arrived: dict[str, int] = {}
+        self.skipped: dict[str, str] = {}
+        self.count = 0
+        self._pass = 0
+
+    def waiting(self, pass_no: int) -> list[Job]:
+        """The waiting tasks this allocation could run, as policy jobs in queue order: the
+        first ``window`` of them, then every on-demand task behind those. Each one's task is
+        in :attr:`cache` under its id (see :meth:`offered`). ``pass_no`` is the runner's pass,
+        stamped on the on-demand tasks that arrive now."""
+        self._pass = pass_no
+        pending = self.ctx.queue.settled_scan().tasks  # pending() without its copy of the list
+        self._sync(pending)
+        jobs: list[Job] = []
+        skipped: dict[str, str] = {}
+        window = max(WINDOW, 16 * self.ctx.alloc.nnodes)
+        offered = start = self._reuse(pending, jobs)
+        rest: Task | None = None
+        append = jobs.append
+        get = self.cache.get
+        ondemand = Kind.ONDEMAND
+        for task in pending[start:] if start else pending:
+            if offered >= window:
+                rest = task
+                break
+            # The common case, made short (this runs for the whole window at each decision):
+            # a task looked at before, which can run here and is not on demand.
+            hit = get(task.id)
+            if hit is not None and hit[0] is task and (job := hit[1]) is not None \
+                    and job.kind is not ondemand:
+                append(job)
+                offered += 1
+            else:
+                self._offer(task, jobs, skipped)
+                offered = len(jobs)
+        # Kept for the next decision when every task looked at was offered (nothing skipped).
+        self.last_window = None if skipped else (pending, tuple(jobs))
+        if rest is not None:
+            # Beyond the backfill window only on-demand work is looked at.
+            later = [t for t in self.ondemand.values() if t.order >= rest.order]
+            for task in sorted(later, key=_queue_order):
+                self._offer(task, jobs, skipped)
+        self.skipped = skipped
+        self.count = len(jobs)
+        return jobs
+
+    def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:
+        """Put in ``jobs`` what the last window still says of ``pending``; how many tasks of
+        ``pending`` that covers. Most decisions follow claims of the first few waiting tasks
+        and nothing else: the window is then the last one without its first ``k`` jobs, and
+        only its end is looked at again."""
+        if self.last_window is None:
+            return 0
+        old, old_jobs = self.last_window
+        scanned = len(old_jobs)
+        k = len(old) - len(pending)
+        # the very same task objects, not equal ones: a rescan makes new objects, and the
+        # cache of policy jobs keeps only the jobs of the objects it was built from
+        if 0 <= k <= scanned and all(map(is_, pending[:scanned - k], old[k:scanned])):
+            jobs.extend(old_jobs[k:])
+            return scanned - k
+        return 0
+
+    def offered(self, job_id: object) -> tuple[Task, Job]:
+        """The task and policy job of a waiting job the last :meth:`waiting` offered."""
+        task, job = self.cache[job_id]  # type: ignore[index]
+        if job is None:
+            raise KeyError(job_id)  # skipped tasks are never offered
+        return task, job
+
+    def is_offered(self, job_id: object) -> bool:
+        """Whether the last :meth:`waiting` offered the job ``job_id``."""
+        hit = self.cache.get(job_id)  # type: ignore[call-overload]
+        return hit is not None and hit[1] is not None
+
+    def arrived_now(self, task_id: str) -> bool:
+        """Whether the on-demand task ``task_id`` was first offered in the current pass."""
+        return self.arrived.get(task_id) == self._pass
+
+    def claim_lost(self, task_id: str) -> None:
+        """Another runner claimed ``task_id`` first: forget its policy job, and the kept
+        window holding it."""
+        self.cache.pop(task_id, None)
+        self.last_window = None
+
+    def _offer(self, task: Task, jobs: list[Job], skipped: dict[str, str]) -> None:
+        """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
+        its reason to ``skipped`` (said once, when it is first found)."""
+        cache, alloc = self.cache, self.ctx.alloc
+        hit = cache.get(task.id)
+        if hit is None or hit[0] is not task:
+            problem = fit_problem(task, nnodes=alloc.nnodes,
+                                  gpus_per_node=alloc.gpus_per_node, machine=alloc.machine)
+            if problem is not None:
+                if self.skipped.get(task.id) != problem:
+                    self.ctx.say(f"skipping {task.id}: {problem}")
+                self.skipped[task.id] = problem
+            hit = (task, None if problem is not None else
+                   job_of(task, gpus_per_node=alloc.gpus_per_node))
+            cache[task.id] = hit
+        job = hit[1]
+        if job is None:
+            skipped[task.id] = self.skipped.get(task.id) or "it can never run here"
+            return
+        if job.kind is Kind.ONDEMAND and task.id not in self.arrived:
+            self.arrived[task.id] = self._pass
+            self.ctx.events.write("arrival", task=task.id, notice=job.notice)
+        jobs.append(job)
+
+    def _sync(self, pending: Sequence[Task]) -> None:
+        """Bring the waiting on-demand tasks and the cache of policy jobs up to date: from the
+        index's changes since the last look, so that a decision costs the backfill window and
+        not the whole queue, or by going over every waiting task when those changes are not
+        known (the first time)."""
+        index = self.ctx.queue.index
+        changes = None if self.seen_serial is None else index.changes_since(self.seen_serial)
+        if changes is None:
+            self.last_window = None
+            cache = self.cache
+            self.ondemand = {t.id: t for t in pending if t.spec.type is Kind.ONDEMAND}
+            self.cache = {t.id: hit for t in pending
+                          if (hit := cache.get(t.id)) is not None and hit[0] is t}
+        else:
+            for removed, added in changes:
+                for task in removed:
+                    hit = self.cache.get(task.id)
+                    if hit is not None and hit[0] is task:
+                        del self.cache[task.id]
+                    if self.ondemand.get(task.id) is task:
+                        del self.ondemand[task.id]
+                for task in added:
+                    if task.spec.type is Kind.ONDEMAND:
+                        self.ondemand[task.id] = task
+        self.seen_serial = index.serial
+
+
+def _queue_order(task: Task) -> tuple:
+    return task.order

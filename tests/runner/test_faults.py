@@ -92,8 +92,7 @@ def test_the_queue_removed_mid_run_ends_with_a_clear_message(tmp_path: Path) -> 
     q = make_queue(tmp_path / "q")
     task(q, "long.sh", "sleep 60")
     said: list[str] = []
-    r = runner(q)
-    r.say = said.append
+    r = runner(q, say=said.append)
 
     def remove() -> None:
         _wait_for(lambda: any((q.root / "working").rglob("long.sh")), 10)
@@ -120,8 +119,7 @@ def test_a_full_disk_while_a_log_is_written_loses_no_task(tmp_path: Path) -> Non
         task(q, "floods.sh", f"(exec -a {token} head -c 8M /dev/zero)")
         task(q, "small.sh", "sleep 0.5; echo small")
         said: list[str] = []
-        r = runner(q)
-        r.say = said.append
+        r = runner(q, say=said.append)
 
         def operator() -> None:  # frees space once the flood is over, as a person would
             _wait_for(lambda: any("cannot move" in line for line in said), 20)

@@ -128,32 +128,30 @@ def test_the_window_kept_between_decisions_is_the_one_worked_out_afresh(tmp_path
     for i in range(40):
         task(q, f"t{i:02d}.sh", "true", NODES=1 + i % 3)
     r = runner(q, nodes=4)
-    r._setup()
-    try:
-        def fresh() -> list[object]:
-            r.last_window = None
-            return [j.id for j in r._waiting()]
+    offers = r.offers
 
-        def check() -> None:
-            assert [j.id for j in r._waiting()] == fresh()
+    def fresh() -> list[object]:
+        offers.last_window = None
+        return [j.id for j in offers.waiting(1)]
 
-        fresh()
-        for step in range(12):
-            pending = q.pending()
-            if step % 4 == 3:  # a task taken from the middle, by someone else
-                q.claim(pending[len(pending) // 2], machine="other", jobid="9")
-            elif step % 4 == 2:  # a new task, and one that can never run here
-                task(q, f"new{step}.sh", "true", NODES=2)
-                task(q, f"huge{step}.sh", "true", NODES=9)
-            else:  # the usual: the first ones claimed
-                for t in pending[:2]:
-                    q.claim(t, machine=r.machine, jobid=r.jobid)
-            check()
-        r.last_window = None
-        r._waiting()
-        assert r.last_window is None  # a skipped task: nothing kept, every look is fresh
-    finally:
-        r.spares.close()
+    def check() -> None:
+        assert [j.id for j in offers.waiting(1)] == fresh()
+
+    fresh()
+    for step in range(12):
+        pending = q.pending()
+        if step % 4 == 3:  # a task taken from the middle, by someone else
+            q.claim(pending[len(pending) // 2], machine="other", jobid="9")
+        elif step % 4 == 2:  # a new task, and one that can never run here
+            task(q, f"new{step}.sh", "true", NODES=2)
+            task(q, f"huge{step}.sh", "true", NODES=9)
+        else:  # the usual: the first ones claimed
+            for t in pending[:2]:
+                q.claim(t, machine=r.machine, jobid=r.jobid)
+        check()
+    offers.last_window = None
+    offers.waiting(1)
+    assert offers.last_window is None  # a skipped task: nothing kept, every look is fresh
 
 
 def test_gpu_ids_are_split_and_impossible_tasks_are_skipped_not_rejected(tmp_path: Path) -> None:
@@ -305,7 +303,6 @@ def test_a_task_that_cannot_start_at_first_is_retried_by_the_same_runner(tmp_pat
     scratch = q.root / "jobs" / "scratch"
     task(q, "late.sh", 'echo "attempt $METAQ_ATTEMPT"', LOG="jobs/scratch/late.log",
          RETRIES=1)
-    r = runner(q, nodes=1)
     said: list[str] = []
 
     def say(line: str) -> None:
@@ -313,7 +310,7 @@ def test_a_task_that_cannot_start_at_first_is_retried_by_the_same_runner(tmp_pat
         if line.startswith("cannot start"):
             scratch.mkdir()  # only now: the first launch has failed for want of it
 
-    r.say = say
+    r = runner(q, nodes=1, say=say)
     assert r.run() == 0
     assert where(q, "late.sh") == "finished"
     assert (scratch / "late.log").read_text().splitlines() == ["attempt 2"]  # ran once

@@ -1,0 +1,172 @@
+"""Deciding, and applying a decision to the Cluster and then to processes.
+
+Each action of a :class:`~metaq_py.policy.model.Decision` goes to the Cluster first, through
+:meth:`Cluster.apply <metaq_py.cluster.Cluster.apply>` (the one place the model's state
+changes), and then to the tasks it names: a start claims its task in the queue and puts it on
+the roster to launch; a preemption stops its victim; a shrink or expansion resizes a running
+task (see :mod:`metaq_py.runner.resizing`); reservations only change the Cluster. A task that
+another runner claimed first makes the rest of the decision moot: the scheduler decides again
+on a fresh view of the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterable
+
+from metaq_py.cluster import Cluster, ClusterError
+from metaq_py.policy import (
+    Expand,
+    Job,
+    Kind,
+    Preempt,
+    Release,
+    Reserve,
+    Scheduler,
+    Shrink,
+    Start,
+    lost_node_seconds,
+)
+from metaq_py.queue.index import Task
+from metaq_py.runner.context import Context
+from metaq_py.runner.live_task import LiveTask, Why
+from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
+from metaq_py.runner.resizing import Resizer
+from metaq_py.runner.roster import Roster
+
+__all__ = ["Decider"]
+
+_MAX_REDECIDE = 8
+"""Decisions made again in one pass after a lost claim, at most."""
+
+
+class Decider:
+    """Asks the scheduler what to do and does it. ``wake`` is the time the last decision asked
+    to be woken at (``None``: no such time); ``max_tasks`` caps the tasks held at once, on
+    demand ones excepted."""
+
+    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster, offers: Offers,
+                 resizer: Resizer, scheduler: Scheduler, *, max_tasks: int) -> None:
+        self.ctx = ctx
+        self.cluster = cluster
+        self.roster = roster
+        self.offers = offers
+        self.resizer = resizer
+        self.scheduler = scheduler
+        self.max_tasks = max_tasks
+        self.wake: float | None = None
+
+    def decide(self, now: float, pass_no: int) -> None:
+        """Decide at ``now`` and apply the decision; again, on a fresh view, after a lost
+        claim (a few times at most: then at the next pass)."""
+        self.wake = None
+        ctx = self.ctx
+        end = ctx.end - ctx.options.margin - ctx.options.grace
+        for _ in range(_MAX_REDECIDE):
+            waiting = self.offers.waiting(pass_no)
+            snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end)
+            decision = self.scheduler.decide(snap)
+            self.wake = decision.wake if decision.wake is not None and decision.wake > now \
+                else None
+            if self._apply(decision.actions, now):
+                return
+
+    def _apply(self, actions: Iterable[object], now: float) -> bool:
+        """Apply one decision; ``False`` when a claim was lost and the rest was abandoned.
+
+        ``claimed`` holds the on-demand tasks claimed ahead of their start (before anything
+        is stopped for them); whatever is left there at the end goes back to the queue."""
+        claimed: dict[str, LiveTask] = {}
+        victims: dict[str | None, list[str]] = {}
+        roster = self.roster
+        slots = self.max_tasks - len(roster.live) - len(roster.to_launch)
+        for action in actions:
+            try:
+                job: Job | None = None
+                if isinstance(action, Start):
+                    task, job = self.offers.offered(action.job)
+                    if job.kind is not Kind.ONDEMAND:
+                        if slots <= 0:
+                            continue  # the cap: decide again when a task ends
+                        slots -= 1
+                    ahead = claimed.get(action.job) or self._claim(task, job)
+                    if ahead is None:
+                        return self._give_back(claimed)
+                    claimed[action.job] = ahead
+                    notice = job.notice if job.notice in self.cluster.notices else None
+                else:
+                    for_job = getattr(action, "for_job", None)
+                    if for_job is not None and for_job not in claimed \
+                            and self.offers.is_offered(for_job):
+                        # Claim the on-demand task before stopping anything for it.
+                        ahead = self._claim(*self.offers.offered(for_job))
+                        if ahead is None:
+                            return self._give_back(claimed)
+                        claimed[for_job] = ahead
+                r = self.cluster.apply(action, now=now, job=job)
+            except ClusterError as e:
+                # A policy bug or a stale view: never act on it, decide again next pass.
+                self.ctx.say(f"the {self.scheduler.name} scheduler's {action!r} was refused: "
+                             f"{e}")
+                break
+            events = self.ctx.events
+            if isinstance(action, Start):
+                assert r is not None and job is not None
+                self._started(claimed.pop(action.job), r.nodes, victims.get(action.job, ()))
+                if notice is not None and job.kind is Kind.ONDEMAND:
+                    events.write("release", notice=notice, reason="redeemed")
+            elif isinstance(action, Preempt):
+                assert r is not None
+                victim = roster.live[action.job]
+                events.write("preempt", task=action.job, for_task=action.for_job,
+                             lost_node_seconds=lost_node_seconds(r, now))
+                victims.setdefault(action.for_job, []).append(action.job)
+                roster.hold_hosts(victim, victim.node_ids)
+                victim.stop(Why.PREEMPT, now=now, for_task=action.for_job)
+            elif isinstance(action, Shrink | Expand):
+                assert r is not None
+                self.resizer.resize(action, tuple(r.nodes), now)
+                if isinstance(action, Shrink):
+                    victims.setdefault(action.for_job, []).append(action.job)
+            elif isinstance(action, Reserve):
+                events.write("reserve", notice=action.notice, hosts=self.ctx.hosts(action.nodes))
+            elif isinstance(action, Release):
+                events.write("release", notice=action.notice, reason="expired")
+        self._give_back(claimed)
+        return True
+
+    def _give_back(self, claimed: dict[str, LiveTask]) -> bool:
+        """Requeue tasks claimed ahead for a start that did not come (no attempt counted);
+        ``False``, for the caller to return when a lost claim ends the decision."""
+        for live in claimed.values():
+            self.roster.requeue_unlaunched(live, "its on-demand start was abandoned")
+        claimed.clear()
+        return False
+
+    def _claim(self, task: Task, job: Job) -> LiveTask | None:
+        """Claim ``task`` in the queue; ``None`` when another runner took it first."""
+        ctx = self.ctx
+        claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
+                                pid=os.getpid())
+        if claim is None:
+            self.offers.claim_lost(task.id)
+            return None
+        history = past_runs(claim)
+        spec = claim.spec
+        sig = signal.Signals[f"SIG{spec.signal.name}"] if spec.signal else signal.SIGTERM
+        grace = spec.signal.before if spec.signal else ctx.options.grace
+        ondemand = job.kind is Kind.ONDEMAND
+        instant = self.offers.arrived_now(task.id) if ondemand else None
+        return LiveTask(claim=claim, job=job, node_ids=(), hosts=(), gpu_ids=None,
+                        attempt=history.runs + 1, resume=history.resume, grace=grace,
+                        stop_signal=sig, instant=instant, notice=job.notice)
+
+    def _started(self, live: LiveTask, node_ids: tuple[int, ...],
+                 lenders: Iterable[str]) -> None:
+        live.node_ids = tuple(node_ids)
+        live.hosts = self.ctx.hosts(live.node_ids)
+        live.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(node_ids),
+                                   self.ctx.alloc.gpu_ids)
+        live.lenders = tuple(lenders)
+        self.roster.add(live)

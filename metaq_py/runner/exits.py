@@ -1,0 +1,136 @@
+"""Settling task exits: where a task goes in the queue when its process is over.
+
+Why the runner stopped a task (:class:`~metaq_py.runner.live_task.Why`) decides: a task
+stopped for a restart starts again at once on its new hosts; a preempted or interrupted one
+goes back to its folder to resume; a cancelled one to ``cancelled/``; a lost one is left
+alone (it is no longer ours); any other is finished or failed by its exit code. When the queue
+cannot be written (a full disk), the task stays claimed, its lease renewed, and settling it is
+tried again at each heartbeat.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from metaq_py.cluster import Cluster
+from metaq_py.launch import TaskProcess
+from metaq_py.queue.store import FAILED, FINISHED
+from metaq_py.runner.context import Context
+from metaq_py.runner.live_task import LiveTask, Why
+from metaq_py.runner.offers import gpu_ids_for
+from metaq_py.runner.roster import Roster
+
+__all__ = ["Settler"]
+
+
+class Settler:
+    """Settles the exits of the roster's tasks. ``unsettled`` holds the tasks that ended but
+    could not be moved yet; ``stopping`` (on each call) is why the runner is stopping, if it
+    is, which is the reason an interrupted task is requeued with."""
+
+    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster) -> None:
+        self.ctx = ctx
+        self.cluster = cluster
+        self.roster = roster
+        self.unsettled: list[LiveTask] = []
+
+    def exited(self, process: TaskProcess, *, stopping: str | None) -> None:
+        """``process`` is over: settle its task, or start it again after a restart."""
+        roster = self.roster
+        live = roster.live.get(process.spec.task)
+        if live is None or live.process is not process:
+            return
+        now = self.ctx.clock.now()
+        roster.check_checkpoint(live, now)  # one made just before the exit
+        live.account(now)
+        roster.let_go(live)
+        if live.why is Why.RESTART and stopping is None:
+            self._relaunch(live)
+            self._write_end(live, "requeued")
+            return
+        roster.forget(live, now=now)
+        self.settle_or_keep(live, stopping=stopping)
+
+    def retry(self, *, stopping: str | None) -> None:
+        """Try again to settle the tasks that could not be moved (at a heartbeat)."""
+        for live in list(self.unsettled):
+            if self.ctx.queue.heartbeat(live.claim):
+                self.settle_or_keep(live, stopping=stopping)
+            else:
+                self.unsettled.remove(live)  # taken back meanwhile: no longer ours to move
+
+    def settle_or_keep(self, live: LiveTask, *, stopping: str | None) -> bool:
+        """Settle an exited task; when the queue cannot be written (a full disk), keep it
+        claimed, its lease renewed, and try again at each heartbeat."""
+        status = live.process.status if live.process is not None else None
+        returncode = status.returncode if status is not None else 0
+        try:
+            outcome = self._settle(live, returncode, stopping)
+        except OSError as e:
+            if live not in self.unsettled:
+                self.unsettled.append(live)
+                self.ctx.say(f"cannot move {live.id} after its exit ({e.strerror}); it stays "
+                             f"claimed and is tried again at every heartbeat")
+            return False
+        if live in self.unsettled:
+            self.unsettled.remove(live)
+            self.ctx.say(f"{live.id} is settled now: {outcome}")
+        self._write_end(live, outcome)
+        return True
+
+    def _write_end(self, live: LiveTask, outcome: str) -> None:
+        status = live.process.status if live.process is not None else None
+        sig = status.signal if status is not None else None
+        self.ctx.events.write(
+            "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
+            outcome=outcome, exit_code=status.exit_code if status else None,
+            signal=sig.name if sig else None, seconds=live.since - live.started,
+            node_seconds=live.node_seconds, gpu_seconds=live.gpu_seconds,
+            project=live.claim.spec.project, kind=str(live.job.kind))
+
+    def _settle(self, live: LiveTask, returncode: int, stopping: str | None) -> str:
+        """Move the task where its exit sends it; the ``outcome`` of its ``end`` event.
+        Raises ``OSError`` when the queue cannot be written."""
+        q, claim, why = self.ctx.queue, live.claim, live.why
+        if why is Why.LOST:
+            return "reclaimed"
+        if why is Why.CANCEL:
+            q.cancelled(claim)
+            return "cancelled"
+        if why in (Why.PREEMPT, Why.INTERRUPT, Why.RESTART):
+            what = (f"preempted for {live.for_task}" if why is Why.PREEMPT and live.for_task
+                    else "preempted" if why is Why.PREEMPT
+                    else f"interrupted: {stopping or 'stopped'}")
+            moved = q.requeue(claim, reason=f"{what} in job {self.ctx.jobid}",
+                              count_attempt=False)
+            if moved is None:
+                return "reclaimed"
+            return "preempted" if why is Why.PREEMPT else "requeued"
+        reason = None
+        code = returncode
+        if returncode < 0:
+            code = 128 - returncode
+            try:
+                reason = f"killed by {signal.Signals(-returncode).name}"
+            except ValueError:
+                reason = f"killed by signal {-returncode}"
+        moved = q.finish(claim, exit_code=code, reason=reason)
+        if moved is None:
+            return "reclaimed"  # the claim was taken from us meanwhile
+        if moved.state == FINISHED:
+            return "finished"
+        return "failed" if moved.state == FAILED else "retry"
+
+    def _relaunch(self, live: LiveTask) -> None:
+        """Put ``live``, stopped for a restart, on the roster again to launch on the nodes
+        the Cluster now gives it, resuming, as its next attempt."""
+        r = self.cluster.running.get(live.id)
+        new_ids = tuple(r.nodes if r is not None else live.node_ids)
+        restarted = LiveTask(
+            claim=live.claim, job=live.job, node_ids=new_ids, hosts=self.ctx.hosts(new_ids),
+            gpu_ids=None, attempt=live.attempt + 1, resume=True, grace=live.grace,
+            stop_signal=live.stop_signal, instant=live.instant, notice=live.notice,
+            lenders=live.lenders)
+        restarted.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(new_ids),
+                                        self.ctx.alloc.gpu_ids)
+        self.roster.add(restarted)

@@ -1,0 +1,153 @@
+"""Launching the roster's placed tasks, when their hosts are physically free.
+
+At most one task is launched per ``launch_pause`` (``caps.launch_pause``), which protects the
+batch node from a burst of starts. Each launch gets its run folder and log from files made
+ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be started goes
+back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from metaq_py.errors import MetaqError
+from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.queue.premade import Spares
+from metaq_py.queue.store import FAILED
+from metaq_py.runner.context import Context
+from metaq_py.runner.live_task import LiveTask
+from metaq_py.runner.roster import Roster
+
+__all__ = ["Launcher", "StartProcess"]
+
+StartProcess = Callable[..., TaskProcess]
+"""How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
+
+
+class Launcher:
+    """Starts the processes of the roster's tasks waiting to launch: ``start`` starts one,
+    which calls ``on_exit`` when it is over, and ``watch`` then watches its run folder.
+
+    ``next_launch`` is the earliest time of the next launch. ``redecide`` says that a launch
+    failed since the last decision: its task went back to its folder (or to ``failed/``) and
+    its hosts are free, so the loop decides again at once and does not stop before."""
+
+    def __init__(self, ctx: Context, roster: Roster, *, launch_pause: float,
+                 on_exit: Callable[[TaskProcess], None], watch: Callable[[LiveTask], None],
+                 start: StartProcess = launch) -> None:
+        self.ctx = ctx
+        self.roster = roster
+        self.launch_pause = launch_pause
+        self.on_exit = on_exit
+        self.watch = watch
+        self.start = start
+        job_dir = ctx.job_dir
+        self.runs = job_dir / "runs"
+        self.logs = job_dir / "logs"
+        self.hostfiles = HostFiles(job_dir / "hostfiles")
+        self.folders: set[Path] = set()
+        """Folders known to exist, for run folders and logs."""
+        # The runner's environment, which every task starts from, read once (os.environ
+        # decodes every variable at every read).
+        self.environ = dict(os.environ)
+        self.next_launch = ctx.clock.now()
+        self.redecide = False
+        self.spares: Spares | None = None
+
+    def open(self) -> None:
+        """Make this job's run folder and start making spares (a helper thread)."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        self.next_launch = self.ctx.clock.now()
+        self.spares = Spares(self.ctx.job_dir / ".spares")
+        self.ctx.queue.spares = self.spares
+
+    def close(self) -> None:
+        """Stop making spares and throw away those not used."""
+        self.ctx.queue.spares = None
+        if self.spares is not None:
+            self.spares.close()
+
+    def launch_ready(self) -> None:
+        """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
+        clock = self.ctx.clock
+        while self.roster.to_launch:
+            now = clock.now()
+            if self.launch_pause > 0 and now < self.next_launch:
+                return
+            ready = self.roster.ready()
+            if ready is None:
+                return
+            self.roster.to_launch.remove(ready)
+            self._launch(ready, now)
+            self.next_launch = clock.now() + self.launch_pause
+
+    def _launch(self, live: LiveTask, now: float) -> None:
+        claim, options = live.claim, self.ctx.options
+        tee = None
+        if claim.spec.log is not None:
+            try:
+                tee = self.ctx.queue.log_path(claim)
+            except MetaqError as e:
+                self._failed(live, str(e))
+                return
+        resize = claim.spec.resize
+        try:
+            # A task resized in place has its hostfile rewritten: it gets one of its own.
+            shared = None if resize is not None and resize.mode == "in-place" \
+                else self.hostfiles.path(live.hosts)
+            spec = LaunchSpec(
+                script=claim.path, task=claim.id, nodes=live.hosts,
+                log=self.logs / claim.folder / f"{claim.relpath}.log",
+                rundir=self.runs / claim.folder / claim.relpath, attempt=live.attempt,
+                resume=live.resume, gpus=live.gpu_ids, tee=tee, shared_hostfile=shared,
+                srun_wrap=options.srun, srun_args=options.srun_args)
+            self._make_room(spec)
+            process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
+        except (LaunchError, OSError) as e:
+            self._failed(live, str(e))
+            return
+        live.launched(process, now)
+        self.watch(live)
+        self.ctx.events.write(
+            "start", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
+            gpus=live.gpus, project=claim.spec.project, kind=str(live.job.kind),
+            resume=live.resume, notice=live.notice, instant=live.instant,
+            lenders=list(live.lenders), pid=process.pid)
+
+    def _make_room(self, spec: LaunchSpec) -> None:
+        """Give ``spec`` its run folder and its log from the spares made ahead of time, where
+        they do not exist yet (``launch`` then finds them made; it makes whatever is still
+        missing itself)."""
+        for parent in (spec.rundir.parent, spec.log.parent):
+            if parent not in self.folders:
+                parent.mkdir(parents=True, exist_ok=True)
+                self.folders.add(parent)
+        if self.spares is not None:
+            self.spares.folder(spec.rundir)
+            self.spares.empty_file(spec.log)
+
+    def _failed(self, live: LiveTask, why: str) -> None:
+        """Give back the hosts of a task that could not be started and requeue it with the
+        attempt counted (to ``failed/`` once ``caps.attempts`` are used up)."""
+        ctx = self.ctx
+        ctx.say(f"cannot start {live.id}: {why}")
+        # The decision that started it no longer holds (the task is back in its folder, or
+        # gone, and its hosts are free): decide again before concluding nothing fits. No
+        # watcher event is needed, and none may come.
+        self.redecide = True
+        self.roster.forget(live, now=ctx.clock.now())
+        try:
+            moved = ctx.queue.requeue(live.claim, reason=f"could not start: {why}",
+                                      count_attempt=True)
+        except OSError as e:
+            ctx.say(f"cannot requeue {live.id} ({e.strerror}); it stays claimed in "
+                    f"{live.claim.path} for the next runner to reclaim")
+            return
+        outcome = "failed" if moved is not None and moved.state == FAILED else "retry"
+        ctx.events.write(
+            "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
+            outcome=outcome, exit_code=None, signal=None, seconds=0.0, node_seconds=0.0,
+            gpu_seconds=0.0, project=live.claim.spec.project, kind=str(live.job.kind),
+            reason=f"could not start: {why}")

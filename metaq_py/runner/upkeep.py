@@ -1,0 +1,86 @@
+"""The runner's upkeep: heartbeats, taking back lost claims, and notices.
+
+At each heartbeat (``heartbeat`` of ``metaq.yaml``) the runner renews the lease of every task
+it holds, stops the tasks whose claims were taken back or that someone cancelled, tries again
+to settle the tasks it could not move, takes back the lost claims of other jobs (see
+:mod:`metaq_py.runner.reclaim`) and asks the batch system again when the allocation ends.
+Notices of on-demand work to come are read at every pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from metaq_py.batch import BatchError
+from metaq_py.cluster import Cluster, ClusterError
+from metaq_py.queue.notices import load_notices
+from metaq_py.runner.context import Context
+from metaq_py.runner.exits import Settler
+from metaq_py.runner.live_task import Why
+from metaq_py.runner.reclaim import lost_claims
+from metaq_py.runner.roster import Roster
+
+__all__ = ["Upkeep"]
+
+
+class Upkeep:
+    """Heartbeats, reclaims and notices. ``next_heartbeat`` is when the next heartbeat is due;
+    ``notice_ids`` are the notices already handed to the Cluster."""
+
+    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster, settler: Settler) -> None:
+        self.ctx = ctx
+        self.cluster = cluster
+        self.roster = roster
+        self.settler = settler
+        self.next_heartbeat = ctx.clock.now() + ctx.queue.config.heartbeat
+        self.notice_ids: set[str] = set()
+
+    def heartbeat(self, now: float, *, stopping: str | None) -> None:
+        """Renew every lease and act on what that finds (see the module text)."""
+        ctx = self.ctx
+        self.next_heartbeat = now + ctx.queue.config.heartbeat
+        self.settler.retry(stopping=stopping)
+        for live in list(self.roster.live.values()):
+            if live.why is Why.LOST:
+                continue
+            if not ctx.queue.heartbeat(live.claim):
+                ctx.say(f"{live.id} is no longer ours (its claim was taken back); stopping it")
+                live.stop(Why.LOST, now=now, grace=0)
+                live.kill_if_due(now)
+                if live.process is None:
+                    self.roster.forget(live, now=now)
+            elif live.why is None and ctx.queue.cancel_requested(live.claim):
+                ctx.say(f"{live.id} was cancelled; stopping it")
+                live.stop(Why.CANCEL, now=now)
+        self.reclaim_lost(now)
+        with contextlib.suppress(BatchError):
+            end = ctx.batch.end_time()
+            if end is not None and end != ctx.end:
+                ctx.end = end
+
+    def reclaim_lost(self, now: float) -> None:
+        """Take back the claims of other jobs that are lost (their jobs are gone)."""
+        ctx = self.ctx
+        for lost in lost_claims(ctx.queue, ctx.batch, machine=ctx.machine, now=now,
+                                own_jobid=ctx.jobid):
+            moved = ctx.queue.reclaim(lost.claim, reason=lost.reason)
+            if moved is not None:
+                ctx.say(f"took back {lost.claim.id} from job {lost.claim.jobid}: {lost.reason}")
+                ctx.events.write("reclaim", task=lost.claim.id, jobid=lost.claim.jobid,
+                                 reason=lost.reason, to=moved.state)
+
+    def sync_notices(self, now: float) -> None:
+        """Hand the Cluster the notices that are new, and withdraw those that are gone."""
+        present = set()
+        for notice in load_notices(self.ctx.queue.root, now=now, report=self.ctx.say):
+            present.add(notice.id)
+            if notice.id in self.notice_ids:
+                continue
+            self.notice_ids.add(notice.id)
+            try:
+                self.cluster.add_notice(notice)
+            except ClusterError as e:
+                self.ctx.say(f"ignoring notice {notice.id}: {e}")
+        for gone in [n for n in self.cluster.notices if n not in present]:
+            self.cluster.remove_notice(gone)
+            self.ctx.events.write("release", notice=gone, reason="withdrawn")
