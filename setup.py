@@ -39,9 +39,9 @@ COMPILED = [
     "sim/engine/arrivals.py",
     "sim/engine/core.py",
 ]
-"""What mypyc compiles. Not among them: ``metaq_py/policy/value.py``, which writes ``__init__``
-methods at import time, and ``metaq_py/policy/mechanisms.py``, whose :class:`Scheduler` a
-researcher may subclass to try a policy (Python classes cannot derive from compiled ones)."""
+"""What mypyc compiles. Not among them: ``metaq_py/policy/mechanisms.py``, whose
+:class:`Scheduler` a researcher may subclass to try a policy (Python classes cannot derive from
+compiled ones)."""
 
 
 BUILDS = {"bdist_wheel", "build", "build_ext", "install"}

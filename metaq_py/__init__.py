@@ -11,6 +11,6 @@ def build() -> str:
     """Which build of the policy core runs here: ``"compiled (mypyc)"`` or ``"pure Python"``
     (``setup.py`` says when each is installed)."""
     from metaq_py.policy.model import Job
-    from metaq_py.policy.value import compiled
 
-    return "compiled (mypyc)" if compiled(Job) else "pure Python"
+    # a native class that mypyc compiled lists its attributes here
+    return "compiled (mypyc)" if hasattr(Job, "__mypyc_attrs__") else "pure Python"

@@ -1,5 +1,5 @@
-"""The compiled build (setup.py): what mypyc compiles type-checks, and compiled code schedules
-exactly as the source does."""
+"""The compiled build (setup.py): what mypyc compiles type-checks, and compiled code builds
+values and schedules exactly as the source does."""
 
 from __future__ import annotations
 
@@ -25,6 +25,19 @@ from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import WorkloadModel, hybrid_workload
 import metaq_py
 import metaq_py.policy.model as model
+from metaq_py.policy.model import Decision, Job, Kind, Notice, Preempt, Running, Snapshot, Start
+
+# values as a driver builds them: defaults, None for a mapping, a malleable job's min_size
+job = Job("j", Kind.MALLEABLE, 4, 60.0, 1.0, min_size=2, runtime=30.0)
+values = [job, Job(7, Kind.RIGID, 3, 5.0, 0.0), Running(job, (0, 1), 2.0, 62.0),
+          Running(job, (2,), 2.0, 62.0, 32.0, 12.0, "n"), Start("j", (0,)), Start(7, (1, 2), "n"),
+          Decision(), Decision((Start("j", (0,)), Preempt(7)), 9.0),
+          Notice("n", 2, 5.0, 9.0, 1.0),
+          Snapshot(0.0, 8, frozenset({1}), {}, [job]),
+          Snapshot(0.0, 8, frozenset(), {}, [], reserved=None, notices=None, owed=None,
+                   borrowers=None),
+          Snapshot(1.0, 8, frozenset(), {}, [], {"n": frozenset({3})}, {}, {"j": (4,)}, 99.0,
+                   {"n": {"j"}}, True, [], [], 0)]
 
 trace = synthetic_trace(jobs=3000, seed=7)
 runs = [("easy", trace, True), ("CUA&SPAA", hybrid_workload(trace, WorkloadModel(seed=7)), False),
@@ -36,7 +49,8 @@ for policy, source, oracle in runs:
     for column in (c.start, c.end, c.lost, c.preemptions, c.shrinks):
         h.update(np.ascontiguousarray(column).tobytes())
     digests[policy] = h.hexdigest()
-print(json.dumps({"model": model.__file__, "build": metaq_py.build(), "digests": digests}))
+print(json.dumps({"model": model.__file__, "build": metaq_py.build(), "digests": digests,
+                  "values": [repr(v) for v in values]}))
 """
 
 
@@ -56,7 +70,6 @@ def test_every_compiled_module_exists_and_type_checks() -> None:
     pytest.importorskip("mypy", reason="mypy is in the test extras and the build requirements")
     modules = compiled_modules()
     assert modules and all((ROOT / m).is_file() for m in modules)
-    assert "metaq_py/policy/value.py" not in modules  # it writes __init__s at import time
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", *modules],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -90,5 +103,7 @@ def test_the_installed_compiled_build_schedules_exactly_as_the_source(tmp_path: 
     theirs = run(tmp_path, env)
     assert theirs["model"] == str(installed)
     assert theirs["build"] == "compiled (mypyc)"
+    assert theirs["values"] == ours["values"]  # the same __init__s, compiled or not
+    assert "reserved={}" in ours["values"][-2]  # None stands for a new empty mapping
     assert theirs["digests"] == ours["digests"]
     assert len(set(ours["digests"].values())) == 3  # three different runs, not one repeated

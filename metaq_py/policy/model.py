@@ -28,8 +28,6 @@ from collections.abc import Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum
 
-from metaq_py.policy.value import faster_init
-
 JobId = Hashable
 NodeId = int
 Nodes = tuple[NodeId, ...]
@@ -328,13 +326,12 @@ class Decision:
 
 # Hot values: the simulator builds a Job, a Running and a Start per job and a Snapshot and a
 # Decision per decision, so these five write their __init__ out, field by field and in field
-# order (tests/policy/test_model.py holds them to the fields). mypyc compiles such an __init__
-# to direct stores, about 15 times as fast as the one dataclasses writes, which it keeps in
-# Python. In pure Python, faster_init() replaces every __init__, written out or not, with the
-# faster one of metaq_py.policy.value; compiled, it leaves the written-out ones alone.
-for _value in (Job, Running, Notice, Snapshot, Start, Preempt, Shrink, Expand, Reserve, Release,
-               Decision):
-    faster_init(_value)
+# order (tests/policy/test_model.py holds them to the fields). It is the one speed measure left
+# in the policy core: mypyc compiles such an __init__ to direct stores, where it keeps the one
+# dataclasses writes in Python, setting each field through object.__setattr__. Measured with
+# bench/sim_theta.py on the compiled build, the plain dataclass __init__s made the thirteen runs
+# 27% slower (EASY alone 48%). Pure Python runs the very same __init__s, so both builds build
+# values identically (tests/test_build.py).
 
 NOTHING = Decision()
 """The decision that does nothing and asks for no wake-up (one shared value)."""

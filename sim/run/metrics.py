@@ -27,13 +27,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from metaq_py.policy.model import Kind
-from metaq_py.policy.value import faster_init
 
 BSLD_THRESHOLD = 10.0
 HOUR = 3600.0
 
 
-@faster_init
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """What happened to one job in a run. The engine fills it when the job ends.

@@ -1,7 +1,7 @@
 """The policy's values: the hot ones write their __init__ out, and it must match their fields.
 
-In pure Python :func:`~metaq_py.policy.value.faster_init` replaces it, keeping it as
-``__init__.__wrapped__``; every test here holds both to the fields.
+Pure Python and the compiled build run the same written-out ``__init__`` (tests/test_build.py
+compares them).
 """
 
 from __future__ import annotations
@@ -15,19 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from metaq_py import build as which_build
 from metaq_py.policy.model import Decision, Job, Kind, Running, Snapshot, Start
 from metaq_py.policy.spans import Spans
-from metaq_py.policy.value import compiled
 
-pytestmark = pytest.mark.skipif(compiled(Job), reason="these tests read the Python source of "
-                                "the values; this run imports a compiled build")
+pytestmark = pytest.mark.skipif(which_build() != "pure Python", reason="these tests read the "
+                                "Python source of the values; this run imports a compiled build")
 
 HOT = (Job, Running, Snapshot, Start, Decision)
-INITS = [pytest.param(cls, init, id=f"{cls.__name__}-{label}")
-         for cls in HOT
-         for label, init in (("in use", cls.__init__),
-                             ("written out", getattr(cls.__init__, "__wrapped__", None)))
-         if init is not None]
+INITS = [pytest.param(cls, cls.__init__, id=cls.__name__) for cls in HOT]
 
 
 def build(cls: type, init: Callable[..., None], *args: object, **kwargs: object) -> Any:
@@ -37,20 +33,21 @@ def build(cls: type, init: Callable[..., None], *args: object, **kwargs: object)
     return value
 
 
-def test_pure_python_keeps_the_written_out_inits() -> None:
-    assert len(INITS) == 2 * len(HOT)  # this test module runs the source, never compiled code
+def test_the_hot_values_write_their_init_out() -> None:
+    for cls in HOT:
+        assert cls.__init__.__qualname__ == f"{cls.__name__}.__init__"
+        assert inspect.getsourcefile(cls.__init__) == inspect.getsourcefile(cls)
 
 
 @pytest.mark.parametrize(("cls", "init"), INITS)
 def test_an_init_takes_the_fields_in_order_with_their_defaults(cls: type, init) -> None:
-    params = list(inspect.signature(init, follow_wrapped=False).parameters.values())[1:]
+    params = list(inspect.signature(init).parameters.values())[1:]
     assert [p.name for p in params] == [f.name for f in fields(cls)]
     for p, f in zip(params, fields(cls), strict=True):
         if f.default is not MISSING:
             assert p.default == f.default, f.name
         elif f.default_factory is not MISSING:
-            # the written-out one takes None for a new empty mapping, the faster one a marker
-            assert p.default is not inspect.Parameter.empty, f.name
+            assert p.default is None, f.name  # None stands for a new empty mapping
         else:
             assert p.default is inspect.Parameter.empty, f.name
 
@@ -90,8 +87,10 @@ def test_an_init_stores_every_field_and_stays_frozen(cls: type, init) -> None:
 def test_left_out_mappings_are_new_and_empty(cls: type, init) -> None:
     one = build(cls, init, now=0.0, total=1, free=Spans.full(1), running={}, waiting=[])
     two = build(cls, init, now=0.0, total=1, free=Spans.full(1), running={}, waiting=[])
+    none = build(cls, init, 0.0, 1, Spans.full(1), {}, [], None, None, None, 1.0, None)
     for name in ("reserved", "notices", "owed", "borrowers"):
         assert getattr(one, name) == {} and getattr(one, name) is not getattr(two, name)
+        assert getattr(none, name) == {}, name
 
 
 @pytest.mark.parametrize(("cls", "init"), [p for p in INITS if p.values[0] is Job])
