@@ -97,15 +97,11 @@ def easy(work: Work, queue: Sequence[Job]) -> None:
     for i, job in enumerate(queue):
         if job.id in started:
             continue
-        # a job too big for the machine or for the time left can never run here (the
-        # estimate and job.time_at are inlined: every decision runs this)
-        est = job.runtime if oracle and job.runtime is not None else job.walltime
-        size = job.size
-        if job.min_size > total or now + est > end:
+        # a job too big for the machine or for the time left can never run here
+        if job.min_size > total or now + job.time_at(job.size, oracle) > end:
             continue
-        count = pool.count
-        k = size if size <= count else count
-        if k >= job.min_size and now + (est if k == size else est * size / k) <= end:
+        k = min(job.size, pool.count)
+        if k >= job.min_size and now + job.time_at(k, oracle) <= end:
             work.start(job, pool.take(k))
             if pool.count == 0:
                 return
@@ -128,22 +124,14 @@ def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -
     # (cheaper than compress/map/attrgetter), most of a long queue fails it, and the rest of
     # the queue is not looked at once the free nodes are used up.
     free_now = pool.count
-    if oracle:
-        fits = (job for job in rest if job.min_size <= free_now and (
-            job.min_size <= extra or now + (
-                job.walltime if job.runtime is None else job.runtime) <= shadow_time))
-    else:
-        fits = (job for job in rest if job.min_size <= free_now and (
-            job.min_size <= extra or now + job.walltime <= shadow_time))
+    fits = (job for job in rest if job.min_size <= free_now and (
+        job.min_size <= extra or now + job.time_at(job.size, oracle) <= shadow_time))
     for job in fits:
         count = pool.count
         if job.min_size > count or job.id in started:
             continue
-        # job.time_at(min(size, count), oracle), inlined: this runs for most waiting jobs
-        size = job.size
-        k = size if size <= count else count
-        est = job.runtime if oracle and job.runtime is not None else job.walltime
-        finish = now + (est if k == size else est * size / k)
+        k = min(job.size, count)
+        finish = now + job.time_at(k, oracle)
         if finish > end:
             continue
         if finish <= shadow_time:
@@ -242,10 +230,9 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
     for i, job in enumerate(queue):
         if least[i] > pool.count:
             return
-        # skip a job too big for the machine or for the time left (job.time_at at full size,
-        # inlined: this runs for every waiting job)
-        est = job.runtime if oracle and job.runtime is not None else job.walltime
-        if job.id in started or job.min_size > total or now + est > end:
+        # skip a job too big for the machine or for the time left
+        if job.id in started or job.min_size > total \
+                or now + job.time_at(job.size, oracle) > end:
             continue
         k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
         if k:
@@ -257,7 +244,7 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
         k = min(job.size, profile.avail[-1])
         if k < job.min_size:
             continue
-        duration = est if k == job.size else est * job.size / k
+        duration = job.time_at(k, oracle)
         t = profile.earliest(k, duration)
         if t + duration <= end:
             profile.hold(t, t + duration, k)

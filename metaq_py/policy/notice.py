@@ -162,22 +162,14 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
         # could end in the window at full size (a smaller size only runs longer)
         count = pool.count
         ondemand = Kind.ONDEMAND
-        if oracle:
-            fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
-                    and (job.walltime if job.runtime is None else job.runtime) <= window]
-        else:
-            fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
-                    and job.walltime <= window]
+        fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
+                and job.time_at(job.size, oracle) <= window]
         for job in fits:
             count = pool.count
-            if job.min_size > count or job.id in started or job.kind is Kind.ONDEMAND:
+            if job.min_size > count or job.id in started:
                 continue
-            # inline job.time_at: this loop runs over the whole queue for every notice
-            est = job.runtime if oracle and job.runtime is not None else job.walltime
-            if est > window:
-                continue
-            k = job.size if job.size <= count else count
-            if k == job.size or est * job.size / k <= window:
+            k = min(job.size, count)
+            if job.time_at(k, oracle) <= window:
                 work.start(job, pool.take(k), borrowed=notice.id)
                 if pool.count == 0:
                     break
