@@ -21,12 +21,13 @@ from rich.table import Table
 
 from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.live_view import live_section, print_live
-from metaq_py.directives import TaskSpec, late_directives, read_head, read_task
+from metaq_py.directives import TaskSpec, late_directives, read_head
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
-from metaq_py.queue.admission import admit
-from metaq_py.queue.attempts import read_record
-from metaq_py.queue.store import PENDING, STATES, Entry, Queue
+from metaq_py.queue.admin import Entry, QueueAdmin
+from metaq_py.queue.judge import judge
+from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.store import PENDING, STATES, Queue
 
 
 @app.command()
@@ -60,9 +61,10 @@ def submit(
             raise QueueError(f"this queue has no priority folder; its task folders are "
                              f"{', '.join(q.config.folders)}")
         for script in scripts:  # validate them all first
-            admit(read_task(script), root=q.root, config=q.config)
+            judge(script, root=q.root, config=q.config).accepted()
+        admin = QueueAdmin(q)
         for script in scripts:
-            dst = q.submit(script, folder=target, sub=folder, hold=hold)
+            dst = admin.submit(script, folder=target, sub=folder, hold=hold)
             typer.echo(f"submitted {script} as {dst.relative_to(q.root)}")
 
 
@@ -79,9 +81,10 @@ def check(
     bad = 0
     for script in scripts:
         try:
-            spec = read_task(script)
             if q is not None:
-                admit(spec, root=q.root, config=q.config)
+                spec = judge(script, root=q.root, config=q.config).accepted()
+            else:
+                spec = judge(script).accepted()
         except MetaqError as e:
             bad += 1
             results.append({"script": str(script), "ok": False, "error": str(e)})
@@ -113,7 +116,7 @@ def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
         projects: dict[str, Counter[str]] = defaultdict(Counter)
         invalid = []
         for state in STATES:
-            for e in q.entries(state):
+            for e in QueueAdmin(q).entries(state):
                 counts[state][e.folder] += 1
                 project = (e.spec.project if e.spec else None) or "-"
                 projects[project][state] += 1
@@ -167,7 +170,7 @@ def ls_(
         q = open_queue(queue)
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
-        entries = list(q.entries(state))
+        entries = list(QueueAdmin(q).entries(state))
         if json_out:
             typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
             return
@@ -197,11 +200,12 @@ def show(
     """Show one task: where it is, what it asks for, and its history."""
     with reported():
         q = open_queue(queue)
-        e = q.find(task)
-        found = next((x for x in q.entries(e.state) if x.path == e.path), e)
-        rec = read_record(found.path, found.path.lstat().st_ino)
+        admin = QueueAdmin(q)
+        e = admin.find(task)
+        found = next((x for x in admin.entries(e.state) if x.path == e.path), e)
+        logbook = read_logbook(found.path, found.path.lstat().st_ino)
         data = _entry_json(found)
-        data["history"] = list(rec.history) if rec else []
+        data["history"] = list(logbook.history) if logbook else []
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
@@ -217,7 +221,7 @@ def show(
 def _move_command(verb: str, tasks: list[str], queue: Path) -> None:
     with reported():
         q = open_queue(queue)
-        action = getattr(q, verb)
+        action = getattr(QueueAdmin(q), verb)
         for ref in tasks:
             moved = action(ref)
             typer.echo(f"{verb}: {ref} -> {moved.path.relative_to(q.root)}"

@@ -6,7 +6,7 @@ the file is not opened again, so a rescan of an unchanged queue costs one ``stat
 The key includes the mode and owners because the trust check depends on them, and ``chmod``
 does not change the mtime.
 
-Hidden files and folders (names starting with a dot) are skipped; they hold records, leases
+Hidden files and folders (names starting with a dot) are skipped; they hold logbooks, leases
 and half-written submissions. Symlinked tasks and folders are followed, with loops detected.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
 of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.walk`; each file
@@ -30,9 +30,9 @@ from pathlib import Path
 from metaq_py.clock import Clock, WallClock
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.attempts import RECORD_SUFFIX, read_record
 from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.judge import judge
+from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
 from metaq_py.queue.trust import Trust
 from metaq_py.queue.walk import CachedFile, remembered, stat_key, walk_folder
 
@@ -306,7 +306,7 @@ class Index:
         tasks: list[Task] = []
         invalid: list[Invalid] = []
         subdirs: list[tuple[str, str, str | None]] = []
-        for rel, path, st, error, has_record in walk_folder(folder_path, prefix, self.trust,
+        for rel, path, st, error, has_logbook in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
                 invalid.append(Invalid(folder, rel, Path(path), error, _mtime(path)))
@@ -334,7 +334,7 @@ class Index:
                 invalid.append(Invalid(folder, rel, Path(path), entry.result, entry.mtime,
                                        content=True))
                 continue
-            task = self._task(entry, folder, rel, path, rank, has_record)
+            task = self._task(entry, folder, rel, path, rank, has_logbook)
             entry.task = task
             tasks.append(task)
         return _Dir(key, tasks, invalid, subdirs)
@@ -370,31 +370,31 @@ class Index:
         return remembered(verdict)
 
     def _task(self, entry: CachedFile, folder: str, rel: str, path: str, rank: int,
-              has_record: bool) -> Task:
+              has_logbook: bool) -> Task:
         spec = entry.result
         assert isinstance(spec, TaskSpec)
         known = entry.task
-        if not has_record:
-            if known is not None and entry.rkey is None and known.rank == rank:
+        if not has_logbook:
+            if known is not None and entry.lkey is None and known.rank == rank:
                 return known
-            rkey = None
+            lkey = None
             submit, attempts = entry.mtime, 0
         else:
             submit, attempts = entry.mtime, 0
-            record_file = os.path.join(os.path.dirname(path),
-                                       f".{os.path.basename(path)}{RECORD_SUFFIX}")
+            logbook_file = os.path.join(os.path.dirname(path),
+                                       f".{os.path.basename(path)}{LOGBOOK_SUFFIX}")
             try:
-                rst = os.stat(record_file)
-                rkey = (rst.st_ino, rst.st_size, rst.st_mtime_ns)
+                lst = os.stat(logbook_file)
+                lkey = (lst.st_ino, lst.st_size, lst.st_mtime_ns)
             except OSError:
-                rkey = None
-            if known is not None and entry.rkey == rkey and known.rank == rank:
+                lkey = None
+            if known is not None and entry.lkey == lkey and known.rank == rank:
                 return known
-            if rkey is not None:
-                rec = read_record(path, os.lstat(path).st_ino)
+            if lkey is not None:
+                rec = read_logbook(path, os.lstat(path).st_ino)
                 if rec is not None:
                     submit, attempts = rec.submit, rec.attempts
-        entry.rkey = rkey
+        entry.lkey = lkey
         wc = spec.min_wc_time if spec.min_wc_time is not None else self.config.defaults.min_wc_time
         return Task(folder=folder, relpath=rel, file=path, spec=spec, rank=rank,
                     submit=submit, attempts=attempts, walltime=wc,

@@ -18,8 +18,11 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec
 from metaq_py.queue.fileio import write_all
+from metaq_py.queue.folders import subfolders, task_files
+from metaq_py.queue.judge import judge
 
-__all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_lease", "write_lease"]
+__all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "read_lease",
+           "write_lease"]
 
 LEASE_SUFFIX = ".lease"
 
@@ -32,7 +35,7 @@ class Claim:
     from (and where a requeue puts it back). ``host`` and ``pid`` are ``None`` when the lease
     file is missing (a claim interrupted by a crash); ``heartbeat`` is then the time the task
     was moved. ``spec`` is ``None`` only when listing claims whose script no longer parses.
-    ``recorded`` is ``False`` when the claim is known to have brought no record along (the
+    ``has_logbook`` is ``False`` when the claim is known to have brought no logbook along (the
     task had never run), so there is none to read; ``True`` means there may be one.
     """
 
@@ -48,7 +51,7 @@ class Claim:
     attempts: int
     submit: float
     spec: TaskSpec | None
-    recorded: bool = True
+    has_logbook: bool = True
 
     @property
     def id(self) -> str:
@@ -176,3 +179,38 @@ def read_lease(task: Path) -> tuple[dict, float] | None:
     except (OSError, ValueError):
         return None
     return (data, heartbeat) if isinstance(data, dict) else None
+
+
+def read_claims(working: Path, *, machine: str | None = None, jobid: str | None = None,
+                specs: bool = False) -> list[Claim]:
+    """Every claimed task under ``working`` (``working/<machine>/<jobid>/<folder>/...``,
+    optionally of one machine or job) with its lease. With ``specs``, each claim's script is
+    parsed (``spec`` stays ``None`` if it fails)."""
+    out: list[Claim] = []
+    for m in subfolders(working) if machine is None else [machine]:
+        for j in subfolders(working / m) if jobid is None else [jobid]:
+            for folder in subfolders(working / m / j):
+                for rel, path in task_files(working / m / j / folder):
+                    out.append(_claim_at(m, j, folder, rel, path, specs))
+    return out
+
+
+def _claim_at(machine: str, jobid: str, folder: str, rel: str, path: Path,
+              specs: bool) -> Claim:
+    lease = read_lease(path)
+    spec = judge(path).spec if specs else None
+    if lease is None:
+        try:
+            moved = os.lstat(path).st_ctime
+        except OSError:
+            moved = 0.0
+        return Claim(machine=machine, jobid=jobid, folder=folder, relpath=rel, path=path,
+                     host=None, pid=None, start=moved, heartbeat=moved, attempts=0,
+                     submit=moved, spec=spec)
+    data, beat = lease
+    return Claim(machine=machine, jobid=jobid, folder=str(data.get("folder", folder)),
+                 relpath=str(data.get("relpath", rel)), path=path,
+                 host=data.get("host"), pid=data.get("pid"),
+                 start=float(data.get("start", beat)), heartbeat=beat,
+                 attempts=int(data.get("attempts", 0)),
+                 submit=float(data.get("submit", beat)), spec=spec)

@@ -1,6 +1,6 @@
 """Files and folders made ahead of need, on a helper thread, for the runner to rename into place.
 
-Every task a runner starts needs a few new inodes: its run folder, its log, and the record
+Every task a runner starts needs a few new inodes: its run folder, its log, and the logbook
 that goes with it to ``finished/``. On a local ext4 disk allocating one costs the kernel half a
 millisecond or more (and a metadata-server round trip on a parallel file system), while
 renaming or linking an existing file costs a few microseconds. On the runner's one loop that
@@ -12,7 +12,7 @@ allocation holds), and the loop moves one to where it is needed:
 - a *folder* (a run folder) with ``rename``, only where nothing is yet;
 - an *empty file* (a log) with ``link`` and ``unlink``, which never replaces a file that is
   there already (a resumed task appends to its earlier log);
-- a *block file* (a record about to be written), a file holding one block of filler that the
+- a *block file* (a logbook about to be written), a file holding one block of filler that the
   caller overwrites in place, cuts to length and then renames where it belongs: writing into a
   new file allocates its first data block, which costs nearly as much as the inode.
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError
-from metaq_py.queue.attempts import RECORD_SUFFIX
 from metaq_py.queue.judge import Verdict
+from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.trust import Trust
 
 if TYPE_CHECKING:
@@ -28,16 +28,18 @@ __all__ = ["CachedFile", "remembered", "stat_key", "walk_folder"]
 
 
 class CachedFile:
-    """What the cache remembers of one file; ``mtime`` is that of the stat ``key`` came from."""
+    """What the cache remembers of one file; ``mtime`` is that of the stat ``key`` came from.
+    ``task`` is the task last made from it, and ``lkey`` the stat of its logbook then (see
+    ``Index._task``): while neither changes, the task is the same object."""
 
-    __slots__ = ("key", "mtime", "result", "rkey", "task")
+    __slots__ = ("key", "lkey", "mtime", "result", "task")
 
     def __init__(self, st: os.stat_result, result: TaskSpec | TaskError) -> None:
         self.key = stat_key(st)
         self.mtime = st.st_mtime
         self.result = result
         self.task: Task | None = None
-        self.rkey: tuple | None = None
+        self.lkey: tuple | None = None
 
 
 def remembered(verdict: Verdict) -> CachedFile:
@@ -56,7 +58,7 @@ def walk_folder(folder: str, prefix: str, trust: Trust, problem: str | None,
                 subdirs: list[tuple[str, str, str | None]], known: dict[str, CachedFile]
                 ) -> Iterable[tuple[str, str, os.stat_result | CachedFile | None,
                                     TaskError | None, bool]]:
-    """Yield (relpath, path, stat, error, has_record) for every non-hidden file directly in
+    """Yield (relpath, path, stat, error, has_logbook) for every non-hidden file directly in
     ``folder``; ``error`` is set, and ``stat`` is ``None``, for a file that cannot be a task.
     A plain file not in ``known`` comes with neither (the caller reads it at once). A plain
     file whose stat matches its ``known`` entry comes with that entry in place of the stat
@@ -91,9 +93,9 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
                TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
         return
     base = os.path.join(folder, "")
-    # Which tasks here have a record, known from the listing without another stat.
-    records = {e.name[1:-len(RECORD_SUFFIX)] for e in entries
-               if e.name[0] == "." and e.name.endswith(RECORD_SUFFIX)}
+    # Which tasks here have a logbook, known from the listing without another stat.
+    logbooks = {e.name[1:-len(LOGBOOK_SUFFIX)] for e in entries
+               if e.name[0] == "." and e.name.endswith(LOGBOOK_SUFFIX)}
     for e in entries:
         name = e.name
         if name[0] == ".":
@@ -108,7 +110,7 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
             subdirs.append((path, rel + "/", problem))
             continue
         if path not in known and not e.is_symlink():
-            yield rel, path, None, None, name in records
+            yield rel, path, None, None, name in logbooks
             continue
         try:
             st = e.stat()
@@ -120,7 +122,7 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
         if problem is None and not e.is_symlink():
             entry = known.get(path)
             if entry is not None and entry.key == stat_key(st):
-                yield rel, path, entry, None, name in records  # the common case, made short
+                yield rel, path, entry, None, name in logbooks  # the common case, made short
                 continue
         if not stat.S_ISREG(st.st_mode):
             yield rel, path, None, TaskError(path, None, "this is not a regular file, so "
@@ -132,7 +134,7 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
         if why is not None:
             yield rel, path, None, TaskError(path, None, why), False
             continue
-        yield rel, path, st, None, name in records
+        yield rel, path, st, None, name in logbooks
 
 
 def _stat_problem(err: OSError) -> str:

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from metaq_py.durations import format_duration, format_time
+from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.index import Task
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import PENDING, WORKING, Queue
@@ -38,12 +39,13 @@ class Explanation:
 
 def explain(q: Queue, ref: str, *, now: float) -> Explanation:
     """Explain the task ``ref`` (its identity or a path to its file). Reads only."""
-    e = q.find(ref)
+    admin = QueueAdmin(q)
+    e = admin.find(ref)
     if e.state == PENDING:
         return Explanation(e.id, e.state, tuple(_waiting(q, e.id, now)))
     if e.state == WORKING:
         return Explanation(e.id, e.state, tuple(_running(q, e.id, now)))
-    found = next((x for x in q.entries(e.state, specs=False) if x.path == e.path), e)
+    found = next((x for x in admin.entries(e.state, specs=False) if x.path == e.path), e)
     why = f": {found.reason}" if found.reason else ""
     words = {
         "hold": [f"it is held; 'metaq release {e.id}' lets it wait for a node again"],

@@ -23,9 +23,9 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from metaq_py.policy.model import Job, Kind
-from metaq_py.queue.attempts import read_record
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
+from metaq_py.queue.logbook import read_logbook
 
 if TYPE_CHECKING:  # fit_problem serves metaq explain too, which needs none of the runner
     from metaq_py.runner.context import Context
@@ -98,14 +98,14 @@ class History:
 
 
 def past_runs(claim: Claim) -> History:
-    """The :class:`History` of ``claim``, from the record that travels with the task."""
-    if not claim.recorded:
+    """The :class:`History` of ``claim``, from the logbook that travels with the task."""
+    if not claim.has_logbook:
         return History(0, False)
     try:
         inode = os.lstat(claim.path).st_ino
     except OSError:
         return History(0, False)
-    rec = read_record(claim.path, inode)
+    rec = read_logbook(claim.path, inode)
     if rec is None:
         return History(0, False)
     # The queue writes one history entry per run that did not finish: "requeued" for an

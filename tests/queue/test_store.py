@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from metaq_py.clock import Clock
-from metaq_py.errors import QueueError, TaskError
+from metaq_py.errors import QueueError
+from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.store import Queue
 
 SCRIPT = "#!/bin/sh\n{directives}echo hi\n"
@@ -60,7 +61,7 @@ def test_a_missing_queue_is_reported_and_missing_folders_are_empty(tmp_path: Pat
     put(tmp_path / "bare" / "todo" / "a.sh")
     bare = Queue(tmp_path / "bare")
     assert ids(bare) == ["todo/a.sh"]
-    assert list(bare.entries("failed")) == [] and bare.leases() == []
+    assert list(QueueAdmin(bare).entries("failed")) == [] and bare.leases() == []
     assert sorted(os.listdir(tmp_path / "bare")) == ["todo"]  # nothing was written
 
 
@@ -102,7 +103,7 @@ def test_largest_first_orders_equal_priority_tasks_by_size(tmp_path: Path) -> No
     want = ["todo/four.sh", "todo/two.sh", "todo/one.sh"]
     assert [t.id for t in q.pending()] == want
     # metaq ls and metaq status list what the runner picks from, in the same order
-    assert [e.id for e in q.entries("pending")] == want
+    assert [e.id for e in QueueAdmin(q).entries("pending")] == want
     # A task added to a warm index is put in its place by bisection, with the same key.
     sized(q, "three.sh", 3, 1003)
     sized(q, "late_one.sh", 1, 999)
@@ -380,7 +381,7 @@ def test_a_job_reuses_the_lease_files_of_its_tasks_that_left(q: Queue) -> None:
 
 
 def test_records_are_whole_when_written_into_spares(q: Queue) -> None:
-    from metaq_py.queue.attempts import read_record
+    from metaq_py.queue.logbook import read_logbook
     from metaq_py.queue.premade import Kind, Spares
 
     spares = Spares(q.root / "jobs/1/.spares", depth=2)
@@ -397,7 +398,7 @@ def test_records_are_whole_when_written_into_spares(q: Queue) -> None:
         record = moved.path.parent / ".a.sh.record"
         assert record.stat().st_ino in made  # written into a spare
         assert not record.read_bytes().endswith(b"\n\n")  # the filler is cut off
-        rec = read_record(moved.path, moved.path.stat().st_ino)
+        rec = read_logbook(moved.path, moved.path.stat().st_ino)
         assert rec is not None and rec.attempts == 0
         assert [h["event"] for h in rec.history] == ["finished"]
     finally:
@@ -504,76 +505,6 @@ def test_names_never_collide(q: Queue) -> None:
     put(q.root / "todo" / "x" / "run.sh")
     q.finish(q.claim(q.pending()[0], machine="m", jobid="6"), exit_code=0)
     assert (q.root / "finished/todo/x/run.sh.1").exists()
-
-
-def test_people_commands(q: Queue) -> None:
-    put(q.root / "todo" / "a.sh")
-    assert q.hold("todo/a.sh").path == q.root / "hold/todo/a.sh"
-    assert q.pending() == []
-    with pytest.raises(QueueError, match=r"no task todo/a\.sh is waiting; it is held"):
-        q.hold("todo/a.sh")
-    assert q.release(str(q.root / "hold/todo/a.sh")).state == "todo"
-    assert q.cancel("todo/a.sh").state == "cancelled"
-    assert "cancelled by" in (q.root / "cancelled/todo/a.sh.reason").read_text()
-    assert q.retry("todo/a.sh").path == q.root / "todo/a.sh"
-    assert not (q.root / "cancelled/todo/a.sh.reason").exists()
-    claim = q.claim(q.pending()[0], machine="m", jobid="1")
-    assert q.cancel("todo/a.sh").state == "working" and q.cancel_requested(claim)
-    with pytest.raises(QueueError, match="does not name a task"):
-        q.hold("elsewhere/a.sh")
-
-
-def test_retry_of_a_still_invalid_task_leaves_it(q: Queue) -> None:
-    put(q.root / "todo" / "bad.sh", "#METAQ NODES -1\n")
-    settle(q)
-    q.pending()
-    with pytest.raises(TaskError, match="at least 1"):
-        q.retry("todo/bad.sh")
-    assert (q.root / "rejected/todo/bad.sh").exists()
-    put(q.root / "rejected/todo/bad.sh", "#METAQ NODES 1\n")
-    assert q.retry("todo/bad.sh").state == "todo"
-
-
-# --- submit --------------------------------------------------------------------------------
-
-
-def test_submit_validates_then_writes_atomically(q: Queue, tmp_path: Path) -> None:
-    src = put(tmp_path / "job.sh", "#METAQ NODES 2\n", mode=0o775)
-    dst = q.submit(src, sub="alice/run1")
-    assert dst == q.root / "todo/alice/run1/job.sh"
-    assert dst.read_bytes() == src.read_bytes() and os.stat(dst).st_mode & 0o777 == 0o755
-    assert [p.name for p in dst.parent.iterdir()] == ["job.sh"]  # no temporary left
-    with pytest.raises(QueueError, match="already in the queue"):
-        q.submit(src, sub="alice/run1")
-    assert q.submit(src, hold=True, folder="priority") == q.root / "hold/priority/job.sh"
-
-
-@pytest.mark.parametrize(
-    ("content", "mode", "words"),
-    [
-        (b"#!/bin/sh\n#METAQ NODES 0\n", 0o755, "line 2"),
-        (b"\x00\x01", 0o755, "binary"),
-        (b"#!/bin/sh\n", 0o644, "not executable"),
-        (b"#!/bin/sh\n#METAQ LOG /tmp/elsewhere.log\n", 0o755, "log roots"),
-    ],
-)
-def test_submit_refuses_bad_scripts_and_writes_nothing(q: Queue, tmp_path: Path,
-                                                       content: bytes, mode: int,
-                                                       words: str) -> None:
-    src = tmp_path / "bad.sh"
-    src.write_bytes(content)
-    src.chmod(mode)
-    before = sorted(p for p in q.root.rglob("*"))
-    with pytest.raises(TaskError, match=words):
-        q.submit(src)
-    assert sorted(p for p in q.root.rglob("*")) == before
-
-
-def test_submit_refuses_escaping_subfolders(q: Queue, tmp_path: Path) -> None:
-    src = put(tmp_path / "a.sh")
-    for sub in ("../x", "/abs", ".hidden"):
-        with pytest.raises(QueueError):
-            q.submit(src, sub=sub)
 
 
 # --- events, watching ----------------------------------------------------------------------

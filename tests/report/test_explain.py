@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.notices import write_notice
 from metaq_py.queue.store import Queue
 from metaq_py.report.explain import explain
@@ -110,7 +111,7 @@ def test_busy_nodes_and_the_place_in_the_order(q: Queue) -> None:
 
 def test_held(q: Queue) -> None:
     add_task(q, "h.sh")
-    q.hold("todo/h.sh")
+    QueueAdmin(q).hold("todo/h.sh")
     ex = explain(q, "todo/h.sh", now=time.time())
     assert ex.state == "hold" and "metaq release todo/h.sh" in ex.reasons[0]
 
@@ -145,7 +146,7 @@ def test_running_finished_failed_and_cancelled(q: Queue) -> None:
     q.finish(claim(q, "todo/x.sh", jobid="1"), exit_code=3)
     failed = explain(q, "todo/x.sh", now=time.time())
     assert failed.state == "failed" and "exited with code 3" in failed.reasons[0]
-    q.cancel("todo/c.sh")
+    QueueAdmin(q).cancel("todo/c.sh")
     assert "cancelled by" in explain(q, "todo/c.sh", now=time.time()).reasons[0]
 
 

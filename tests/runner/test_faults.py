@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from metaq_py.queue.attempts import read_record
+from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import events, make_queue, of, runner, task, where
 
@@ -56,7 +56,7 @@ def test_a_task_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path
     assert (end["outcome"], end["signal"]) == ("requeued", "SIGKILL")
     assert where(q, "stubborn.sh") == "pending"
     path = q.root / "todo/stubborn.sh"
-    rec = read_record(path, path.stat().st_ino)
+    rec = read_logbook(path, path.stat().st_ino)
     assert rec is not None and rec.attempts == 0  # an interruption is not a failure
 
 
@@ -269,7 +269,7 @@ def test_reset_dead_by_hand(tmp_path: Path) -> None:
     assert "todo/a.sh" in done.stdout and "back in todo/" in done.stdout
     assert where(q, "a.sh") == "pending"
     path = q.root / "todo/a.sh"
-    rec = read_record(path, path.stat().st_ino)
+    rec = read_logbook(path, path.stat().st_ino)
     assert rec is not None and rec.attempts == 1
     assert "metaq reset --dead" in rec.history[-1]["reason"]
 

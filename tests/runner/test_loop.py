@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from metaq_py.queue.attempts import read_record
+from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import (
     SETTINGS,
@@ -227,7 +228,7 @@ def test_a_task_keeps_its_place_and_submit_time(tmp_path: Path) -> None:
     submit = path.stat().st_mtime
     runner(q).run()
     failed = q.root / "failed/todo/a.sh"
-    rec = read_record(failed, failed.stat().st_ino)
+    rec = read_logbook(failed, failed.stat().st_ino)
     assert rec is not None and rec.submit == submit and rec.attempts == 2
 
 
@@ -267,7 +268,7 @@ def test_the_example_queue_runs_on_a_copy(tmp_path: Path) -> None:
     shutil.copytree(REPO / "queue", tmp_path / "q")
     q = Queue(tmp_path / "q")
     runner(q, nodes=4, gpus=2).run()
-    assert sorted(e.id for e in q.entries("finished")) == [
+    assert sorted(e.id for e in QueueAdmin(q).entries("finished")) == [
         "priority/alert.sh", "todo/analysis/run.sh", "todo/hello.sh", "todo/lattice/run.sh",
         "todo/scaling.sh"]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.store import Queue
 from tests.conftest import REPO, SlurmCluster
 from tests.runner_helpers import make_queue, task
@@ -28,7 +29,7 @@ def _events(q: Queue, jobid: str) -> list[dict]:
 
 
 def _finished(q: Queue) -> list[str]:
-    return sorted(e.id for e in q.entries("finished", specs=False))
+    return sorted(e.id for e in QueueAdmin(q).entries("finished", specs=False))
 
 
 def test_tasks_run_on_the_nodes_they_were_given(slurm: SlurmCluster, tmp_path: Path) -> None:

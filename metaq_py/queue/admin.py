@@ -1,0 +1,285 @@
+"""The people's commands on a queue: submit, hold, release, cancel, retry, and finding and
+listing tasks in every state (``metaq submit``, ``hold``, ``ls``, ``show``, ``explain``, ...).
+
+A batch job's runner never needs any of this: it works through :class:`~metaq_py.queue.store
+.Queue` alone (scan, claim, heartbeat, finish, requeue, reclaim). :class:`QueueAdmin` wraps a
+``Queue`` and moves tasks only through its one move (:meth:`~metaq_py.queue.store.Queue.move`),
+so a person's move races a runner's exactly as two runners race: one rename wins.
+
+A person names a task by its identity ``<folder>/<relpath>`` (``todo/sub/run.sh``) or by a
+path to its file anywhere in the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from metaq_py.directives import TaskSpec, read_head
+from metaq_py.errors import QueueError, TaskError
+from metaq_py.queue.fileio import write_all
+from metaq_py.queue.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
+from metaq_py.queue.judge import Head, judge
+from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of
+from metaq_py.queue.store import (
+    CANCELLED,
+    DONE_STATES,
+    FAILED,
+    FINISHED,
+    HOLD,
+    PENDING,
+    REJECTED,
+    STATES,
+    WORKING,
+    Moved,
+    Queue,
+)
+
+__all__ = ["Entry", "QueueAdmin"]
+
+_STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
+                FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A task file in some state, as listed by ``metaq ls`` and ``metaq status``.
+
+    ``spec`` is ``None`` when the script does not parse (``reason`` then says why, for a
+    waiting task). ``reason`` is the ``.reason`` text of a failed, rejected or cancelled task.
+    ``machine`` and ``jobid`` are set for claimed tasks.
+    """
+
+    state: str
+    folder: str
+    relpath: str
+    path: Path
+    spec: TaskSpec | None
+    reason: str | None = None
+    machine: str | None = None
+    jobid: str | None = None
+    attempts: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.folder}/{self.relpath}"
+
+
+class QueueAdmin:
+    """The people's commands on ``queue``. Cheap to create; it keeps nothing of its own."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+
+    # --- submitting ------------------------------------------------------------------------
+
+    def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
+               sub: str | None = None, hold: bool = False) -> Path:
+        """Validate ``script`` and copy it into the queue: into ``folder`` (default ``todo``,
+        or the last task folder), below sub-folder ``sub``, or into ``hold/`` with ``hold``.
+        The copy is written under a hidden temporary name in the same folder and then linked
+        to its real name, so no scan ever sees half a file and an existing task is never
+        overwritten. Raises :class:`TaskError` or :class:`QueueError`; nothing is written then.
+        """
+        q = self.queue
+        q.require()
+        src = Path(script)
+        data, head = _read_whole(src)
+        judge(src, root=q.root, config=q.config, head=head).accepted()
+        folder = folder or self.default_folder
+        if folder not in q.config.folders:
+            raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
+                             f"{', '.join(q.config.folders)}")
+        rel = _relpath(sub, src.name)
+        where = self.locate(folder, rel, states=(PENDING, HOLD, WORKING))
+        if where is not None:
+            raise QueueError(f"a task {folder}/{rel} is already in the queue ({where.state}: "
+                             f"{where.path}); use --folder or another name")
+        dst = q.path_of(HOLD if hold else PENDING, folder, rel)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        mode = (os.stat(src).st_mode & 0o755) | 0o700
+        tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, dst)
+        except FileExistsError:
+            raise QueueError(f"a task {folder}/{rel} appeared at {dst} meanwhile; nothing was "
+                             f"written") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return dst
+
+    @property
+    def default_folder(self) -> str:
+        """Where ``submit`` puts a task by default: ``todo`` if it is a task folder, else the
+        last (least urgent) task folder."""
+        folders = self.queue.config.folders
+        return "todo" if "todo" in folders else folders[-1]
+
+    # --- moving ----------------------------------------------------------------------------
+
+    def hold(self, ref: str) -> Moved:
+        """Park a waiting task in ``hold/``."""
+        e = self.find(ref, states=(PENDING,))
+        return self._relocate(e, HOLD, HOLD)
+
+    def release(self, ref: str) -> Moved:
+        """Let a held task wait in its folder again."""
+        e = self.find(ref, states=(HOLD,))
+        return self._relocate(e, PENDING, e.folder)
+
+    def cancel(self, ref: str) -> Moved:
+        """Cancel a waiting or held task (to ``cancelled/``, with a reason), or ask the job
+        running a claimed task to stop it (``Moved.state`` is then ``working``)."""
+        e = self.find(ref, states=(PENDING, HOLD, WORKING))
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.queue.clock.now()))
+        reason = f"cancelled by {_user()} at {when}"
+        if e.state == WORKING:
+            companion(e.path, CANCEL_SUFFIX).write_text(reason + "\n", encoding="utf-8")
+            return Moved(WORKING, e.path)
+        return self._relocate(e, CANCELLED, CANCELLED, reason=reason)
+
+    def retry(self, ref: str) -> Moved:
+        """Send a failed, rejected or cancelled task back to its folder with its attempt count
+        reset; it is checked again first, and stays where it is if still invalid."""
+        q = self.queue
+        e = self.find(ref, states=(FAILED, REJECTED, CANCELLED))
+        # Trust is left to the scan, as for any task put in a folder.
+        judge(e.path, root=q.root, config=q.config).accepted()
+        now = q.clock.now()
+        logbook = logbook_of(e.path, now=now)
+        logbook = replace(logbook, attempts=0,
+                         history=(*logbook.history, history_entry("retried", now=now, by=_user())))
+        return self._relocate(e, PENDING, e.folder, logbook=logbook)
+
+    def _relocate(self, e: Entry, state: str, moved_to: str, *, reason: str | None = None,
+                  logbook: Logbook | None = None) -> Moved:
+        """Move the task of ``e`` to ``state`` (with ``reason`` and ``logbook``, see
+        :meth:`~metaq_py.queue.store.Queue.move`); ``moved_to`` names where it went."""
+        moved = self.queue.move(e.path, self.queue.path_of(state, e.folder, e.relpath),
+                                reason=reason, logbook=logbook)
+        if moved is None:
+            raise QueueError(f"{e.id} was moved by someone else meanwhile; nothing was done")
+        return Moved(moved_to, moved)
+
+    # --- finding and listing ---------------------------------------------------------------
+
+    def locate(self, folder: str, relpath: str, *, states: tuple[str, ...] = STATES
+               ) -> Entry | None:
+        """Where the task ``folder/relpath`` is now, looking in ``states`` in that order."""
+        for state in states:
+            if state == WORKING:
+                for claim in self.queue.leases():
+                    if claim.folder == folder and claim.relpath == relpath:
+                        return Entry(WORKING, folder, relpath, claim.path, None,
+                                     machine=claim.machine, jobid=claim.jobid)
+                continue
+            path = self.queue.path_of(state, folder, relpath)
+            if os.path.lexists(path) and not path.is_dir():
+                return Entry(state, folder, relpath, path, None)
+        return None
+
+    def find(self, ref: str, *, states: tuple[str, ...] = STATES) -> Entry:
+        """The task a person means by ``ref``: its identity ``<folder>/<relpath>`` (such as
+        ``todo/sub/run.sh``), or a path to its file anywhere in the queue."""
+        folder, rel = self._parse_ref(ref)
+        e = self.locate(folder, rel, states=states)
+        if e is None:
+            wanted = " or ".join(_STATE_WORDS[s] for s in states)
+            anywhere = self.locate(folder, rel)
+            where = (f"; it is {_STATE_WORDS[anywhere.state]}" if anywhere
+                     else "; 'metaq ls' lists the tasks")
+            raise QueueError(f"no task {folder}/{rel} is {wanted}{where}")
+        return e
+
+    def _parse_ref(self, ref: str) -> tuple[str, str]:
+        root, folders = self.queue.root, self.queue.config.folders
+        parts = Path(ref).parts
+        if Path(ref).is_absolute() or os.path.lexists(ref):
+            with contextlib.suppress(ValueError):
+                parts = Path(os.path.abspath(ref)).relative_to(root.absolute()).parts
+        if parts and parts[0] in (HOLD, *DONE_STATES):
+            parts = parts[1:]
+        elif parts and parts[0] == WORKING:
+            parts = parts[3:]
+        if len(parts) < 2 or parts[0] not in folders or ".." in parts:
+            raise QueueError(f"{ref!r} does not name a task; give <folder>/<path> such as "
+                             f"todo/run.sh, with a folder among {', '.join(folders)}")
+        return parts[0], "/".join(parts[1:])
+
+    def entries(self, state: str, *, specs: bool = True) -> Iterator[Entry]:
+        """The tasks in ``state`` (one of :data:`~metaq_py.queue.store.STATES`). For
+        ``pending`` this includes invalid files, with their reason and no spec. Read-only."""
+        q = self.queue
+        if state == PENDING:
+            scan = q.scan()
+            for t in scan.tasks:
+                yield Entry(PENDING, t.folder, t.relpath, t.path, t.spec, attempts=t.attempts)
+            for bad in scan.invalid:
+                yield Entry(PENDING, bad.folder, bad.relpath, bad.path, None, reason=bad.reason)
+            return
+        if state == WORKING:
+            for c in q.leases(specs=specs):
+                yield Entry(WORKING, c.folder, c.relpath, c.path, c.spec, machine=c.machine,
+                            jobid=c.jobid, attempts=c.attempts)
+            return
+        if state not in STATES:
+            raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
+        base = q.root / state
+        for folder in subfolders(base):
+            for rel, path in task_files(base / folder):
+                spec = judge(path).spec if specs else None
+                reason = None
+                if state != HOLD and state != FINISHED:
+                    reason = read_reason(path)
+                logbook = read_logbook(path, inode_of(path))
+                yield Entry(state, folder, rel, path, spec, reason=reason,
+                            attempts=logbook.attempts if logbook else 0)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _relpath(sub: str | None, name: str) -> str:
+    parts = [p for p in Path(sub).parts] if sub else []
+    if sub and (Path(sub).is_absolute() or any(p in ("..", ".") or p.startswith(".")
+                                               for p in parts)):
+        raise QueueError(f"--folder {sub!r} must be a relative path inside the task folder, "
+                         f"without hidden parts or ..")
+    if name.startswith("."):
+        raise QueueError(f"{name!r} is a hidden name, which the queue never runs; rename it")
+    return "/".join([*parts, name])
+
+
+def _read_whole(src: Path) -> tuple[bytes, Head]:
+    """The whole script, with the same checks (and messages) as a task in the queue, and its
+    header as :func:`~metaq_py.directives.read_head` read it."""
+    head = read_head(src)
+    data, truncated, _ = head
+    if not truncated:
+        return data, head
+    try:
+        with open(src, "rb") as f:
+            whole = f.read()
+    except OSError as e:
+        raise TaskError(str(src), None, f"the file cannot be read ({e.strerror})") from None
+    if not whole.startswith(data):
+        raise TaskError(str(src), None, "the file changed while being read; submit it again")
+    return whole, head

@@ -1,0 +1,116 @@
+"""A task's logbook: how often it has run without success, when it was first submitted, and
+every state change it went through.
+
+The logbook lives in a hidden file beside the task, ``.<name>.record`` (hidden, so no scan
+mistakes it for a task; the suffix is the one queues have always used), and moves with it
+from folder to folder. It stores the task file's inode: a rename keeps the inode, so a logbook
+whose inode differs from the task beside it is left over from an earlier task of the same
+name and is ignored.
+
+A task without a logbook has made no attempt, and its submit time is its file's modification
+time (which every rename in the queue keeps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metaq_py.queue.fileio import write_all
+
+if TYPE_CHECKING:
+    from metaq_py.queue.premade import Spares
+
+__all__ = [
+    "LOGBOOK_SUFFIX",
+    "Logbook",
+    "logbook_path",
+    "publish_logbook",
+    "read_logbook",
+    "stage_logbook",
+    "write_logbook",
+]
+
+
+LOGBOOK_SUFFIX = ".record"
+"""The suffix of a logbook's file name, unchanged since logbooks were called records, so that
+the logbooks of existing queues are still found."""
+
+
+@dataclass(frozen=True, slots=True)
+class Logbook:
+    """``attempts``: runs that ended without success (a failure, a lost job, a stale lease);
+    a preemption is not one. ``submit``: the original submit time, kept across every move.
+    ``history``: one entry per state change, newest last, each with ``time``, ``event`` and
+    where known ``job``, ``reason`` and ``exit_code``."""
+
+    inode: int
+    submit: float
+    attempts: int = 0
+    history: tuple[dict[str, Any], ...] = ()
+
+
+def logbook_path(task: str | os.PathLike[str]) -> Path:
+    """Where the logbook of the task at ``task`` is kept."""
+    p = task if isinstance(task, Path) else Path(task)
+    return p.with_name(f".{p.name}{LOGBOOK_SUFFIX}")
+
+
+def read_logbook(task: str | os.PathLike[str], inode: int) -> Logbook | None:
+    """The logbook beside ``task`` if it belongs to the file with ``inode``, else ``None``.
+    A damaged logbook counts as none: it holds bookkeeping, never the task itself."""
+    try:
+        data = json.loads(logbook_path(task).read_bytes())
+        if data.get("inode") != inode:
+            return None
+        return Logbook(
+            inode=inode,
+            submit=float(data["submit"]),
+            attempts=int(data.get("attempts", 0)),
+            history=tuple(h for h in data.get("history", ()) if isinstance(h, dict)),
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def stage_logbook(task: str | os.PathLike[str], logbook: Logbook, *,
+                 spares: Spares | None = None) -> Path:
+    """Write ``logbook`` for a task that will be at ``task``, under a private temporary name
+    beside it; :func:`publish_logbook` makes it the task's logbook. Staging lets only the
+    process that wins a race for the task publish its logbook. With ``spares``, a file made
+    ahead of time is written instead when one is ready (see :mod:`metaq_py.queue.premade`), and
+    stays where it is, in the same file system, until it is published."""
+    data = json.dumps({"inode": logbook.inode, "submit": logbook.submit,
+                       "attempts": logbook.attempts, "history": list(logbook.history)}).encode()
+    taken = spares.block_file() if spares is not None else None
+    if taken is not None:
+        fd, tmp = taken  # staged where the spare is: publishing renames it all the same
+    else:
+        path = logbook_path(task)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        write_all(fd, data)
+        os.ftruncate(fd, len(data))  # a spare holds filler beyond what was written
+    except OSError:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def publish_logbook(staged: Path, task: str | os.PathLike[str]) -> Path:
+    """Atomically make the staged logbook the logbook of ``task``."""
+    path = logbook_path(task)
+    os.replace(staged, path)
+    return path
+
+
+def write_logbook(task: str | os.PathLike[str], logbook: Logbook) -> Path:
+    """Write ``logbook`` beside ``task`` atomically (temporary file, then rename)."""
+    return publish_logbook(stage_logbook(task, logbook), task)
