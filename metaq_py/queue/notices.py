@@ -50,7 +50,7 @@ __all__ = [
     "RELEASE_AFTER",
     "NodeLimit",
     "NoticeError",
-    "NoticeRecord",
+    "NoticeFile",
     "cancel_notice",
     "check_name",
     "format_notice",
@@ -94,7 +94,7 @@ class NoticeError(MetaqError):
 
 
 @dataclass(frozen=True, slots=True)
-class NoticeRecord:
+class NoticeFile:
     """A notice as stored: the policy's :class:`~metaq_py.policy.model.Notice` plus who wrote
     it. ``path`` is the file it was read from (``None`` before it is written)."""
 
@@ -124,15 +124,15 @@ class NodeLimit:
 # --- the file format -----------------------------------------------------------------------
 
 
-def format_notice(record: NoticeRecord) -> bytes:
-    """The bytes of the notice file for ``record`` (one JSON object and a newline)."""
-    n = record.notice
+def format_notice(stored: NoticeFile) -> bytes:
+    """The bytes of the notice file for ``stored`` (one JSON object and a newline)."""
+    n = stored.notice
     data = {"name": n.id, "nodes": n.nodes, "arrival": n.arrival, "walltime": n.walltime,
-            "issued": n.issued, "who": record.who}
+            "issued": n.issued, "who": stored.who}
     return (json.dumps(data, indent=1) + "\n").encode()
 
 
-def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeRecord:
+def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeFile:
     """Read a notice file's bytes. Raises :class:`NoticeError` naming ``path`` and the one
     thing wrong. The name inside must match the file name (``<name>.json``)."""
     where = str(path)
@@ -173,7 +173,7 @@ def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeRecord:
     who = obj.get("who", "unknown")
     if not isinstance(who, str):
         raise NoticeError(f"{where}: the notice's 'who' must be a user name, not {who!r}")
-    return NoticeRecord(Notice(name, nodes, arrival, walltime, issued), who, Path(where))
+    return NoticeFile(Notice(name, nodes, arrival, walltime, issued), who, Path(where))
 
 
 def _number(obj: dict, key: str, where: str) -> float:
@@ -203,7 +203,7 @@ def check_name(name: str) -> str:
 
 def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, walltime: float,
                  now: float, name: str | None = None, who: str | None = None,
-                 limit: NodeLimit | None = None) -> NoticeRecord:
+                 limit: NodeLimit | None = None) -> NoticeFile:
     """Announce on-demand work: write ``notices/<name>.json`` and return what was written.
 
     ``name`` is generated from the arrival time when absent. Raises :class:`NoticeError` for
@@ -223,15 +223,15 @@ def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, wa
     if limit is not None and nodes > limit.nodes:
         raise NoticeError(f"a notice of {nodes} nodes can never be served: {limit.source} has "
                           f"only {limit.nodes}")
-    record = NoticeRecord(Notice(name, nodes, float(arrival), float(walltime), float(now)),
-                          who or _user())
+    stored = NoticeFile(Notice(name, nodes, float(arrival), float(walltime), float(now)),
+                        who or _user())
     folder = Path(root) / NOTICES
     folder.mkdir(exist_ok=True)
     dst = folder / f"{name}{SUFFIX}"
     tmp = folder / f".{name}{SUFFIX}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
     try:
-        os.write(fd, format_notice(record))
+        os.write(fd, format_notice(stored))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -243,7 +243,7 @@ def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, wa
                           f"it first with 'metaq notice --cancel {name}'") from None
     finally:
         tmp.unlink(missing_ok=True)
-    return NoticeRecord(record.notice, record.who, dst)
+    return NoticeFile(stored.notice, stored.who, dst)
 
 
 def cancel_notice(root: str | os.PathLike[str], name: str, *, now: float,
@@ -263,20 +263,20 @@ def cancel_notice(root: str | os.PathLike[str], name: str, *, now: float,
 # --- reading -------------------------------------------------------------------------------
 
 
-def read_notices(root: str | os.PathLike[str]) -> tuple[list[NoticeRecord], list[str]]:
+def read_notices(root: str | os.PathLike[str]) -> tuple[list[NoticeFile], list[str]]:
     """Every notice file in ``notices/`` (live or past its time), earliest issued first, and
     one sentence for each file that is not a readable notice. Reads only; moves nothing."""
-    records: list[NoticeRecord] = []
+    found: list[NoticeFile] = []
     problems: list[str] = []
     for path in _notice_files(Path(root) / NOTICES):
         try:
-            records.append(_read(path))
+            found.append(_read(path))
         except NoticeError as e:
             problems.append(str(e))
         except FileNotFoundError:
             continue  # cancelled or moved meanwhile
-    records.sort(key=lambda r: (r.notice.issued, r.notice.arrival, r.name))
-    return records, problems
+    found.sort(key=lambda f: (f.notice.issued, f.notice.arrival, f.name))
+    return found, problems
 
 
 def load_notices(root: str | os.PathLike[str], *, now: float,
@@ -295,7 +295,7 @@ def load_notices(root: str | os.PathLike[str], *, now: float,
     live: list[Notice] = []
     for path in _notice_files(Path(root) / NOTICES):
         try:
-            record = _read(path)
+            stored = _read(path)
         except FileNotFoundError:
             continue
         except NoticeError as e:
@@ -304,14 +304,14 @@ def load_notices(root: str | os.PathLike[str], *, now: float,
             if _move_aside(path, REJECTED, str(e)) is not None:
                 tell(f"{e} It was moved to {NOTICES}/{REJECTED}/.")
             continue
-        if now > record.release + EXPIRE_AFTER:
-            why = (f"the notice {record.name!r} for {record.notice.nodes} nodes at "
-                   f"{format_time(record.notice.arrival)} was never redeemed and was released "
-                   f"at {format_time(record.release)}")
+        if now > stored.release + EXPIRE_AFTER:
+            why = (f"the notice {stored.name!r} for {stored.notice.nodes} nodes at "
+                   f"{format_time(stored.notice.arrival)} was never redeemed and was released "
+                   f"at {format_time(stored.release)}")
             if _move_aside(path, EXPIRED, why) is not None:
                 tell(f"{path}: {why}; it was moved to {NOTICES}/{EXPIRED}/.")
             continue
-        live.append(record.notice)
+        live.append(stored.notice)
     live.sort(key=lambda n: (n.issued, n.arrival, n.id))
     return live
 
@@ -332,7 +332,7 @@ def _notice_files(folder: Path) -> Iterator[Path]:
         yield Path(e.path)
 
 
-def _read(path: Path) -> NoticeRecord:
+def _read(path: Path) -> NoticeFile:
     if not path.name.endswith(SUFFIX):
         raise NoticeError(f"{path}: this is not a notice file; notices are named "
                           f"<name>{SUFFIX}")

@@ -153,8 +153,8 @@ def _against_jobs(t: Task, jobs: list[JobView], now: float) -> list[str]:
 def _notice_words(q: Queue, t: Task, now: float) -> list[str]:
     if t.spec.notice is None:
         return []
-    records, _ = read_notices(q.root)
-    match = next((r for r in records if r.name == t.spec.notice), None)
+    notice_files, _ = read_notices(q.root)
+    match = next((r for r in notice_files if r.name == t.spec.notice), None)
     if match is None:
         return [f"its notice {t.spec.notice!r} is not live, so it runs as on-demand work "
                 f"without a reservation"]

@@ -18,7 +18,7 @@ from metaq_py.queue.notices import (
     RELEASE_AFTER,
     NodeLimit,
     NoticeError,
-    NoticeRecord,
+    NoticeFile,
     cancel_notice,
     format_notice,
     load_notices,
@@ -46,9 +46,9 @@ def _age(path: Path) -> None:
        who=st.text(max_size=20))
 def test_format_and_parse_round_trip(name: str, nodes: int, arrival: float, issued: float,
                                      walltime: float, who: str) -> None:
-    record = NoticeRecord(Notice(name, nodes, arrival, walltime, issued), who)
-    back = parse_notice(format_notice(record), path=f"notices/{name}.json")
-    assert back.notice == record.notice
+    stored = NoticeFile(Notice(name, nodes, arrival, walltime, issued), who)
+    back = parse_notice(format_notice(stored), path=f"notices/{name}.json")
+    assert back.notice == stored.notice
     assert back.who == who
 
 
@@ -174,7 +174,7 @@ def test_cancel_moves_the_notice_aside_with_a_reason(tmp_path: Path) -> None:
     assert moved == tmp_path / "notices" / "cancelled" / "x.json"
     assert "cancelled by bob" in Path(f"{moved}.reason").read_text()
     assert load_notices(tmp_path, now=NOW) == []
-    # the name is free again, and a second cancellation of it keeps both records
+    # the name is free again, and a second cancellation of it keeps both files
     write_notice(tmp_path, nodes=2, arrival=NOW + 60, walltime=60, now=NOW, name="x")
     again = cancel_notice(tmp_path, "x", now=NOW)
     assert again.name == "x.json.1" and moved.exists()
@@ -248,8 +248,8 @@ def test_read_notices_only_reads(tmp_path: Path) -> None:
     bad = tmp_path / "notices" / "b.json"
     bad.write_text("nope")
     _age(bad)
-    records, problems = read_notices(tmp_path)
-    assert [r.name for r in records] == ["a"]
+    found, problems = read_notices(tmp_path)
+    assert [r.name for r in found] == ["a"]
     assert len(problems) == 1 and str(bad) in problems[0]
     assert bad.exists()
     assert read_notices(tmp_path / "missing") == ([], [])
