@@ -38,6 +38,8 @@ COMPILED = [
     "metaq_py/policy/work.py",
     "sim/engine/arrivals.py",
     "sim/engine/core.py",
+    "sim/engine/ledger.py",
+    "sim/engine/waiting.py",
 ]
 """What mypyc compiles. Not among them: ``metaq_py/policy/mechanisms.py``, whose
 :class:`Scheduler` a researcher may subclass to try a policy (Python classes cannot derive from

@@ -81,11 +81,11 @@ def main() -> None:
     print(f"loaded {len(trace):,} jobs in {time.perf_counter() - t0:.2f} s; "
           f"policy core: {build()}")
 
-    print(f"\n{'run':<28}{'wall s':>8}{'cpu s':>8}{'jobs/s':>10}{'events/s':>10}"
+    print(f"\n{'run':<28}{'wall s':>8}{'cpu s':>8}{'jobs/s':>10}{'items/s':>10}"
           f"{'decide s':>10}{'target':>8}{'vs CQSim':>10}")
     def row(label: str, wall: float, cpu: float, result, target: float | None) -> None:
         print(f"{label:<28}{wall:8.2f}{cpu:8.2f}{len(trace) / wall:10,.0f}"
-              f"{result.events / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
+              f"{result.agenda_items / wall:10,.0f}{result.decision_seconds.sum():10.2f}"
               f"{'-' if target is None else f'{target:.1f}':>8}{CQSIM_SECONDS / wall:9.1f}x")
 
     verdicts = []

@@ -177,7 +177,8 @@ def _table(result: SimulationResult, summary: Summary) -> Table:
     rows += [
         ("decision time: mean / p99",
          "-" if d.mean is None or d.p99 is None else f"{d.mean * 1e3:.3f} / {d.p99 * 1e3:.3f} ms"),
-        ("wall time", f"{result.wall_seconds:.2f} s ({result.events_per_second:,.0f} events/s)"),
+        ("wall time", f"{result.wall_seconds:.2f} s "
+                      f"({result.agenda_items_per_second:,.0f} agenda items/s)"),
     ]
     for name, value in rows:
         table.add_row(name, value)

@@ -1,15 +1,18 @@
-"""The simulator's agenda: the future events, in one deterministic order.
+"""The simulator's agenda: what is due to happen, in one deterministic order.
 
-The engine keeps them in a plain ``heapq`` list (:mod:`sim.engine.core`). An event is a plain
-tuple ``(time, kind, seq, subject, version)``. Tuples compare field by field, so the heap
-orders events by time, then by :class:`EventKind` (at one instant jobs finish before notices
+The engine keeps it in a plain ``heapq`` list (:mod:`sim.engine.core`). An agenda item is a
+plain tuple ``(time, kind, seq, subject, version)``. Tuples compare field by field, so the heap
+orders items by time, then by :class:`AgendaKind` (at one instant jobs finish before notices
 are issued, notices before jobs are submitted, and the scheduler's own wake-ups come last), then
-by ``seq``, a counter stamped at push time. ``seq`` is unique, so
-``subject`` (a job, a notice or a job id) is never compared and the order never depends on it.
+by ``seq``, a counter stamped at push time. ``seq`` is unique, so ``subject`` (a job, a notice
+or a job id) is never compared and the order never depends on it.
 
-``version`` lets a driver cancel an event without searching the heap: it remembers the
-version it expects and ignores a popped event whose version is older (a job's end moved by a
-shrink, a preemption, a newer wake-up).
+``version`` lets a driver cancel an item without searching the heap: it remembers the version
+it expects and ignores a popped item whose version is older (a job's end moved by a shrink, a
+preemption, a newer wake-up).
+
+(The word "event" is kept for the lines of a batch job's ``events.jsonl``; what the simulator
+has due is an agenda item.)
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from __future__ import annotations
 from enum import IntEnum
 
 
-class EventKind(IntEnum):
-    """What an event is; the value is its rank among events at the same instant."""
+class AgendaKind(IntEnum):
+    """What an agenda item is; the value is its rank among items due at the same instant."""
 
     FINISH = 0
     """A running job reaches its end (subject: the job id)."""
@@ -34,5 +37,5 @@ class EventKind(IntEnum):
     """A failed node is repaired (subject: the id of the repair job holding it)."""
 
 
-Event = tuple[float, int, int, object, int]
+AgendaItem = tuple[float, int, int, object, int]
 """``(time, kind, seq, subject, version)``."""

@@ -23,7 +23,7 @@ class Series:
 
     ``busy[i]`` nodes were running jobs, ``queued[i]`` jobs were waiting and ``reserved[i]``
     idle nodes were held for advance notices from ``time[i]`` until ``time[i + 1]``: the
-    series is a step function, exact between events.
+    series is a step function, exact between agenda items.
     """
 
     time: np.ndarray
@@ -119,8 +119,9 @@ class SimulationResult:
     ``outcomes`` has one :class:`~sim.run.metrics.JobOutcome` per submitted job, in submit order
     (a job that never started or never finished has ``start``/``end`` ``None``); the engine
     passes an :class:`Outcomes`, built when first read.
-    ``decision_seconds`` is the wall-clock time of every ``decide`` call; ``events`` counts the
-    events the engine handled (stale ones included) and ``wall_seconds`` is the whole run.
+    ``decision_seconds`` is the wall-clock time of every ``decide`` call; ``agenda_items``
+    counts the agenda items the engine handled (stale ones included) and ``wall_seconds`` is
+    the whole run.
     """
 
     policy: str
@@ -131,13 +132,13 @@ class SimulationResult:
     outcomes: Sequence[JobOutcome]
     decision_seconds: np.ndarray
     series: Series
-    events: int
+    agenda_items: int
     wall_seconds: float
 
     @property
-    def events_per_second(self) -> float:
-        """Events handled per wall-clock second (infinite for an instantaneous run)."""
-        return self.events / self.wall_seconds if self.wall_seconds > 0 else float("inf")
+    def agenda_items_per_second(self) -> float:
+        """Agenda items handled per wall-clock second (infinite for an instantaneous run)."""
+        return self.agenda_items / self.wall_seconds if self.wall_seconds > 0 else float("inf")
 
     @property
     def jobs_per_second(self) -> float:

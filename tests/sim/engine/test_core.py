@@ -127,7 +127,7 @@ def test_equal_submits_keep_file_order() -> None:
     assert [o.id for o in result.outcomes] == [9, 3]
 
 
-def test_the_injected_clock_follows_the_events() -> None:
+def test_the_injected_clock_follows_the_agenda() -> None:
     clock = Clock(-5.0)
     result = Engine(EXTRA_NODES, policy="easy", clock=clock).run()
     assert clock.now() == max(o.end for o in result.outcomes) == 350
@@ -148,7 +148,7 @@ def test_records_one_timing_per_decision_and_a_series_per_instant() -> None:
     i = list(s.time).index(4.0)
     assert (s.busy[i], s.queued[i]) == (10, 2)
     assert s.busy[-1] == 0 and s.queued[-1] == 0
-    assert result.events == 10  # 5 submits + 5 finishes, none stale
+    assert result.agenda_items == 10  # 5 submits + 5 finishes, none stale
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
@@ -181,8 +181,8 @@ def test_skipping_inert_hybrid_decisions_changes_nothing(policy: str, workload: 
     for column in ("time", "busy", "queued", "reserved"):  # the same state at every instant
         assert np.array_equal(getattr(fast.series, column), getattr(full.series, column))
     # a skipped decision would only have asked again for the wake-up already asked for, so
-    # the skipping run meets fewer stale wake-ups and no other event
-    assert full.events - 20 <= fast.events <= full.events
+    # the skipping run meets fewer stale wake-ups and no other agenda item
+    assert full.agenda_items - 20 <= fast.agenda_items <= full.agenda_items
     assert len(fast.decision_seconds) < len(full.decision_seconds)
 
 

@@ -58,7 +58,8 @@ def test_summary_json_states_the_run_the_window_and_the_cleaning(tmp_path) -> No
     first = min(o.submit for o in result.outcomes)
     last = max(o.end for o in result.outcomes)
     assert (run["window"]["start"], run["window"]["end"]) == (first, last)
-    assert run["events_per_second"] == pytest.approx(result.events / result.wall_seconds)
+    assert run["agenda_items_per_second"] == pytest.approx(
+        result.agenda_items / result.wall_seconds)
     assert doc["cleaning"] == list(info.cleaning)
     assert doc["summary"]["jobs"] == 300
     assert doc["summary"]["wait"]["all"]["mean"] == pytest.approx(

@@ -1,0 +1,91 @@
+"""The engine's waiting jobs: kept in queue order, with the counts its skipping rules read."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+from metaq_py.policy.model import Job, JobId, Kind
+from metaq_py.policy.order import queue_key
+
+
+class Waiting:
+    """The waiting jobs, sorted by the one queue order (:func:`~metaq_py.policy.order.queue_key`),
+    so every decision is told ``ordered=True``.
+
+    Besides the list (``jobs``) it keeps the jobs by id (a Start names its job by id), how many
+    are on-demand jobs (``ondemand``, handed to the snapshot), and the ``min_size`` of every
+    waiting job, counted per size (:meth:`fits_none`: whether any waiting job could start on
+    some number of free nodes, without a pass over the queue).
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+        self.by_id: dict[JobId, Job] = {}
+        self.ondemand = 0
+        # how many waiting jobs have each min_size, and the distinct ones in ascending order
+        # (smallest[0] is the least any waiting job needs)
+        self._sizes: dict[int, int] = {}
+        self._smallest: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def submit(self, job: Job) -> bool:
+        """A new job waits; True when it went to the tail of the queue (behind every other)."""
+        self._known(job)
+        jobs = self.jobs
+        if not jobs or queue_key(job) >= queue_key(jobs[-1]):
+            jobs.append(job)
+            return True
+        insort(jobs, job, key=queue_key)
+        return False
+
+    def requeue(self, job: Job) -> None:
+        """A preempted or killed job waits again, in its place by queue order."""
+        self._known(job)
+        insort(self.jobs, job, key=queue_key)
+
+    def take(self, job_id: JobId) -> Job:
+        """The waiting job ``job_id``, which a decision starts (KeyError: no such job). It
+        stays in :attr:`jobs` until :meth:`remove` takes the decision's starts out at once."""
+        job = self.by_id.pop(job_id)
+        if job.kind is Kind.ONDEMAND:
+            self.ondemand -= 1
+        return job
+
+    def remove(self, started: list[Job]) -> None:
+        """Take the jobs of one decision's starts out of :attr:`jobs`: a bisect each, rather
+        than a pass over a queue that is often hundreds of jobs long."""
+        jobs = self.jobs
+        for job in started:
+            if jobs[0] is job:  # the head, where a decision starts jobs first: no search
+                del jobs[0]
+            else:
+                i = bisect_left(jobs, queue_key(job), key=queue_key)
+                while jobs[i] is not job:  # past the jobs with an equal key
+                    i += 1
+                del jobs[i]
+            self._count_out(job.min_size)
+
+    def fits_none(self, free: int) -> bool:
+        """Whether no waiting job could start on ``free`` nodes."""
+        return not self._smallest or free < self._smallest[0]
+
+    def _known(self, job: Job) -> None:
+        self.by_id[job.id] = job
+        if job.kind is Kind.ONDEMAND:
+            self.ondemand += 1
+        n = self._sizes.get(job.min_size)
+        if n:
+            self._sizes[job.min_size] = n + 1
+        else:
+            self._sizes[job.min_size] = 1
+            insort(self._smallest, job.min_size)
+
+    def _count_out(self, size: int) -> None:
+        n = self._sizes[size]
+        if n > 1:
+            self._sizes[size] = n - 1
+        else:
+            del self._sizes[size]
+            del self._smallest[bisect_left(self._smallest, size)]
