@@ -115,7 +115,8 @@ class _Dir:
 
     def __init__(self, key: tuple, tasks: list[Task], invalid: list[Invalid],
                  subdirs: list[tuple[str, str, str | None]]) -> None:
-        self.key = key
+        self.key: tuple | None = key
+        """``None`` once forgotten: never equal to a real key, so the folder is listed again."""
         self.tasks = tasks
         self.invalid = invalid
         self.subdirs = subdirs
@@ -324,11 +325,12 @@ class Index:
                     continue
                 entry = first
             else:
-                entry = self._cache.get(path)
-                if entry is None or entry.key != stat_key(st):
-                    entry = self._parse(path, st)
-                    if entry is None:
+                known = self._cache.get(path)
+                if known is None or known.key != stat_key(st):
+                    known = self._parse(path, st)
+                    if known is None:
                         continue  # vanished between the listing and the read
+                entry = known
             cache[path] = entry
             if isinstance(entry.result, TaskError):
                 invalid.append(Invalid(folder, rel, Path(path), entry.result, entry.mtime,

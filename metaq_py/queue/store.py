@@ -351,7 +351,7 @@ class Queue(Layout):
         return self._end(claim, CANCELLED, event="cancelled", reason=why or "cancelled")
 
     def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None) -> Moved | None:
-        """Record the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
+        """Settle the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
         back to its folder while it has retries left (``RETRIES``, or the queue's default),
         and else to ``failed/`` with a ``.reason`` file. ``None``: the claim was already gone.
         """
@@ -447,7 +447,7 @@ class Queue(Layout):
             return None
         # Where timestamps are coarse (Lustre keeps whole seconds), a claim this object made
         # from the same folder in the same tick leaves its mtime and ctime as the index last
-        # recorded them (see Index.claimed), and the next scan would not see the task back.
+        # saw them (see Index.claimed), and the next scan would not see the task back.
         # So the folders on its way, down from the task folder, are listed again.
         top = self.root / claim.folder
         for below in (moved, *moved.parents):

@@ -45,7 +45,10 @@ class CachedFile:
 def remembered(verdict: Verdict) -> CachedFile:
     """What the cache keeps of a file that was read: its spec or the error in its content."""
     assert verdict.opened is not None
-    return CachedFile(verdict.opened, verdict.spec if verdict.error is None else verdict.error)
+    if verdict.error is not None:
+        return CachedFile(verdict.opened, verdict.error)
+    assert verdict.spec is not None
+    return CachedFile(verdict.opened, verdict.spec)
 
 
 def stat_key(st: os.stat_result) -> tuple:
@@ -88,9 +91,9 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
     try:
         with os.scandir(fd) as it:
             entries = list(it)
-    except OSError as e:
+    except OSError as err:
         yield (prefix.rstrip("/") or ".", folder, None,
-               TaskError(folder, None, f"the folder cannot be read ({e.strerror})"), False)
+               TaskError(folder, None, f"the folder cannot be read ({err.strerror})"), False)
         return
     base = os.path.join(folder, "")
     # Which tasks here have a logbook, known from the listing without another stat.

@@ -20,6 +20,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
 
 __all__ = ["MOVE_PAIRING", "QueueWatcher"]
 
@@ -61,7 +65,8 @@ class QueueWatcher:
         self.folders = [Path(f) for f in folders]
         self.interval = interval
         self._changed = threading.Event()
-        self._observer = None
+        self._observer: BaseObserver | None = None
+        """The watchdog observer, when instant notifications could be set up."""
         self._signature = self._look()
         if use_watchdog:
             self._start_observer()
@@ -98,7 +103,7 @@ class QueueWatcher:
 
     def _look(self) -> tuple:
         """The mtimes of every watched folder and sub-folder (cheap: folders, not files)."""
-        marks = []
+        marks: list[tuple[str, int | None]] = []
         for folder in self.folders:
             stack = [str(folder)]
             while stack:
