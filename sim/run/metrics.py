@@ -220,7 +220,9 @@ def by_kind(outcomes: OutcomeData, name: str) -> ByKind:
 
 def _bounded_slowdowns(c: Columns, threshold: float = BSLD_THRESHOLD) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # NaN for unfinished jobs, which are never read
-        return np.maximum(1.0, (c.end - c.submit) / np.maximum(c.runtime, threshold))
+        slowdowns: np.ndarray = np.maximum(1.0, (c.end - c.submit) / np.maximum(c.runtime,
+                                                                                threshold))
+    return slowdowns
 
 
 def bounded_slowdown(o: JobOutcome, threshold: float = BSLD_THRESHOLD) -> float | None:

@@ -190,8 +190,9 @@ def write_swf(table: JobTable, target: str | Path | TextIO, *,
     """
     if isinstance(target, str | Path):
         path = Path(target)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "wt", encoding="utf-8") as stream:  # type: ignore[operator]
+        stream: TextIO = (gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz"
+                          else open(path, "w", encoding="utf-8"))
+        with stream:
             _write(table, stream, header)
     else:
         _write(table, target, header)
