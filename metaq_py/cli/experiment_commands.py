@@ -27,7 +27,7 @@ from metaq_py.cli.app import app, console
 
 if TYPE_CHECKING:
     from sim.run.spec import TraceSource
-    from sim.study.execution import RunRecord
+    from sim.study.execution import FinishedRun
     from sim.study.findings import Finding
     from sim.study.grid import Study
 
@@ -213,7 +213,7 @@ def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("runs", total=len(specs))
 
-        def done(record: RunRecord) -> None:
+        def done(record: FinishedRun) -> None:
             s = record.spec
             progress.update(task, advance=1,
                             description=f"{s.policy} {s.workload} seed {s.seed}")
@@ -267,7 +267,7 @@ def _collect(directory: Path, out: Path | None) -> None:
     _write(list(got.records), out or directory, got.context)
 
 
-def _write(records: list[RunRecord], out: Path, context: dict[str, object]) -> None:
+def _write(records: list[FinishedRun], out: Path, context: dict[str, object]) -> None:
     from sim.study.outputs import write_study
     from sim.study.report import StudyContext
 

@@ -1,5 +1,5 @@
-"""What a simulated run is judged by: the per-job record the engine fills, and pure functions
-that summarise a list of them.
+"""What a simulated run is judged by: each job's outcome (what the engine's ledger holds), and
+pure functions that summarise them.
 
 Definitions (the paper's metrics and the field's usual ones):
 

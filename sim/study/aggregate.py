@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.study.execution import RunRecord
+from sim.study.execution import FinishedRun
 from sim.study.metrics import METRICS
 
 ALL = "all"
@@ -197,7 +197,7 @@ def _fmt(x: float) -> str:
     return "" if math.isnan(x) else repr(float(x))
 
 
-def aggregate(records: Sequence[RunRecord], *, policies: Sequence[str] | None = None,
+def aggregate(records: Sequence[FinishedRun], *, policies: Sequence[str] | None = None,
               metrics: Sequence[str] | None = None) -> ResultsTable:
     """The results table of ``records``. ``policies`` fixes their order (default: as first
     seen); variants and workloads keep the order of first appearance, workloads sorted."""

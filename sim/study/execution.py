@@ -1,6 +1,6 @@
 """Running a study's runs: one at a time, or the whole grid in parallel, with stored results.
 
-:func:`run_one` turns a :class:`~sim.run.spec.RunSpec` into a :class:`RunRecord` (the spec, the
+:func:`run_one` turns a :class:`~sim.run.spec.RunSpec` into a :class:`FinishedRun` (the spec, the
 run's figures from :mod:`sim.study.metrics`, and how long it took). The same spec always gives
 the same figures: the trace, the workload model and the failure source are all drawn from the
 spec's seeds, and the engine is deterministic.
@@ -33,12 +33,12 @@ from sim.trace.loader import Trace, load_trace
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import hybrid_workload
 
-OnDone = Callable[["RunRecord"], None]
+OnDone = Callable[["FinishedRun"], None]
 """Called in the parent process after each run finishes (or is found stored)."""
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
+class FinishedRun:
     """One finished run: its spec, its figures (``None`` where a run has no such figure) and
     the wall-clock seconds it took (``wall_seconds``, kept apart from the figures because it
     is the only thing that differs between two runs of one spec)."""
@@ -53,7 +53,7 @@ class RunRecord:
                 "wall_seconds": self.wall_seconds, "trace": self.trace}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> RunRecord:
+    def from_dict(cls, data: Mapping[str, object]) -> FinishedRun:
         try:
             metrics = {str(k): (None if v is None else float(v))
                        for k, v in dict(data["metrics"]).items()}  # type: ignore[call-overload]
@@ -61,7 +61,7 @@ class RunRecord:
                        metrics=metrics, wall_seconds=float(data["wall_seconds"]),  # type: ignore[arg-type]
                        trace=str(data.get("trace", "")))
         except (KeyError, TypeError, ValueError) as e:
-            raise SpecError(f"a run record is malformed: {e}") from None
+            raise SpecError(f"a finished run is malformed: {e}") from None
 
 
 @lru_cache(maxsize=4)
@@ -77,7 +77,7 @@ def load_source(source: TraceSource) -> Trace:
     return trace
 
 
-def run_one(spec: RunSpec) -> RunRecord:
+def run_one(spec: RunSpec) -> FinishedRun:
     """Simulate one run and measure it."""
     t0 = time.perf_counter()
     trace = load_source(spec.trace)
@@ -86,7 +86,7 @@ def run_one(spec: RunSpec) -> RunRecord:
     result = simulate(workload, policy=spec.policy, failures=failures)
     counts = None if failures is None else failures.counts()
     metrics = run_metrics(result.summary(), counts)
-    return RunRecord(spec=spec, metrics=metrics, wall_seconds=time.perf_counter() - t0,
+    return FinishedRun(spec=spec, metrics=metrics, wall_seconds=time.perf_counter() - t0,
                      trace=_describe(spec.trace, trace))
 
 
@@ -115,15 +115,15 @@ class RunStore:
     def path(self, spec: RunSpec) -> Path:
         return self.directory / f"{spec.key}.json"
 
-    def get(self, spec: RunSpec) -> RunRecord | None:
+    def get(self, spec: RunSpec) -> FinishedRun | None:
         """The stored run of ``spec``, if there is one and it is for this very spec."""
         path = self.path(spec)
         if not path.is_file():
             return None
-        record = read_record(path)
+        record = read_finished_run(path)
         return record if record.spec == spec else None
 
-    def put(self, record: RunRecord) -> Path:
+    def put(self, record: FinishedRun) -> Path:
         """Store ``record`` (written to a temporary name, then renamed: never half a file)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.path(record.spec)
@@ -132,23 +132,23 @@ class RunStore:
         tmp.replace(path)
         return path
 
-    def records(self) -> list[RunRecord]:
+    def records(self) -> list[FinishedRun]:
         """Every stored run, in file-name order."""
         if not self.directory.is_dir():
             return []
-        return [read_record(p) for p in sorted(self.directory.glob("*.json"))]
+        return [read_finished_run(p) for p in sorted(self.directory.glob("*.json"))]
 
 
-def read_record(path: Path) -> RunRecord:
+def read_finished_run(path: Path) -> FinishedRun:
     try:
-        return RunRecord.from_dict(json.loads(path.read_text()))
+        return FinishedRun.from_dict(json.loads(path.read_text()))
     except (OSError, json.JSONDecodeError, SpecError) as e:
-        raise SpecError(f"{path}: cannot read this run record ({e})") from None
+        raise SpecError(f"{path}: cannot read this finished run ({e})") from None
 
 
 def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
              store: RunStore | None = None, fresh: bool = False,
-             on_done: OnDone | None = None) -> list[RunRecord]:
+             on_done: OnDone | None = None) -> list[FinishedRun]:
     """Run every spec (those already in ``store`` are reused unless ``fresh``) on ``workers``
     processes (default: every core; 1 runs in this process). Returns the records in the order
     of ``specs``."""
@@ -157,7 +157,7 @@ def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
     workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise SpecError(f"need at least one worker, got {workers}")
-    done: dict[RunSpec, RunRecord] = {}
+    done: dict[RunSpec, FinishedRun] = {}
     todo: list[RunSpec] = []
     for spec in specs:
         stored = None if fresh or store is None else store.get(spec)
@@ -168,7 +168,7 @@ def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
             if on_done is not None:
                 on_done(stored)
 
-    def finished(record: RunRecord) -> None:
+    def finished(record: FinishedRun) -> None:
         done[record.spec] = record
         if store is not None:
             store.put(record)

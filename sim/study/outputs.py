@@ -23,7 +23,7 @@ from pathlib import Path
 
 from metaq_py.policy.mechanisms import MECHANISMS
 from sim.study.aggregate import ResultsTable, aggregate
-from sim.study.execution import RunRecord
+from sim.study.execution import FinishedRun
 from sim.study.figures import metric_panels, variant_panels
 from sim.study.findings import Finding, judge
 from sim.study.metrics import METRICS
@@ -39,7 +39,7 @@ class StudyOutputs:
     files: tuple[Path, ...]
 
 
-def canonical_policies(records: Sequence[RunRecord]) -> tuple[str, ...]:
+def canonical_policies(records: Sequence[FinishedRun]) -> tuple[str, ...]:
     """The policies of ``records`` in the order of :data:`MECHANISMS` (baselines first), so
     the table's order does not depend on the order the runs finished or were read in."""
     seen = {r.spec.policy for r in records}
@@ -50,7 +50,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
 
 
-def runs_csv(records: Sequence[RunRecord]) -> str:
+def runs_csv(records: Sequence[FinishedRun]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     keys = [m.key for m in METRICS]
@@ -63,7 +63,7 @@ def runs_csv(records: Sequence[RunRecord]) -> str:
     return out.getvalue()
 
 
-def write_study(records: Sequence[RunRecord], out: Path, context: StudyContext) -> StudyOutputs:
+def write_study(records: Sequence[FinishedRun], out: Path, context: StudyContext) -> StudyOutputs:
     """Tabulate, judge, plot and report ``records`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     ordered = sorted(records, key=lambda r: (r.spec.policy, r.spec.workload, r.spec.seed))

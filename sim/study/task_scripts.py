@@ -27,7 +27,7 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec, format_directives, parse_header
 from sim.run.spec import RunSpec, SpecError
-from sim.study.execution import RunRecord, RunStore
+from sim.study.execution import FinishedRun, RunStore
 
 MANIFEST = "grid.json"
 SPECS = "specs"
@@ -49,7 +49,7 @@ class Emitted:
 class Collected:
     """The stored runs of an emitted grid, in grid order, and the keys still missing."""
 
-    records: tuple[RunRecord, ...]
+    records: tuple[FinishedRun, ...]
     missing: tuple[str, ...]
     context: dict[str, object]
 
@@ -110,7 +110,7 @@ def collect(directory: Path) -> Collected:
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise SpecError(f"{path} is not a grid manifest ({e})") from None
     store = RunStore(directory / RUNS)
-    records: list[RunRecord] = []
+    records: list[FinishedRun] = []
     missing: list[str] = []
     for key in keys:
         spec = RunSpec.from_json((directory / SPECS / f"{key}.json").read_text())

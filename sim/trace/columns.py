@@ -1,4 +1,4 @@
-"""The values a job trace is made of: one job's record, the whole table of them, and the error
+"""The values a job trace is made of: one job's row, the whole table of them, and the error
 raised when a trace file cannot be read.
 
 A trace is held as a column table (:class:`JobTable`): one numpy array per field, so that a

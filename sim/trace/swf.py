@@ -190,10 +190,12 @@ def write_swf(table: JobTable, target: str | Path | TextIO, *,
     """
     if isinstance(target, str | Path):
         path = Path(target)
-        stream: TextIO = (gzip.open(path, "wt", encoding="utf-8") if path.suffix == ".gz"
-                          else open(path, "w", encoding="utf-8"))
-        with stream:
-            _write(table, stream, header)
+        if path.suffix == ".gz":
+            with gzip.open(path, "wt", encoding="utf-8") as zipped:
+                _write(table, zipped, header)
+        else:
+            with open(path, "w", encoding="utf-8") as stream:
+                _write(table, stream, header)
     else:
         _write(table, target, header)
 

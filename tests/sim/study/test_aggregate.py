@@ -11,13 +11,13 @@ import pytest
 
 from sim.run.spec import RunSpec, TraceSource
 from sim.study.aggregate import ALL, Cell, ResultsTable, aggregate, t975
-from sim.study.execution import RunRecord
+from sim.study.execution import FinishedRun
 
 SRC = TraceSource(jobs=10)
 
 
-def record(policy: str, workload: str, seed: int, **metrics: float | None) -> RunRecord:
-    return RunRecord(spec=RunSpec(policy=policy, workload=workload, seed=seed, trace=SRC),
+def record(policy: str, workload: str, seed: int, **metrics: float | None) -> FinishedRun:
+    return FinishedRun(spec=RunSpec(policy=policy, workload=workload, seed=seed, trace=SRC),
                      metrics=metrics, wall_seconds=0.1, trace="t")
 
 
