@@ -220,7 +220,11 @@ class Runner:
         return True
 
     def _next_deadline(self) -> float:
-        times = [self.upkeep.next_heartbeat, self._stop_at()]
+        times = [self.upkeep.next_heartbeat]
+        if self.stopping is None:
+            # Once stopping, the end is no deadline: the kills are (else the loop would spin
+            # until every task is gone).
+            times.append(self._stop_at())
         if self.launcher.redecide:
             times.append(self.clock.now())
         if self.decider.wake is not None:
@@ -230,7 +234,9 @@ class Runner:
                 times.append(t.kill_at)
             if t.resizing is not None:
                 times.append(t.resizing.deadline)
-        if self.roster.to_launch:
+        if self.roster.ready() is not None:
+            # Only a task whose hosts are free: one waiting for a victim's hosts is launched
+            # after the victim's exit, which wakes the loop (else it would spin until then).
             times.append(self.launcher.next_launch)
         return min(times)
 

@@ -3,11 +3,8 @@ placement, the wall clock, the protections for the batch node, lingering."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -169,57 +166,10 @@ def test_gpu_ids_are_split_and_impossible_tasks_are_skipped_not_rejected(tmp_pat
     assert "can never run" in of(events(q), "runner-stop")[0]["reason"]
 
 
-def test_the_wall_clock_is_a_resource_and_the_runner_drains(tmp_path: Path) -> None:
-    q = make_queue(tmp_path / "q")
-    task(q, "long.sh", "sleep 30", MIN_WC_TIME="10s", PRIORITY=5)
-    task(q, "short.sh", "sleep 0.2", MIN_WC_TIME="1s")
-    t0 = time.monotonic()
-    runner(q, walltime=6.0, grace=1.0, margin=0.5).run()
-    took = time.monotonic() - t0
-    assert where(q, "short.sh") == "finished"
-    assert where(q, "long.sh") == "pending"  # never started: 10 s cannot fit in 6 s
-    assert not of(events(q), "start", task="todo/long.sh")
-    assert took < 5.0  # it drained and left instead of waiting for the end
-    assert "more time" in of(events(q), "runner-stop")[0]["reason"]
-
-
-def test_concurrency_cap_and_launch_pause(tmp_path: Path) -> None:
-    q = make_queue(tmp_path / "q")
-    for i in range(5):
-        task(q, f"t{i}.sh", "sleep 0.4")
-    runner(q, nodes=4, max_tasks=2, launch_pause=0.25).run()
-    evs = events(q)
-    starts = [e["time"] for e in of(evs, "start")]
-    assert len(starts) == 5
-    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.24
-    running, peak = 0, 0
-    for e in evs:
-        running += {"start": 1, "end": -1}.get(e["event"], 0)
-        peak = max(peak, running)
-    assert peak == 2
-
-
 def test_defaults_protect_the_batch_node(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q", settings="folders: [todo]\n")
     r = runner(q)
     assert r.max_tasks == 64 and r.launch_pause == 0.05
-
-
-def test_linger_waits_for_new_work_until_the_wall_clock_ends(tmp_path: Path) -> None:
-    q = make_queue(tmp_path / "q")
-    task(q, "first.sh", "true", MIN_WC_TIME="1s")
-
-    def later() -> None:
-        time.sleep(1.0)
-        task(q, "late.sh", "true", MIN_WC_TIME="1s")
-
-    threading.Thread(target=later).start()
-    t0 = time.monotonic()
-    runner(q, walltime=4.0, linger=True, grace=0.5, margin=0.5).run()
-    took = time.monotonic() - t0
-    assert where(q, "late.sh") == "finished"
-    assert 2.5 <= took <= 4.0
-    assert "allocation ends" in of(events(q), "runner-stop")[0]["reason"]
 
 
 def test_a_task_keeps_its_place_and_submit_time(tmp_path: Path) -> None:

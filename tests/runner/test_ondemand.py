@@ -145,24 +145,6 @@ def test_a_checkpoint_is_noticed(tmp_path: Path) -> None:
     assert of(events(q), "checkpoint", task="todo/cp.sh")
 
 
-def test_cua_reserves_for_a_notice_and_releases_it_when_nothing_comes(tmp_path: Path) -> None:
-    q = make_queue(tmp_path / "q")
-    task(q, "short.sh", "sleep 0.5", MIN_WC_TIME="1s")
-    now = time.time()
-    write_notice(q.root, name="obs", nodes=2, arrival=now + 1.0, walltime=60, now=now)
-    t0 = time.monotonic()
-    runner(q, nodes=2, mechanism="CUA&PAA", release_after=1.0).run()
-    took = time.monotonic() - t0
-    evs = events(q)
-    reserved = [h for e in of(evs, "reserve", notice="obs") for h in e["hosts"]]
-    assert sorted(reserved) == ["local0", "local1"]
-    release = of(evs, "release", notice="obs")
-    assert [e["reason"] for e in release] == ["expired"]
-    assert release[0]["time"] >= now + 2.0 - 0.05
-    assert where(q, "short.sh") == "finished"
-    assert took < 6
-
-
 def test_an_announced_task_redeems_its_notice(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     now = time.time()
