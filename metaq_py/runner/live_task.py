@@ -1,7 +1,7 @@
 """One task running inside the runner's allocation, and what the runner is doing to it.
 
 A :class:`LiveTask` ties together the task's claim in the queue, its process (once launched),
-the hosts it runs on and the accounting of its node-seconds. It is the runner's mutable record;
+the hosts it runs on and the accounting of its node-seconds. It is the runner's mutable state;
 the values it hands out (``Stop``, resize requests) are plain data.
 
 **Stopping** (:meth:`LiveTask.stop`): the task's ``SIGNAL`` (default SIGTERM) goes to its
