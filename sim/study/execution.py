@@ -28,7 +28,7 @@ import numpy as np
 from sim.engine.core import simulate
 from sim.engine.failures import FailureModel, NodeFailures
 from sim.run.spec import FAILURE_KEYS, RunSpec, SpecError, TraceSource
-from sim.study.metrics import run_metrics
+from sim.study.metrics import result_metrics
 from sim.trace.loader import Trace, load_trace
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import hybrid_workload
@@ -85,7 +85,7 @@ def run_one(spec: RunSpec) -> FinishedRun:
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.policy, failures=failures)
     counts = None if failures is None else failures.counts()
-    metrics = run_metrics(result.summary(), counts)
+    metrics = result_metrics(result, counts)
     return FinishedRun(spec=spec, metrics=metrics, wall_seconds=time.perf_counter() - t0,
                      trace=_describe(spec.trace, trace))
 

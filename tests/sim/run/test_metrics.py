@@ -119,3 +119,68 @@ def test_engine_columns_and_outcome_values_give_the_same_summary(policy: str) ->
     assert result.summary(window=window).to_dict() == summarise(
         list(result.outcomes), nodes=result.nodes, window=window,
         decision_durations=result.decision_seconds).to_dict()
+
+
+# --- the steady-state window -------------------------------------------------------------
+
+# 10 nodes; (submit, size, walltime, runtime). EASY lets J4 take the head's extra nodes, so
+# J3 (the whole machine) waits for it; conservative backfilling holds J3's place first.
+# J5 comes late, so the submits span [0, 400].
+#   EASY:          J1 0-100 (6), J4 3-1003 (2), J2 100-200 (8), J5 400-410 (1), J3 1003-1103
+#   conservative:  J1 0-100 (6), J2 100-200 (8), J3 200-300 (10), J4 300-1300 (2), J5 400-410
+STEADY = [(0, 6, 100, 100), (1, 8, 100, 100), (2, 10, 100, 100), (3, 2, 1000, 1000),
+          (400, 1, 10, 10)]
+
+
+def test_steady_state_utilisation_differs_where_the_whole_run_hides_it() -> None:
+    from sim.run.metrics import busy_utilisation, steady_window, useful_node_hours
+    from tests.sim_worlds import tiny_trace
+
+    trace = tiny_trace(STEADY, nodes=10)
+    easy, cons = (simulate(trace, policy=p) for p in ("easy", "conservative"))
+    window = steady_window(easy.outcomes, warmup=0)
+    assert window == (0, 400) == steady_window(cons.outcomes, warmup=0)
+    # EASY in [0, 400]: J1 600 + J4 2 x 397 + J2 800 + J3 0 + J5 0 = 2194 node-s of 4000
+    # conservative:      J1 600 + J2 800 + J3 1000 + J4 2 x 100 + J5 0 = 2600 node-s
+    assert utilisation(easy.outcomes, nodes=10, window=window).value == pytest.approx(0.5485)
+    assert utilisation(cons.outcomes, nodes=10, window=window).value == pytest.approx(0.65)
+    # nothing is lost here, so the busy series gives the same figures exactly
+    for result, value in ((easy, 0.5485), (cons, 0.65)):
+        assert busy_utilisation(result.series.time, result.series.busy, nodes=10,
+                                window=window) == pytest.approx(value)
+    # both did the same 4410 node-s of work; the paper's reading divides it by the makespan
+    assert useful_node_hours(easy.outcomes) == useful_node_hours(cons.outcomes) == \
+        pytest.approx(4410 / 3600)
+    assert utilisation(easy.outcomes, nodes=10).value == pytest.approx(4410 / 11030)
+    assert utilisation(cons.outcomes, nodes=10).value == pytest.approx(4410 / 13000)
+
+
+def test_steady_window_warm_up_is_capped_by_the_span() -> None:
+    from sim.run.metrics import STEADY_WARMUP, steady_window
+
+    short = [JobOutcome(id=i, kind=R, size=1, submit=s, start=s, end=s + 1, runtime=1,
+                        useful_node_seconds=1) for i, s in enumerate((100, 500, 1100))]
+    assert steady_window(short) == (200, 1100)  # a tenth of the 1000 s span
+    long = [*short, JobOutcome(id=9, kind=R, size=1, submit=100 + 100 * 86400, start=None,
+                               end=None, runtime=1, useful_node_seconds=1)]
+    assert steady_window(long) == (100 + STEADY_WARMUP, 100 + 100 * 86400)
+    assert steady_window([]) == (0.0, 0.0)
+
+
+def test_busy_node_hours_add_the_lost_work() -> None:
+    from sim.run.metrics import busy_node_hours, useful_node_hours
+
+    # useful 400 + 10 + 1000 + 150 + 150 = 1710 node-s; lost 50 node-s
+    assert useful_node_hours(OUTCOMES) == pytest.approx(1710 / 3600)
+    assert busy_node_hours(OUTCOMES) == pytest.approx(1760 / 3600)
+
+
+def test_busy_utilisation_integrates_the_step_function() -> None:
+    import numpy as np
+
+    from sim.run.metrics import busy_utilisation
+
+    time, busy = np.array([0.0, 10.0, 30.0]), np.array([4, 10, 0])
+    # in [5, 40] on 10 nodes: 4 x 5 + 10 x 20 + 0 x 10 = 220 of 350
+    assert busy_utilisation(time, busy, nodes=10, window=(5, 40)) == pytest.approx(220 / 350)
+    assert busy_utilisation(time, busy, nodes=10, window=(5, 5)) is None
