@@ -61,18 +61,25 @@ class TraceSource:
     ``path`` ``None`` means synthetic (:func:`sim.trace.synthetic.synthetic_trace` with ``jobs``
     jobs, ``seed`` and ``nodes``). For a file, ``jobs`` keeps only its first ``jobs`` jobs in
     submit order (quick runs), and ``nodes`` overrides the machine size the file states.
+    ``load`` divides every inter-arrival gap (:func:`sim.trace.load.scale_load`): the same
+    jobs arrive ``load`` times as fast.
     """
 
     path: str | None = None
     jobs: int | None = None
     seed: int = 0
     nodes: int | None = None
+    load: float = 1.0
 
     def __post_init__(self) -> None:
         if self.jobs is not None and self.jobs < 1:
             raise SpecError(f"a run needs at least one job, got jobs={self.jobs}")
         if self.nodes is not None and self.nodes < 1:
             raise SpecError(f"a machine needs at least one node, got nodes={self.nodes}")
+        if isinstance(self.load, bool) or not isinstance(self.load, int | float) \
+                or not math.isfinite(self.load) or self.load <= 0:
+            raise SpecError(f"a load factor is a positive number, got load={self.load!r}")
+        object.__setattr__(self, "load", float(self.load))
 
     @property
     def synthetic(self) -> bool:
@@ -83,9 +90,11 @@ class TraceSource:
         if self.path is None:
             size = self.jobs if self.jobs is not None else "23911"
             nodes = f", {self.nodes} nodes" if self.nodes is not None else ""
-            return f"synthetic Theta-like workload ({size} jobs, seed {self.seed}{nodes})"
+            load = f", load x{self.load:g}" if self.load != 1.0 else ""
+            return f"synthetic Theta-like workload ({size} jobs, seed {self.seed}{nodes}{load})"
         first = f" (first {self.jobs} jobs)" if self.jobs is not None else ""
-        return f"{Path(self.path).name}{first}"
+        load = f", load x{self.load:g}" if self.load != 1.0 else ""
+        return f"{Path(self.path).name}{first}{load}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,7 +143,7 @@ class RunSpec:
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "workload": self.workload, "seed": self.seed,
-                "trace": dataclasses.asdict(self.trace),
+                "trace": _trace_dict(self.trace),
                 "overrides": {k: v for k, v in self.overrides}}
 
     def to_json(self) -> str:
@@ -171,6 +180,15 @@ class RunSpec:
         digest = hashlib.sha256(self.to_json().encode()).hexdigest()[:12]
         policy = self.policy.replace("&", "-").replace("+", "plus")
         return f"{policy}_{self.workload}_s{self.seed}_{digest}"
+
+
+def _trace_dict(source: TraceSource) -> dict[str, object]:
+    """The source as a dict; ``load`` only when it is not 1, so that specs written before
+    loads existed keep their keys (and their stored runs)."""
+    data = dataclasses.asdict(source)
+    if data["load"] == 1.0:
+        del data["load"]
+    return data
 
 
 def variant_label(params: Mapping[str, Value]) -> str:

@@ -29,6 +29,7 @@ from sim.engine.core import simulate
 from sim.engine.failures import FailureModel, NodeFailures
 from sim.run.spec import FAILURE_KEYS, RunSpec, SpecError, TraceSource
 from sim.study.metrics import result_metrics
+from sim.trace.load import scale_load
 from sim.trace.loader import Trace, load_trace
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import hybrid_workload
@@ -70,11 +71,12 @@ def load_source(source: TraceSource) -> Trace:
     if source.path is None:
         kwargs = {} if source.nodes is None else {"nodes": source.nodes}
         jobs = {} if source.jobs is None else {"jobs": source.jobs}
-        return synthetic_trace(seed=source.seed, **kwargs, **jobs)  # type: ignore[arg-type]
+        synthetic = synthetic_trace(seed=source.seed, **kwargs, **jobs)  # type: ignore[arg-type]
+        return scale_load(synthetic, source.load)
     trace = load_trace(source.path, nodes=source.nodes)
     if source.jobs is not None and source.jobs < len(trace):
         trace = replace(trace, jobs=trace.jobs.take(np.arange(source.jobs)))
-    return trace
+    return scale_load(trace, source.load)
 
 
 def run_one(spec: RunSpec) -> FinishedRun:

@@ -5,6 +5,8 @@ malleable. A trace job's group is, in order of preference:
 
 1. its project (``PROJECT_NAME_GENID`` in ALCF logs; synthetic traces have one);
 2. else its user (SWF field 12, ``USERNAME_GENID``);
+   Under ``auto``, a project or user id that every job of the trace shares is no identity
+   (Theta 2023-24's SWF has user 0 throughout) and is passed over;
 3. else its *campaign*: the run of jobs sharing its signature (size and requested walltime)
    in which each job was submitted at most ``gap`` seconds after the previous one of that
    signature. The Theta 2022 SWF has neither projects nor users, so this is the rule there.
@@ -71,9 +73,13 @@ def group_jobs(table: JobTable, *, rule: Rule = "auto", gap: float = DEFAULT_GAP
         raise ValueError(f"unknown grouping rule {rule!r}")
     camp = campaigns(table, gap=gap)
     keys: list[str] = []
+    # Under "auto", an id that every job shares (Theta 2023-24's SWF has user 0 throughout)
+    # tells no one apart, and would make every job one kind: fall back past it.
+    use_project = rule == "project" or (rule == "auto" and not _shared_by_all(table.project))
+    use_user = rule == "user" or (rule == "auto" and not _shared_by_all(table.user))
     for i in range(len(table)):
-        project = table.project[i] if rule in ("auto", "project") else None
-        user = table.user[i] if rule in ("auto", "user") else None
+        project = table.project[i] if use_project else None
+        user = table.user[i] if use_user else None
         if project is not None:
             keys.append(f"project:{project}")
         elif user is not None:
@@ -84,3 +90,9 @@ def group_jobs(table: JobTable, *, rule: Rule = "auto", gap: float = DEFAULT_GAP
     codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
                         count=len(keys))
     return Groups(codes=codes, labels=tuple(index))
+
+
+def _shared_by_all(ids: np.ndarray) -> bool:
+    """Whether more than one job carries an id and every job carries the same one."""
+    distinct = set(ids.tolist())
+    return len(ids) > 1 and len(distinct) == 1 and None not in distinct

@@ -133,3 +133,20 @@ def test_a_failure_run_records_the_failures() -> None:
     assert run_one(spec).metrics == record.metrics
     plain = run_one(RunSpec(policy="CUA&SPAA", workload="W5", seed=0, trace=SRC))
     assert plain.metrics["failures"] is None
+
+
+def test_a_load_factor_scales_the_source_and_names_a_new_run() -> None:
+    import numpy as np
+
+    from sim.run.spec import SpecError
+
+    plain, doubled = TraceSource(jobs=50), TraceSource(jobs=50, load=2)
+    a, b = load_source(plain), load_source(doubled)
+    assert np.allclose(np.diff(b.jobs.submit), np.diff(a.jobs.submit) / 2)
+    one = RunSpec(policy="easy", workload="W1", seed=0, trace=plain)
+    two = RunSpec(policy="easy", workload="W1", seed=0, trace=doubled)
+    assert '"load"' not in one.to_json()  # keys of load-1 specs are what they always were
+    assert one.key != two.key and RunSpec.from_json(two.to_json()) == two
+    assert "load x2" in doubled.describe()
+    with pytest.raises(SpecError, match="load factor"):
+        TraceSource(load=0)

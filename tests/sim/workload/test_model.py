@@ -177,3 +177,26 @@ def test_bad_models_are_refused() -> None:
     with pytest.raises(ValueError):
         WorkloadModel.for_workload("W9")
     assert len(CATEGORIES) == 4
+
+
+def test_an_id_every_job_shares_is_passed_over() -> None:
+    # Theta 2023-24's SWF has user 0 on every job: grouping by it would make every job one kind
+    table = JobTable.from_columns(
+        submit=[0.0, 10.0, 20.0, 5000.0], nodes=[128, 128, 256, 128],
+        walltime=[3600.0, 3600.0, 3600.0, 3600.0])
+    shared = group_jobs(table.with_columns(user=np.array(["0"] * 4, dtype=object)))
+    assert shared.labels == ("campaign:0", "campaign:1", "campaign:2")
+    assert group_jobs(table.with_columns(user=np.array(["0"] * 4, dtype=object)),
+                      rule="user").labels == ("user:0",)
+
+
+def test_rigid_setup_shift_moves_the_rigid_range_only(trace) -> None:
+    base = hybrid_workload(trace, WorkloadModel(seed=3))
+    low = hybrid_workload(trace, WorkloadModel(seed=3, rigid_setup_shift=-0.05))
+    rigid, malleable = base.kind == 0, base.kind == 1
+    runtime = trace.jobs.runtime
+    assert np.all(low.setup[rigid] / runtime[rigid] <= 0.05 + 1e-12)
+    assert np.allclose(low.setup[rigid], base.setup[rigid] - 0.05 * runtime[rigid])
+    assert np.array_equal(low.setup[malleable], base.setup[malleable])
+    with pytest.raises(ValueError, match="rigid setup"):
+        WorkloadModel(rigid_setup_shift=-0.06)
