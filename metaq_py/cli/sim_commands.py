@@ -7,6 +7,7 @@ with exit status 1.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -32,8 +33,8 @@ PROGRESS_FROM = 5_000
 @app.command()
 def simulate(
     trace: Annotated[Path | None, typer.Option(
-        help="An SWF or ALCF CSV job trace (plain or .gz). Default: a synthetic Theta-like "
-             "workload.")] = None,
+        help="A job trace (plain or .gz): SWF, ALCF CSV, sacct --parsable2 output or a PBS "
+             "accounting log. Default: a synthetic Theta-like workload.")] = None,
     policy: Annotated[str, typer.Option(
         help="easy, conservative, or an on-demand mechanism such as CUA&SPAA.")] = "easy",
     seed: Annotated[int, typer.Option(
@@ -51,6 +52,16 @@ def simulate(
         help=f"Jobs in the synthetic workload (default {DEFAULT_JOBS:,}).")] = None,
     nodes: Annotated[int | None, typer.Option(
         help="Machine size in nodes (default: the trace's, or 4,360 for Theta).")] = None,
+    procs: Annotated[int | None, typer.Option(
+        help="Machine size in processors, for traces that count processors (SWF).")] = None,
+    unit: Annotated[str | None, typer.Option(
+        help="What job sizes count: processors (SWF's default) or nodes (whole nodes, "
+             "rounding up; the default for the ALCF, SLURM and PBS logs).")] = None,
+    procs_per_node: Annotated[int | None, typer.Option(
+        help="Processors in a node, for --unit nodes (default: MaxProcs / MaxNodes).")] = None,
+    missing_walltime: Annotated[str, typer.Option(
+        help="Walltime of jobs that requested none: limit (their queue's), runtime, a "
+             "multiple such as 2x, or drop.")] = "limit",
     plots: Annotated[bool, typer.Option(help="Write the PNG plots.")] = True,
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
@@ -63,11 +74,18 @@ def simulate(
 
     try:
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
+        reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
+                               procs_per_node=procs_per_node,
+                               missing_walltime=missing_walltime)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
-                               nodes=nodes)
+                               reading=reading)
     except (ValueError, TraceError, OSError) as e:
         _fail(e)
     count = len(source)
+    _print_checks(info)
+    if count == 0:
+        _fail(ValueError(f"no job of {info.trace} is left to simulate: "
+                         f"{'; '.join(info.cleaning) or 'the trace holds no job'}."))
     console.print(f"Simulating {count:,} jobs of {info.trace}"
                f"{f' as workload {info.workload}' if info.workload else ''} "
                f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
@@ -80,19 +98,52 @@ def simulate(
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)
     except (SimulationError, OSError) as e:
         _fail(e)
-    console.print(_table(result, summary))
+    unit = str(info.machine["unit"]) if info.machine is not None else "nodes"
+    console.print(_table(result, summary, unit))
     console.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
                f"({count / result.wall_seconds:,.0f} jobs/s).")
     console.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
 
 
+@dataclass(frozen=True, slots=True)
+class TraceReading:
+    """How to read a trace file: the machine size, the unit, and the missing-walltime
+    estimate (the options of the same names)."""
+
+    nodes: int | None = None
+    procs: int | None = None
+    unit: str | None = None
+    procs_per_node: int | None = None
+    missing_walltime: str = "limit"
+
+
+def _print_checks(info: RunInfo) -> None:
+    """The trace's machine, offered load, reading notes, cleaning and warnings, before the
+    run: every step that dropped or changed jobs says so here."""
+    if info.machine is not None:
+        console.print(f"Machine: {info.machine['size']:,} {info.machine['unit']} "
+                      f"({info.machine['source']}).")
+    if info.offered_load is not None:
+        console.print(f"Offered load: {info.offered_load:.0%} of the machine over the "
+                      "submit span.")
+    for line in (*info.reading, *info.cleaning):
+        console.print(f"Trace: {line}.", highlight=False)
+    for warning in info.warnings:
+        console.print(f"[bold]Warning:[/bold] {warning}", highlight=False)
+
+
 def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
-            nodes: int | None) -> tuple[Trace | HybridWorkload, RunInfo]:
+            reading: TraceReading) -> tuple[Trace | HybridWorkload, RunInfo]:
     """The trace or hybrid workload to simulate, and its description for ``summary.json``."""
     from sim.run.outputs import RunInfo
+    from sim.trace.cleaning import WalltimeEstimate
     from sim.trace.loader import load_trace
+    from sim.trace.machine import UNITS
+    from sim.trace.sanity import check_trace
     from sim.trace.synthetic import synthetic_trace
     from sim.workload.model import WORKLOADS, WorkloadModel, hybrid_workload
+
+    nodes = reading.nodes
 
     name = workload.strip().upper()
     if name != "NONE" and name not in WORKLOADS:
@@ -100,13 +151,22 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
                          f"{', '.join(WORKLOADS)} or none")
     if nodes is not None and nodes < 1:
         raise ValueError(f"--nodes must be a positive number of nodes, not {nodes}")
+    if reading.procs is not None and reading.procs < 1:
+        raise ValueError(f"--procs must be a positive number of processors, not "
+                         f"{reading.procs}")
+    if reading.unit is not None and reading.unit not in UNITS:
+        raise ValueError(f"--unit must be processors or nodes, not {reading.unit!r}")
+    estimate = WalltimeEstimate.parse(reading.missing_walltime)
     if trace is not None:
         if jobs is not None:
             raise ValueError("--jobs sets the size of the synthetic workload and cannot be "
                              "combined with --trace")
         if not trace.is_file():
             raise ValueError(f"no trace file at {trace}")
-        base = load_trace(trace, nodes=nodes)
+        base = load_trace(trace, nodes=nodes, procs=reading.procs,
+                          unit=reading.unit,  # type: ignore[arg-type]
+                          procs_per_node=reading.procs_per_node,
+                          missing_walltime=reading.missing_walltime)
         label = trace.name
     else:
         count = DEFAULT_JOBS if jobs is None else jobs
@@ -114,13 +174,22 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
             raise ValueError(f"--jobs must be at least 1, not {count}")
         base = synthetic_trace(jobs=count, seed=seed, **({"nodes": nodes} if nodes else {}))
         label = f"a synthetic Theta-like trace (seed {seed})"
-    cleaning = tuple(base.report.lines())
+    check = check_trace(base)
+    machine = base.machine.to_dict() if base.machine is not None else {
+        "size": base.nodes, "unit": base.unit, "source": "the synthetic workload",
+        "procs_per_node": None, "header_fields": []}
+    info = RunInfo(trace=label, seed=seed if trace is None else None,
+                   cleaning=tuple(base.report.lines()), machine=machine,
+                   offered_load=check.to_dict()["offered_load"],  # type: ignore[arg-type]
+                   reading=base.notes, warnings=check.warnings,
+                   walltime_estimate=estimate.describe() if trace is not None else None)
     if name == "NONE":
-        return base, RunInfo(trace=label, seed=seed if trace is None else None,
-                             cleaning=cleaning)
+        return base, info
+    if base.unit != "nodes":
+        raise ValueError("the hybrid workloads preempt and resize whole nodes, so read the "
+                         "trace with --unit nodes")
     model = WorkloadModel.for_workload(name, seed=seed)
-    return hybrid_workload(base, model), RunInfo(trace=label, seed=seed, workload=name,
-                                                 cleaning=cleaning)
+    return hybrid_workload(base, model), replace(info, workload=name, seed=seed)
 
 
 def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,
@@ -143,9 +212,9 @@ def _share(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
-def _table(result: SimulationResult, summary: Summary) -> Table:
+def _table(result: SimulationResult, summary: Summary, unit: str) -> Table:
     """The run's headline figures as a rich table."""
-    table = Table(title=f"{result.policy} on {result.nodes:,} nodes", title_justify="left")
+    table = Table(title=f"{result.policy} on {result.nodes:,} {unit}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     u = summary.utilisation

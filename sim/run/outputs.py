@@ -30,12 +30,19 @@ JOB_COLUMNS = (
 class RunInfo:
     """What was simulated, for the record: the trace's name, the seed of the synthetic trace
     and workload model, the workload (``W1``..``W5``, ``None`` for a plain trace) and the
-    cleaning report's sentences."""
+    cleaning report's sentences; then the trace's checks: the machine (size, unit and where
+    the size came from, :meth:`sim.trace.machine.Machine.to_dict`), the offered load, the
+    reading notes, the missing-walltime estimate in words and the sanity warnings."""
 
     trace: str
     seed: int | None = None
     workload: str | None = None
     cleaning: tuple[str, ...] = ()
+    machine: dict[str, object] | None = None
+    offered_load: float | None = None
+    reading: tuple[str, ...] = ()
+    walltime_estimate: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def write_jobs_csv(outcomes: Sequence[JobOutcome], path: Path) -> Path:
@@ -73,6 +80,9 @@ def summary_document(result: SimulationResult, summary: Summary, info: RunInfo) 
             "jobs_per_second": result.jobs_per_second,
         },
         "cleaning": list(info.cleaning),
+        "trace": {"machine": info.machine, "offered_load": info.offered_load,
+                  "reading": list(info.reading), "walltime_estimate": info.walltime_estimate,
+                  "warnings": list(info.warnings)},
         "summary": summary.to_dict(),
     }
 

@@ -8,8 +8,10 @@ rule is counted under that rule only:
 2. a job whose runtime is unknown, or ``<= 0``, is dropped (jobs cancelled before starting);
 3. a job with no allocated size takes its requested size; then a job whose size is still
    unknown, or ``<= 0``, is dropped;
-4. a job with no requested walltime (unknown or ``<= 0``) is dropped, or, with
-   ``missing_walltime="runtime"``, gets its runtime as walltime (a perfect estimate);
+4. a job with no requested walltime (unknown or ``<= 0``) is dropped, or gets an estimate
+   (see :class:`WalltimeEstimate`): its runtime (``"runtime"``, a perfect estimate), a multiple
+   of it (``"2x"``), or its queue's limit (``"limit"``: the largest walltime requested in the
+   job's queue, else in the trace, else the largest runtime);
 5. a job larger than the machine is dropped (it could never start), or, with
    ``oversize="clamp"``, shrunk to the machine;
 6. a runtime beyond the requested walltime is capped at the walltime: the batch system kills
@@ -21,6 +23,7 @@ rule is counted under that rule only:
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -28,8 +31,46 @@ import numpy as np
 
 from sim.trace.columns import JobTable
 
-MissingWalltime = Literal["drop", "runtime"]
+MissingWalltime = str
+"""How jobs without a requested walltime are treated: ``"drop"``, ``"runtime"``, ``"<k>x"``
+(``k`` times the runtime) or ``"limit"``; parsed by :meth:`WalltimeEstimate.parse`."""
 Oversize = Literal["drop", "clamp"]
+
+
+@dataclass(frozen=True, slots=True)
+class WalltimeEstimate:
+    """The walltime given to a job that requested none. ``kind`` is ``drop`` (the job is
+    dropped), ``runtime`` (``factor`` times its runtime; 1 is a perfect estimate) or ``limit``
+    (its queue's limit, as a batch system applies when a user asks for nothing)."""
+
+    kind: Literal["drop", "runtime", "limit"]
+    factor: float = 1.0
+
+    @classmethod
+    def parse(cls, text: str) -> WalltimeEstimate:
+        """``drop``, ``runtime``, ``limit`` or ``<k>x`` (a multiple ``k >= 1`` of the runtime)."""
+        word = text.strip().lower()
+        if word in ("drop", "runtime", "limit"):
+            return cls(word)  # type: ignore[arg-type]
+        if word.endswith("x"):
+            try:
+                factor = float(word[:-1])
+            except ValueError:
+                factor = math.nan
+            if math.isfinite(factor) and factor >= 1:
+                return cls("runtime", factor)
+        raise ValueError(f"missing_walltime must be 'drop', 'runtime', 'limit' or a multiple "
+                         f"of the runtime such as '2x', not {text!r}")
+
+    def describe(self) -> str:
+        """The estimate in words, for the summary."""
+        if self.kind == "drop":
+            return "jobs with no requested walltime are dropped"
+        if self.kind == "limit":
+            return "a job with no requested walltime gets its queue's limit"
+        if self.factor == 1:
+            return "a job with no requested walltime gets its runtime (a perfect estimate)"
+        return f"a job with no requested walltime gets {self.factor:g} times its runtime"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +87,15 @@ class CleaningReport:
     nonpositive_size: int = 0
     no_walltime: int = 0
     walltime_from_runtime: int = 0
+    walltime_from_limit: int = 0
     oversize_dropped: int = 0
     oversize_clamped: int = 0
     capped_runtime: int = 0
     renumbered_ids: int = 0
     out_of_order: int = 0
     machine_nodes: int = 0
+    unit: str = "nodes"
+    walltime_factor: float = 1.0
 
     @property
     def dropped(self) -> int:
@@ -70,28 +114,35 @@ class CleaningReport:
             (self.nonpositive_size, "dropped {} jobs with size <= 0"),
             (self.no_walltime, "dropped {} jobs with no requested walltime"),
             (self.walltime_from_runtime,
-             "gave {} jobs with no requested walltime their runtime as walltime"),
+             "gave {} jobs with no requested walltime their runtime as walltime"
+             if self.walltime_factor == 1 else
+             f"gave {{}} jobs with no requested walltime {self.walltime_factor:g} times their "
+             "runtime as walltime"),
+            (self.walltime_from_limit,
+             "gave {} jobs with no requested walltime their queue's limit as walltime"),
             (self.oversize_dropped,
-             f"dropped {{}} jobs larger than the machine ({self.machine_nodes} nodes)"),
+             f"dropped {{}} jobs larger than the machine ({self.machine_nodes} {self.unit})"),
             (self.oversize_clamped,
-             f"shrank {{}} jobs larger than the machine to {self.machine_nodes} nodes"),
+             f"shrank {{}} jobs larger than the machine to {self.machine_nodes} {self.unit}"),
             (self.capped_runtime, "capped {} runtimes at their requested walltime"),
             (self.renumbered_ids, "gave fresh ids to {} jobs whose id was unknown or repeated"),
             (self.out_of_order, "sorted {} jobs that were out of submit order"),
         ]
         return [template.format(count) for count, template in said if count]
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | float | str]:
         """The counts as plain data, for ``summary.json``."""
-        data = asdict(self)
+        data: dict[str, int | float | str] = asdict(self)
         data["dropped"] = self.dropped
         return data
 
 
 def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "drop",
-          oversize: Oversize = "drop", cap_runtime: bool = True) -> tuple[JobTable,
-                                                                         CleaningReport]:
-    """Apply the cleaning rules for a machine of ``nodes`` nodes; see the module docstring.
+          oversize: Oversize = "drop", cap_runtime: bool = True,
+          unit: str = "nodes") -> tuple[JobTable, CleaningReport]:
+    """Apply the cleaning rules for a machine of ``nodes`` units; see the module docstring.
+
+    ``unit`` names what sizes count (``nodes`` or ``processors``), for the report's sentences.
 
     In the result every job has a submit time, a runtime ``> 0``, a size in ``1..nodes`` (in
     the ``nodes`` column), a walltime ``> 0`` and (with ``cap_runtime``) a runtime no longer
@@ -118,14 +169,19 @@ def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "d
     drop("no_size", table.nodes == -1)
     drop("nonpositive_size", table.nodes <= 0)
 
+    estimate = WalltimeEstimate.parse(missing_walltime)
     no_walltime = np.isnan(table.walltime) | (table.walltime <= 0)
-    if missing_walltime == "drop":
+    if estimate.kind == "drop":
         drop("no_walltime", no_walltime)
-    elif missing_walltime == "runtime":
+    elif estimate.kind == "runtime":
         counts["walltime_from_runtime"] = int(no_walltime.sum())
-        table = table.with_columns(walltime=np.where(no_walltime, table.runtime, table.walltime))
+        table = table.with_columns(walltime=np.where(
+            no_walltime, table.runtime * estimate.factor, table.walltime))
     else:
-        raise ValueError(f"missing_walltime must be 'drop' or 'runtime', not {missing_walltime!r}")
+        counts["walltime_from_limit"] = int(no_walltime.sum())
+        if counts["walltime_from_limit"]:
+            table = table.with_columns(walltime=np.where(
+                no_walltime, queue_limits(table, no_walltime), table.walltime))
 
     too_big = table.nodes > nodes
     if oversize == "drop":
@@ -149,7 +205,8 @@ def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "d
         counts["out_of_order"] = int((submit < running_max).sum())
         if counts["out_of_order"]:
             table = table.take(np.argsort(submit, kind="stable"))
-    report = CleaningReport(records=records, kept=len(table), machine_nodes=nodes, **counts)
+    report = CleaningReport(records=records, kept=len(table), machine_nodes=nodes, unit=unit,
+                            walltime_factor=estimate.factor, **counts)
     return table, report
 
 
@@ -166,3 +223,19 @@ def _unique_ids(table: JobTable) -> tuple[JobTable, int]:
     start = max(int(ids.max()), 0) + 1
     fresh[bad] = np.arange(start, start + count, dtype=np.int64)
     return table.with_columns(id=fresh), count
+
+
+def queue_limits(table: JobTable, no_walltime: np.ndarray) -> np.ndarray:
+    """Each job's queue limit: the largest walltime requested in its queue; for a queue (or a
+    trace) where nobody requested one, the largest runtime seen there instead."""
+    limit = np.empty(len(table))
+    has = ~no_walltime
+    overall = (float(table.walltime[has].max()) if has.any() else
+               float(np.nanmax(table.runtime)) if len(table) else 1.0)
+    queues = table.queue
+    for name in set(queues[no_walltime].tolist()):
+        mine = np.fromiter((q == name for q in queues), dtype=bool, count=len(queues))
+        asked = table.walltime[mine & has]
+        limit[mine] = float(asked.max()) if len(asked) else (
+            overall if has.any() else float(table.runtime[mine].max()))
+    return limit

@@ -1,9 +1,11 @@
 """A cleaned job trace ready to replay, and :func:`load_trace`, the one way to get one from a file.
 
 ``load_trace`` recognises the format from the content (not the name): a Standard Workload
-Format file (:mod:`sim.trace.swf`) or an ALCF ``DIM_JOB_COMPOSITE`` CSV (:mod:`sim.trace.alcf`),
-either of them plain or gzipped. It then applies the cleaning rules of :mod:`sim.trace.cleaning`
-and keeps their report with the trace.
+Format file (:mod:`sim.trace.swf`), an ALCF ``DIM_JOB_COMPOSITE`` CSV (:mod:`sim.trace.alcf`),
+SLURM ``sacct --parsable2`` output (:mod:`sim.trace.sacct`) or a PBS accounting log
+(:mod:`sim.trace.pbs`), any of them plain or gzipped. It settles the machine and the unit of
+job sizes (:mod:`sim.trace.machine`), then applies the cleaning rules of
+:mod:`sim.trace.cleaning` and keeps their report with the trace.
 """
 
 from __future__ import annotations
@@ -18,21 +20,29 @@ import numpy as np
 from sim.trace.alcf import MARKER, read_alcf_csv
 from sim.trace.cleaning import CleaningReport, MissingWalltime, Oversize, clean
 from sim.trace.columns import JobTable, TraceError, TraceJob
+from sim.trace.machine import Machine, Unit, given_size, largest_machine, swf_machine
+from sim.trace.pbs import is_pbs, parse_pbs
+from sim.trace.sacct import is_sacct, parse_sacct
 from sim.trace.swf import SwfHeader, read_swf
 from sim.trace.textio import numbered_lines
 
 __all__ = ["CleaningReport", "Trace", "TraceError", "TraceJob", "detect_format", "load_trace"]
 
-Format = Literal["swf", "alcf-csv", "synthetic"]
+Format = Literal["swf", "alcf-csv", "sacct", "pbs", "synthetic"]
+DEFAULT_MISSING_WALLTIME = "limit"
+"""Jobs without a requested walltime get their queue's limit, as a batch system would."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Trace:
-    """Jobs to replay on a machine of ``nodes`` nodes, sorted by submit time.
+    """Jobs to replay on a machine of ``nodes`` units, sorted by submit time.
 
-    Every job has a submit time, a size in ``1..nodes`` (the ``nodes`` column), a runtime
-    ``> 0`` and a walltime ``> 0``; ids are unique. ``report`` says what cleaning did to the
-    file's records; ``header`` is the SWF header when the source was SWF.
+    The simulator allocates whole units; the unit is ``machine.unit`` (``nodes``, or
+    ``processors`` for an SWF trace read as the standard counts). Every job has a submit time,
+    a size in ``1..nodes`` (the ``nodes`` column), a runtime ``> 0`` and a walltime ``> 0``;
+    ids are unique. ``report`` says what cleaning did to the file's records, ``notes`` what
+    reading did (job steps skipped, requeued runs folded ...); ``header`` is the SWF header
+    when the source was SWF.
     """
 
     source: str
@@ -41,12 +51,19 @@ class Trace:
     jobs: JobTable
     report: CleaningReport
     header: SwfHeader | None = None
+    machine: Machine | None = None
+    notes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.jobs)
 
     def __iter__(self) -> Iterator[TraceJob]:
         return iter(self.jobs)
+
+    @property
+    def unit(self) -> Unit:
+        """What job sizes and the machine size count."""
+        return self.machine.unit if self.machine is not None else "nodes"
 
     @property
     def first_submit(self) -> float:
@@ -67,7 +84,7 @@ class Trace:
 
 
 def detect_format(path: str | Path) -> Format:
-    """``"swf"`` or ``"alcf-csv"``, judged from the first non-blank line."""
+    """The format of ``path``, judged from its first non-blank line."""
     for number, text in numbered_lines(path):
         stripped = text.strip()
         if not stripped:
@@ -76,40 +93,67 @@ def detect_format(path: str | Path) -> Format:
             return "swf"
         if MARKER in stripped.upper() and "," in stripped:
             return "alcf-csv"
+        if is_pbs(stripped):
+            return "pbs"
+        if is_sacct(stripped):
+            return "sacct"
         first = stripped.split()[0]
         try:
             float(first)
         except ValueError:
             raise TraceError(str(path), number,
-                             "this is neither an SWF record nor an ALCF CSV header "
-                             "(which names QUEUED_TIMESTAMP).") from None
+                             "this is neither an SWF record, an ALCF CSV header (which names "
+                             "QUEUED_TIMESTAMP), sacct --parsable2 output nor a PBS "
+                             "accounting record.") from None
         return "swf"
     raise TraceError(str(path), None, "the file is empty.")
 
 
-def load_trace(path: str | Path, *, nodes: int | None = None,
-               missing_walltime: MissingWalltime = "drop", oversize: Oversize = "drop",
-               cap_runtime: bool = True) -> Trace:
+def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None = None,
+               unit: Unit | None = None, procs_per_node: int | None = None,
+               missing_walltime: MissingWalltime = DEFAULT_MISSING_WALLTIME,
+               oversize: Oversize = "drop", cap_runtime: bool = True) -> Trace:
     """Read and clean the trace at ``path``.
 
-    ``nodes`` is the machine size. Without it, an SWF file's ``MaxNodes`` (else
-    ``MaxProcs``) header is used; a file that states no size gets the size of its largest job
-    (the report's ``machine_nodes`` records the figure used). The other options select the
-    cleaning variants described in :mod:`sim.trace.cleaning`.
+    The machine is ``nodes`` nodes or ``procs`` processors when given; otherwise an SWF file's
+    header states it (``MaxProcs`` processors, or ``MaxNodes`` nodes with ``unit="nodes"``),
+    and a file that states no size gets the size of its largest job. ``unit`` and
+    ``procs_per_node`` are described in :mod:`sim.trace.machine`. The other options select
+    the cleaning variants described in :mod:`sim.trace.cleaning`.
     """
     fmt = detect_format(path)
-    header: SwfHeader | None = None
+    header, raw, notes, machine = _read(path, fmt, nodes=nodes, procs=procs, unit=unit,
+                                        procs_per_node=procs_per_node)
+    table, report = clean(raw, nodes=machine.size, missing_walltime=missing_walltime,
+                          oversize=oversize, cap_runtime=cap_runtime, unit=machine.unit)
+    return Trace(source=str(path), format=fmt, nodes=machine.size, jobs=table, report=report,
+                 header=header, machine=machine, notes=notes)
+
+
+def _read(path: str | Path, fmt: Format, *, nodes: int | None, procs: int | None,
+          unit: Unit | None, procs_per_node: int | None
+          ) -> tuple[SwfHeader | None, JobTable, tuple[str, ...], Machine]:
+    """The raw jobs of a file in the chosen unit, with its header, notes and machine."""
     if fmt == "swf":
         header, raw = read_swf(path)
-    else:
+        machine, raw = swf_machine(header, raw, nodes=nodes, procs=procs, unit=unit,
+                                   procs_per_node=procs_per_node)
+        return header, raw, (), machine
+    wanted: Unit = unit or "nodes"
+    processors = wanted == "processors"
+    notes: tuple[str, ...] = ()
+    if fmt == "alcf-csv":
+        if processors:
+            raise ValueError("an ALCF job log counts nodes only; use --unit nodes")
         raw = read_alcf_csv(path)
-    machine = nodes or (header.machine_nodes if header else None) or _largest(raw)
-    table, report = clean(raw, nodes=machine, missing_walltime=missing_walltime,
-                          oversize=oversize, cap_runtime=cap_runtime)
-    return Trace(source=str(path), format=fmt, nodes=machine, jobs=table, report=report,
-                 header=header)
-
-
-def _largest(raw: JobTable) -> int:
-    sizes = np.where(raw.nodes == -1, raw.requested_nodes, raw.nodes)
-    return max(int(sizes.max()), 1) if len(sizes) else 1
+    elif fmt == "sacct":
+        raw, notes = parse_sacct(numbered_lines(path), source=str(path),
+                                 processors=processors)
+    else:
+        raw, notes = parse_pbs(numbered_lines(path), source=str(path), processors=processors)
+    ppn = procs_per_node
+    size = given_size(nodes, procs, wanted, ppn) if (nodes, procs) != (None, None) else None
+    if size is not None:
+        source = "given by --nodes" if nodes is not None else "given by --procs"
+        return None, raw, notes, Machine(size, wanted, source, ppn)
+    return None, raw, notes, largest_machine(raw, wanted, ppn)

@@ -75,3 +75,67 @@ def test_a_real_trace_records_its_cleaning(tmp_path) -> None:
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["cleaning"] == ["capped 6264 runtimes at their requested walltime"]
     assert doc["run"]["jobs"] == 23911 and doc["run"]["trace"] == "theta_2022.swf.gz"
+
+
+def _swf(path, header: str, rows: list[tuple[int, int, int, int, int]]) -> None:
+    lines = [f"{j} {s} -1 {r} {p} -1 -1 {p} {w} -1 1 -1 -1 -1 -1 -1 -1 -1"
+             for j, s, r, p, w in rows]
+    path.write_text(header + "\n".join(lines) + "\n")
+
+
+def test_units_and_machine_size_are_stated(tmp_path) -> None:
+    trace = tmp_path / "smp.swf"
+    _swf(trace, "; MaxNodes: 4\n; MaxProcs: 16\n",
+         [(1, 0, 100, 6, 100), (2, 0, 100, 6, 100), (3, 0, 100, 4, 100)])
+    for unit, size, third_start in (("processors", 16, 0), ("nodes", 4, 100)):
+        out = tmp_path / unit
+        result = runner.invoke(app, ["simulate", "--trace", str(trace), "--unit", unit,
+                                     "--out", str(out), "--no-plots"])
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        assert f"Machine: {size} {unit} (SWF header MaxProcs: 16, MaxNodes: 4)." in text
+        doc = json.loads((out / "summary.json").read_text())
+        assert doc["trace"]["machine"]["unit"] == unit
+        assert doc["trace"]["machine"]["size"] == size == doc["run"]["nodes"]
+        assert doc["trace"]["machine"]["procs_per_node"] == 4
+        rows = (out / "jobs.csv").read_text().splitlines()
+        assert rows[3].split(",")[:5] == ["3", "rigid", str(4 if unit == "processors" else 1),
+                                          "0", str(third_start)]
+
+
+def test_overload_and_a_wrong_machine_are_loud(tmp_path) -> None:
+    trace = tmp_path / "wrong.swf"
+    # MaxProcs says 4; 10 jobs of 300 s on 4 processors arrive 10 s apart, from 10 to 100:
+    # 10 * 300 * 4 / (4 * 90) = 3333%. And 2 jobs of 12 need 64 processors.
+    rows = [(i, i * 10, 300, 4, 300) for i in range(1, 11)]
+    rows += [(11, 5, 10, 64, 10), (12, 6, 10, 64, 10)]
+    _swf(trace, "; MaxNodes: 4\n; MaxProcs: 4\n", rows)
+    result = runner.invoke(app, ["simulate", "--trace", str(trace), "--out", str(tmp_path),
+                                 "--no-plots"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "Offered load: 3333% of the machine" in text
+    assert "the queue grows without bound" in text
+    assert "the machine size is probably wrong" in text and "MaxNodes" in text
+    assert "Trace: dropped 2 jobs larger than the machine (4 nodes)." in text
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    warnings = doc["trace"]["warnings"]
+    assert len(warnings) == 2 and "waits measure the overload" in warnings[0]
+    assert abs(doc["trace"]["offered_load"] - 12000 / 360) < 1e-9
+
+
+def test_a_trace_with_nothing_left_fails_with_the_reasons(tmp_path) -> None:
+    trace = tmp_path / "none.swf"
+    _swf(trace, "; MaxProcs: 8\n", [(1, 0, 100, 4, -1), (2, 10, 100, 4, -1)])
+    result = runner.invoke(app, ["simulate", "--trace", str(trace), "--out", str(tmp_path / "o"),
+                                 "--missing-walltime", "drop"])
+    assert result.exit_code == 1
+    assert "no job of none.swf is left to simulate: dropped 2 jobs with no requested " \
+           "walltime" in " ".join(result.output.split())
+    ok = runner.invoke(app, ["simulate", "--trace", str(trace), "--out", str(tmp_path / "p"),
+                             "--no-plots"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads((tmp_path / "p" / "summary.json").read_text())
+    assert doc["run"]["jobs"] == 2
+    assert doc["trace"]["walltime_estimate"] == \
+        "a job with no requested walltime gets its queue's limit"
