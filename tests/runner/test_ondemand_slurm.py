@@ -77,9 +77,14 @@ def _metaq(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _arrive(q: Queue, name: str, body: str, **directives: object) -> float:
-    """Drop an on-demand task into ``todo/`` now; its arrival time (the file's mtime)."""
+    """Drop an on-demand task into ``todo/`` now; its arrival time (the file's mtime, or
+    the moment before it was written if the runner has claimed it already)."""
+    before = time.time()
     path = task(q, name, body, TYPE="ondemand", MIN_WC_TIME="30s", **directives)
-    return path.stat().st_mtime
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:  # the runner was quicker than this look: it is in working/
+        return before
 
 
 def _latency(q: Queue, jobid: str, name: str, arrived: float) -> float:
