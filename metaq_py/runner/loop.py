@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 
 from metaq_py.batch import BatchError, BatchSystem
-from metaq_py.clock import Clock, WallClock
+from metaq_py.clock import Clock
 from metaq_py.cluster import Cluster
 from metaq_py.durations import format_duration
 from metaq_py.launch import launch
@@ -82,7 +82,10 @@ class Runner:
                  wakeups: Wakeups | None = None, start: StartProcess = launch) -> None:
         self.queue = queue
         self.options = options = options or RunOptions()
-        self.clock = clock = clock or WallClock()
+        # One clock for the loop and the queue's timestamps (claims, heartbeats, events).
+        if clock is not None and clock is not queue.clock:
+            raise ValueError("the runner's clock must be its queue's: Queue(root, clock=...)")
+        self.clock = clock = queue.clock
         self.say = say = say or _say
         try:
             self.scheduler = make_scheduler(options.mechanism,

@@ -181,6 +181,7 @@ class World:
         options.setdefault("grace", 1.0)
         options.setdefault("margin", 0.5)
         opts = RunOptions(handle_signals=False, **options)  # type: ignore[arg-type]
+        q = Queue(q.root, clock=self.clock)  # the queue stamps claims and events in fake time
         self.wakeups = FakeWakeups(self, q, opts)
         return Runner(q, batch, options=opts, clock=self.clock, wakeups=self.wakeups,
                       start=self.launch,

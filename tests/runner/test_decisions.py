@@ -8,8 +8,13 @@ import itertools
 import os
 from pathlib import Path
 
+import pytest
+
+from metaq_py.batch import BatchOverrides, detect_batch
+from metaq_py.clock import Clock
 from metaq_py.queue.notices import write_notice
 from metaq_py.queue.store import Queue
+from metaq_py.runner.loop import Runner
 from tests.runner.fakes import START, Behaviour, World
 from tests.runner_helpers import events, make_queue, of, task, where
 
@@ -190,3 +195,14 @@ def test_cua_reserves_for_a_notice_and_releases_it_when_nothing_comes(tmp_path: 
     assert [(_at(e), e["reason"]) for e in release] == [(2.0, "expired")]
     assert where(q, "short.sh") == "finished"
     assert _at(of(evs, "runner-stop")[0]) == 2.0
+
+
+def test_the_runner_and_its_queue_keep_one_clock(tmp_path: Path) -> None:
+    """A runner given a clock other than its queue's would stamp claims and events in two
+    times at once: it is refused."""
+    q = make_queue(tmp_path / "q")
+    batch = detect_batch(overrides=BatchOverrides(system="local", nnodes=1), env={})
+    with pytest.raises(ValueError, match="clock must be its queue's"):
+        Runner(q, batch, clock=Clock(START))
+    q = Queue(q.root, clock=Clock(START))
+    assert Runner(q, batch).clock is q.clock
