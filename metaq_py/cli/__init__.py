@@ -15,6 +15,7 @@ from metaq_py.cli import (  # noqa: F401
     report_commands,
     run_commands,
     sim_commands,
+    trace_commands,
 )
 from metaq_py.cli.app import app
 
