@@ -58,13 +58,24 @@ def _split(text: str | None) -> list[str] | None:
 @app.command()
 def experiment(
     study: Annotated[str, typer.Option(
-        help="paper, checkpoint, malleable-min, spaa-plus or failures.")] = "paper",
+        help="paper, checkpoint, malleable-min, spaa-plus, failures, setup, or all (every "
+             "run the paper's 17 observations need, on every trace).")] = "paper",
     sweep: Annotated[list[str] | None, typer.Option(
         help="Also vary a parameter: KEY=V1,V2,... (repeatable), e.g. checkpoint_scale=0.5,2 "
              "or failure_mtbf=5h,50h.")] = None,
-    trace: Annotated[Path | None, typer.Option(
-        help="SWF or ALCF CSV trace. Default: ../shared/traces/theta_2022.swf.gz next to the "
-             "repository when present, else the synthetic Theta-like workload.")] = None,
+    trace: Annotated[list[Path] | None, typer.Option(
+        help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
+             "Default: ../shared/traces/theta_2022.swf.gz next to the repository when "
+             "present (with --study all, every trace there), else the synthetic Theta-like "
+             "workload.")] = None,
+    traces: Annotated[str | None, typer.Option(
+        help="Several traces at once, comma-separated (same as repeating --trace).")] = None,
+    load: Annotated[float | None, typer.Option(
+        help="Divide the trace's inter-arrival gaps by this factor: the same jobs arrive F "
+             "times as fast (CQSim's density).")] = None,
+    calibrate: Annotated[str | None, typer.Option(
+        help="'paper': run at the load at which baseline EASY reaches the paper's 83.93% "
+             "utilisation (found by bisection and reported).")] = None,
     synthetic: Annotated[bool, typer.Option(
         "--synthetic", help="Use the synthetic Theta-like workload even if a trace is "
                             "found.")] = False,
@@ -73,7 +84,8 @@ def experiment(
              "runs.")] = None,
     nodes: Annotated[int | None, typer.Option(
         help="Machine size in nodes (default: the trace's; 4,360 for Theta).")] = None,
-    seeds: Annotated[int, typer.Option(help="Seeds per policy and workload.")] = 10,
+    seeds: Annotated[int | None, typer.Option(
+        help="Seeds per policy and workload (default 10; 3 with --study all).")] = None,
     first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
     workloads: Annotated[str, typer.Option(help="Workloads, e.g. W1,W5.")] =
         "W1,W2,W3,W4,W5",
@@ -114,8 +126,28 @@ def experiment(
         if collect is not None:
             _collect(collect, out)
             return
+        paths = [*(trace or []), *(Path(p) for p in (_split(traces) or []))]
+        if calibrate is not None and calibrate != "paper":
+            raise _BadArgument(f"--calibrate knows only 'paper', got {calibrate!r}")
+        if load is not None and (calibrate is not None or study == "all"):
+            raise _BadArgument("--load cannot be used with --calibrate or --study all, "
+                               "which find the paper's load themselves")
+        if study == "all":
+            _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
+                          seeds=seeds or 3, first_seed=first_seed, workers=workers,
+                          out=out or Path("experiment-all"), fresh=fresh)
+            return
+        if len(paths) > 1:
+            raise _BadArgument("several traces need --study all")
         chosen = _study(study)
-        source, said = _trace_source(trace=trace, synthetic=synthetic, jobs=jobs, nodes=nodes)
+        source, said = _trace_source(trace=paths[0] if paths else None, synthetic=synthetic,
+                                     jobs=jobs, nodes=nodes)
+        if load is not None:
+            source, said = _with_load(source, said, load)
+        if calibrate is not None:
+            source, said = _calibrated(source, said, out or Path(f"experiment-{chosen.name}"),
+                                       workers=workers)
+        seeds = 10 if seeds is None else seeds
         specs = _grid(chosen, source, seeds=seeds, first_seed=first_seed,
                       workloads=workloads, policies=policies, sweep=sweep or [])
         context = _context(chosen, said, specs)
@@ -167,6 +199,36 @@ def _trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
             f"Using the synthetic Theta-like workload ({why}).")
 
 
+def _with_load(source: TraceSource, said: str, load: float) -> tuple[TraceSource, str]:
+    from dataclasses import replace
+
+    if not load > 0 or load != load or load == float("inf"):
+        raise _BadArgument(f"--load must be a positive number, got {load}")
+    return replace(source, load=load), f"{said.rstrip('.')}, arrivals x{load:g} as fast."
+
+
+def _calibrated(source: TraceSource, said: str, out: Path, *,
+                workers: int | None) -> tuple[TraceSource, str]:
+    """``source`` at the paper's load; prints the factor and the Table III comparison."""
+    from dataclasses import replace
+
+    from sim.study.calibrate import TABLE_III_HEADER, calibrate, table_iii
+    from sim.study.execution import RunStore, run_grid
+
+    store = RunStore(out / "runs")
+    found = calibrate(source, lambda specs: run_grid(specs, workers=workers, store=store))
+    console.print(f"Calibrated: load x{found.factor:g} gives baseline EASY "
+                  f"{100 * found.reached:.2f}% utilisation (paper's reading; paper 83.93%).")
+    table = Table(title="Baseline beside the paper's Table III")
+    for column in TABLE_III_HEADER:
+        table.add_column(column, overflow="fold")
+    for row in table_iii(found):
+        table.add_row(*row)
+    console.print(table)
+    return (replace(source, load=found.factor),
+            f"{said.rstrip('.')}, at the paper's load (arrivals x{found.factor:g} as fast).")
+
+
 def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, workloads: str,
           policies: str | None, sweep: list[str]) -> tuple:
     from sim.study.grid import build_grid, parse_sweep
@@ -185,6 +247,67 @@ def _context(study: Study, said: str, specs: tuple) -> dict[str, object]:
     return {"name": study.name, "title": study.title, "question": study.question,
             "trace": said.removeprefix("Using ").rstrip("."), "seeds": seeds,
             "command": "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""}
+
+
+def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
+                   nodes: int | None, seeds: int, first_seed: int, workers: int | None,
+                   out: Path, fresh: bool) -> None:
+    """``--study all``: calibrate, run and judge all 17 observations on every trace."""
+    import os
+    import time
+
+    from sim.study.execution import RunStore, run_grid
+    from sim.study.full import run_all
+    from sim.study.full_report import FullContext, write_full
+
+    if seeds < 1:
+        raise _BadArgument(f"--seeds must be at least 1, got {seeds}")
+    if first_seed < 0:
+        raise _BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
+    if workers is not None and workers < 1:
+        raise _BadArgument(f"--workers must be at least 1, got {workers}")
+    if not paths and not synthetic:
+        paths = sorted(p for p in THETA_2022.parent.glob("*.swf.gz")) if \
+            THETA_2022.is_file() else []
+    if paths and synthetic:
+        raise _BadArgument("--trace and --synthetic cannot be used together")
+    sources = []
+    for path in paths:
+        source, said = _trace_source(trace=path, synthetic=False, jobs=jobs, nodes=nodes)
+        sources.append(source)
+        console.print(said)
+    if not sources:
+        source, said = _trace_source(trace=None, synthetic=True, jobs=jobs, nodes=nodes)
+        sources.append(source)
+        console.print(said)
+    store = RunStore(out / "runs")
+    started, count = time.perf_counter(), 0
+
+    def run(specs: list) -> list:
+        nonlocal count
+        count += len(specs)
+        if len(specs) > 1:
+            console.print(f"{len(specs)} runs into {out}/ on {workers or os.cpu_count()} "
+                          f"workers ...")
+        return run_grid(specs, workers=workers, store=store, fresh=fresh)
+
+    seed_list = tuple(range(first_seed, first_seed + seeds))
+    results = run_all(sources, seeds=seed_list, run=run)
+    command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
+    files = write_full(results, out, FullContext(command=command, seeds=seed_list,
+                                                 runs=len(list(store.records()))))
+    for r in results:
+        table = Table(title=f"The paper's 17 observations: {r.verdicts.trace} at "
+                            f"x{r.plan.factor:g}")
+        for column in ("#", "Verdict", "Ours"):
+            table.add_column(column, overflow="fold")
+        words = {True: "[green]holds[/green]", False: "[red]does not hold[/red]",
+                 None: "cannot judge"}
+        for v in r.verdicts.paper:
+            table.add_row(str(v.number), words[v.holds], v.ours)
+        console.print(table)
+    console.print(f"Wrote {len(files)} files to {out}/ (report.md) in "
+                  f"{time.perf_counter() - started:.0f} s.")
 
 
 # --- the four modes -------------------------------------------------------------------------

@@ -11,7 +11,10 @@ findings are judged on it.
 - ``malleable-min``: the malleable minimum size at 20%, 40% and 60% of the maximum;
 - ``spaa-plus``: our shrink-then-preempt ``SPAA+`` beside ``SPAA`` under each notice strategy;
 - ``failures``: node failures with a machine-wide MTBF of 5 h and 50 h and repairs of about
-  6 h, beside the failure-free machine.
+  6 h, beside the failure-free machine;
+- ``setup``: the rigid jobs' setup at 0-5% and 10-15% of the runtime beside the paper's 5-10%.
+
+``--study all`` (:mod:`sim.study.full`) runs what all 17 of the paper's observations need.
 
 ``--sweep KEY=V1,V2`` (:func:`parse_sweep`) multiplies a study's variants by more values.
 """
@@ -80,6 +83,11 @@ STUDIES: Mapping[str, Study] = {
               PAPER_POLICIES,
               ((), (("failure_mtbf", 50 * HOUR), ("failure_repair", 6 * HOUR)),
                (("failure_mtbf", 5 * HOUR), ("failure_repair", 6 * HOUR)))),
+        Study("setup", "Setup overhead",
+              "What does the rigid jobs' setup overhead (0-5%, 5-10% as in the paper, 10-15% "
+              "of the runtime) do to the mechanisms?",
+              PAPER_POLICIES,
+              ((), (("rigid_setup_shift", -0.05),), (("rigid_setup_shift", 0.05),))),
     )
 }
 

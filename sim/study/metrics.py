@@ -27,8 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from metaq_py.policy.model import Kind
 from sim.run.metrics import (
+    KIND_CODE,
     STEADY_WARMUP,
+    Columns,
     Summary,
     busy_node_hours,
     busy_utilisation,
@@ -84,6 +87,7 @@ EXTRA_METRICS: tuple[Metric, ...] = (
            "higher"),
     Metric("useful_node_hours", "Useful node-hours (whole run)", "node-h", "higher"),
     Metric("busy_node_hours", "Busy node-hours (whole run)", "node-h", "lower"),
+    Metric("ondemand_work_share", "On-demand share of the work", "ratio", "lower"),
     Metric("unfinished", "Jobs never finished", "count", "lower"),
     Metric("failures", "Node failures", "count", "lower"),
     Metric("failure_kills", "Jobs killed by failures", "count", "lower"),
@@ -111,8 +115,18 @@ def result_metrics(result: SimulationResult, failures: Mapping[str, float] | Non
                                              nodes=result.nodes, window=window),
         "useful_node_hours": useful_node_hours(data),
         "busy_node_hours": busy_node_hours(data),
+        "ondemand_work_share": _ondemand_share(data),
     })
     return metrics
+
+
+def _ondemand_share(outcomes: object) -> float | None:
+    """The on-demand jobs' share of the useful node-hours."""
+    c = outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)  # type: ignore[arg-type]
+    total = float(c.useful.sum())
+    if total <= 0:
+        return None
+    return float(c.useful[c.kind == KIND_CODE[Kind.ONDEMAND]].sum()) / total
 
 
 def run_metrics(summary: Summary,
