@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from metaq_py.batch import BatchOverrides, detect_batch
-from metaq_py.queue.config import LARGEST_FIRST, SUBMIT
+from metaq_py.queue.settings.config import LARGEST_FIRST, SUBMIT
 from metaq_py.queue.store import Queue
 from metaq_py.runner.loop import Runner, RunOptions
 

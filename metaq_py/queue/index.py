@@ -30,10 +30,10 @@ from pathlib import Path
 from metaq_py.clock import Clock, WallClock
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.config import LARGEST_FIRST, QueueConfig
+from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
-from metaq_py.queue.trust import Trust
+from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.walk import CachedFile, remembered, stat_key, walk_folder
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]

@@ -3,10 +3,10 @@
 Four questions, always asked in this order, each only if the one before passed:
 
 1. can the file be read (a regular, executable file, not vanished, not a dangling link)?
-2. can the queue trust it (see :mod:`metaq_py.queue.trust`)? Asked first of what was read,
+2. can the queue trust it (see :mod:`metaq_py.queue.settings.trust`)? Asked first of what was read,
    so an untrusted file is never parsed;
 3. does its ``#METAQ`` header parse (:func:`~metaq_py.directives.parse_header`)?
-4. does the queue admit it (:func:`~metaq_py.queue.admission.admit`: caps, log roots)?
+4. does the queue admit it (:func:`~metaq_py.queue.settings.admission.admit`: caps, log roots)?
 
 The scan of the task folders, a claim, the rejection of settled invalid files, ``metaq
 submit``, ``metaq check`` and ``metaq retry`` all judge through :func:`judge`; what differs
@@ -22,9 +22,9 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec, parse_header, read_head
 from metaq_py.errors import TaskError
-from metaq_py.queue.admission import admit
-from metaq_py.queue.config import QueueConfig
-from metaq_py.queue.trust import Trust
+from metaq_py.queue.settings.admission import admit
+from metaq_py.queue.settings.config import QueueConfig
+from metaq_py.queue.settings.trust import Trust
 
 __all__ = ["Head", "Verdict", "judge"]
 

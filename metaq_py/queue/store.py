@@ -41,8 +41,8 @@ from typing import TypeVar
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.admission import resolve_log
-from metaq_py.queue.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
+from metaq_py.queue.settings.admission import resolve_log
+from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.folders import CANCEL_SUFFIX, companion, free_name
 from metaq_py.queue.index import Index, Scan, Task
@@ -51,7 +51,7 @@ from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_claims, wri
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.premade import Spares
-from metaq_py.queue.trust import Trust
+from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.watcher import QueueWatcher
 
 __all__ = ["DONE_STATES", "STATES", "Claim", "Layout", "Moved", "Queue", "Task"]

@@ -19,7 +19,7 @@ from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError
 from metaq_py.queue.judge import Verdict
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX
-from metaq_py.queue.trust import Trust
+from metaq_py.queue.settings.trust import Trust
 
 if TYPE_CHECKING:
     from metaq_py.queue.index import Task

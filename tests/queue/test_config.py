@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.errors import ConfigError
-from metaq_py.queue.config import TEMPLATE, Caps, Defaults, QueueConfig, load_config
+from metaq_py.queue.settings.config import TEMPLATE, Caps, Defaults, QueueConfig, load_config
 
 
 def write(root: Path, text: str) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from metaq_py.directives import TaskSpec
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
-from metaq_py.queue.config import QueueConfig
+from metaq_py.queue.settings.config import QueueConfig
 
 __all__ = ["admit", "resolve_log"]
 
