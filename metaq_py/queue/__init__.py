@@ -1,0 +1,13 @@
+"""The queue on disk: the file system is the queue.
+
+:mod:`~metaq_py.queue.store` holds the layout and the runner's moves (claim, heartbeat, finish,
+requeue, reclaim); :mod:`~metaq_py.queue.admin` the people's commands (submit, hold, release,
+cancel, retry, find, list). Beside them: the index of waiting tasks (``index``, ``walk``), the
+one judgement of a task file (``judge``), the one rename and the files that travel with a task
+(``moves``, ``folders``), logbooks, claims and leases, advance notices, the event log, the
+watcher, files made ahead of need (``premade``), the one low-level write (``fileio``), and the
+owners' settings (:mod:`~metaq_py.queue.settings`). ``docs/architecture.md`` has the table.
+
+This package is ``metaq_py.queue``; the repository's top-level ``queue/`` folder is an example
+queue, never a Python package.
+"""
