@@ -11,9 +11,14 @@
    projection is within 1.5 x the target, or with ``--full``. When it does not run, the
    projection is printed and said to be one.
 
+3. ``--all``: the whole ``--study all`` (every trace in ``../shared/traces``, calibration,
+   every run the 17 observations need, 3 seeds): target at most 10 minutes on 2 cores. It
+   prints the wall time and the CPU seconds (the wall time a quiet 2-core machine would
+   take is about half of them).
+
 Usage: ``python bench/experiment_grid.py [--trace PATH] [--workers N] [--full] [--skip-grid]
-[--repeat N] [--out DIR]``. With ``--out`` the full grid's table, figures and report are
-written there.
+[--repeat N] [--out DIR] [--all [--seeds N]]``. With ``--out`` the full grid's table, figures
+and report (or the ``--all`` report) are written there.
 """
 
 from __future__ import annotations
@@ -105,6 +110,37 @@ def grid(source: TraceSource, *, workers: int, full: bool, out: Path | None) -> 
         print(f"outputs written to {out}/ ({', '.join(p.name for p in result.files)})")
 
 
+def all_study(workers: int, seeds: int, out: Path | None) -> None:
+    import resource
+    import tempfile
+
+    from sim.study.execution import RunStore
+    from sim.study.full import run_all
+    from sim.study.full_report import FullContext, write_full
+
+    traces = sorted(THETA.parent.glob("*.swf.gz"))
+    directory = out or Path(tempfile.mkdtemp(prefix="metaq-all-"))
+    store = RunStore(directory / "runs")
+    t0, c0 = time.perf_counter(), _cpu(resource)
+    results = run_all([TraceSource(path=str(p)) for p in traces], seeds=tuple(range(seeds)),
+                      run=lambda specs: run_grid(specs, workers=workers, store=store))
+    write_full(results, directory, FullContext("python bench/experiment_grid.py --all",
+                                               tuple(range(seeds)),
+                                               len(store.records())))
+    wall, cpu = time.perf_counter() - t0, _cpu(resource) - c0
+    print(f"--study all: {len(store.records())} runs on {len(traces)} traces, {seeds} seeds, "
+          f"{workers} workers: {wall / 60:.1f} min wall, {cpu / 60:.1f} CPU-min "
+          f"(a quiet machine: about {cpu / workers / 60:.1f} min); target "
+          f"{GRID_TARGET / 60:.0f} min -> {'met' if wall <= GRID_TARGET else 'NOT met'}; "
+          f"report in {directory}/report.md")
+
+
+def _cpu(resource) -> float:  # type: ignore[no-untyped-def]
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                 resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, default=THETA)
@@ -115,8 +151,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5,
                         help="times the one run is repeated; the best is the figure (the "
                              "machine is shared, so slower runs measure its other tenants)")
+    parser.add_argument("--all", action="store_true", help="time the whole --study all")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds of --all")
     args = parser.parse_args()
     print(f"policy core: {build()}")
+    if args.all:
+        print(f"{os.cpu_count()} cores; {args.workers} workers")
+        all_study(args.workers, args.seeds, args.out)
+        return
     if not args.trace.is_file():
         print(f"no trace at {args.trace}; nothing to measure")
         return
