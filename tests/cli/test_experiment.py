@@ -76,3 +76,32 @@ def test_run_one_needs_an_output_directory() -> None:
     assert result.exit_code == 2
     assert result.output.strip() == ("metaq experiment: --run-one needs --out, the directory "
                                      "its record goes to")
+
+
+def test_study_all_writes_one_report_with_every_observation(tmp_path: Path) -> None:
+    result = invoke("--study", "all", "--synthetic", "--jobs", "80", "--seeds", "1",
+                    "--workers", "2", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "report.md").read_text()
+    rows = [line for line in report.splitlines() if line.startswith("| ")
+            and line.split("|")[1].strip().isdigit() and "The mechanisms" in report]
+    numbers = {int(line.split("|")[1]) for line in rows}
+    assert set(range(1, 18)) <= numbers
+    assert "- Command: `metaq " in report and "Seeds: 0" in report
+
+
+def test_load_and_calibrate_are_checked(tmp_path: Path) -> None:
+    result = invoke(*QUICK, "--load", "0", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "--load must be a positive number" in result.output
+    result = invoke(*QUICK, "--calibrate", "cori", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "--calibrate knows only 'paper'" in result.output
+    result = invoke(*QUICK, "--load", "2", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "arrivals x2 as fast" in result.output
+    assert "load x2" in (tmp_path / "report.md").read_text()
+
+
+def test_calibrate_paper_reports_the_factor_and_table_iii(tmp_path: Path) -> None:
+    result = invoke(*QUICK, "--calibrate", "paper", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "Calibrated: load x" in result.output and "Table III" in result.output
