@@ -26,10 +26,13 @@ from setuptools import setup
 COMPILED = [
     "metaq_py/clock.py",
     "metaq_py/cluster.py",
+    "metaq_py/holdings.py",
     "metaq_py/policy/__init__.py",
     "metaq_py/policy/arrival.py",
     "metaq_py/policy/backfill.py",
     "metaq_py/policy/checkpoint.py",
+    "metaq_py/policy/ending.py",
+    "metaq_py/policy/lending.py",
     "metaq_py/policy/model.py",
     "metaq_py/policy/notice.py",
     "metaq_py/policy/order.py",

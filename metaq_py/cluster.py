@@ -28,13 +28,11 @@ sorted by expected end (bisect on a list), so a snapshot is O(1).
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence, Set
-from types import MappingProxyType
+from collections.abc import Sequence, Set
 
+from metaq_py.holdings import ClusterError, Holdings
+from metaq_py.policy.ending import ENDS
 from metaq_py.policy.model import (
-    Ending,
     Expand,
     Job,
     JobId,
@@ -47,107 +45,21 @@ from metaq_py.policy.model import (
     Reserve,
     Running,
     Shrink,
-    Snapshot,
     Start,
 )
-from metaq_py.policy.spans import Bounds, Spans, size
+from metaq_py.policy.spans import Spans, size
 from metaq_py.policy.work import resized
 
-
-class ClusterError(ValueError):
-    """An action or event would break the cluster's bookkeeping."""
+__all__ = ["ENDS", "Cluster", "ClusterError"]
 
 
-ENDS = ("both", "end", "true_end")
-"""Which end-ordered indexes a :class:`Cluster` keeps (its ``ends`` argument)."""
-
-
-class Cluster:
+class Cluster(Holdings):
     """The nodes of one machine (simulator) or one allocation (live runner).
 
-    ``ends`` says which end-ordered indexes of the running jobs to keep up to date for
-    snapshots: ``"both"`` (the default), or only ``"end"`` (by walltime, what decisions without
-    ``oracle`` read) or only ``"true_end"`` (what ``oracle`` decisions read), when the driver
-    knows which its scheduler reads. A snapshot then carries ``None`` for the other, and a
-    decision that asks for it sorts the running jobs itself, to the same order.
+    It keeps its books as :class:`~metaq_py.holdings.Holdings` (views, snapshot, check);
+    every method here checks an action or event first, then moves them.
+    ``ends``: which end-ordered indexes to keep (see :class:`~metaq_py.holdings.Holdings`).
     """
-
-    def __init__(self, total: object, *, ends: str = "both") -> None:
-        # typed object: a bad total gets this ClusterError, not a compiled int check's TypeError
-        if isinstance(total, bool) or not isinstance(total, int) or total < 1:
-            raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
-        if ends not in ENDS:
-            raise ClusterError(f"ends must be one of {', '.join(ENDS)}, got {ends!r}")
-        self.total = total
-        self._free = Spans.full(total)
-        self._running: dict[JobId, Running] = {}
-        self._reserved: dict[str, Spans] = {}
-        self._runs: dict[JobId, Bounds] = {}
-        """The runs of each running job's nodes, while known (a resize forgets them)."""
-        self._notices: dict[str, Notice] = {}
-        self._borrowers: dict[str, set[JobId]] = {}
-        self._owed: dict[JobId, Nodes] = {}
-        self._promised: dict[JobId, dict[JobId, Nodes]] = {}
-        self._loans: dict[JobId, dict[JobId, Nodes]] = {}
-        self._by_end: list[Ending] | None = [] if ends != "true_end" else None
-        self._by_true_end: list[Ending] | None = [] if ends != "end" else None
-        # the kept indexes, each with whether it orders by true end (see _key)
-        self._indexes: tuple[tuple[list[Ending], bool], ...] = tuple(
-            (lst, true) for lst, true in ((self._by_end, False), (self._by_true_end, True))
-            if lst is not None)
-
-    # --- read-only views --------------------------------------------------------------------
-
-    @property
-    def free(self) -> Spans:
-        """Idle nodes reserved for nobody (a live view: do not mutate)."""
-        return self._free
-
-    @property
-    def running(self) -> Mapping[JobId, Running]:
-        """Running jobs by id."""
-        return MappingProxyType(self._running)
-
-    @property
-    def reserved(self) -> Mapping[str, Spans]:
-        """Idle nodes held for each notice."""
-        return MappingProxyType(self._reserved)
-
-    @property
-    def notices(self) -> Mapping[str, Notice]:
-        """Live advance notices by id."""
-        return MappingProxyType(self._notices)
-
-    @property
-    def owed(self) -> Mapping[JobId, Nodes]:
-        """Nodes back from an on-demand job, waiting to be expanded into their lender."""
-        return MappingProxyType(self._owed)
-
-    @property
-    def loans(self) -> Mapping[JobId, Mapping[JobId, Nodes]]:
-        """For each on-demand job, the nodes it holds on loan, by lender."""
-        return MappingProxyType(self._loans)
-
-    @property
-    def ending(self) -> Sequence[Ending]:
-        """Running jobs sorted by walltime end."""
-        if self._by_end is not None:
-            return self._by_end
-        return sorted(self._key(r, False) for r in self._running.values())
-
-    def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
-                 ordered: bool = False, ondemand_waiting: int | None = None) -> Snapshot:
-        """The world as a scheduler sees it, over the live containers (no copies).
-
-        ``ordered``: the driver keeps ``waiting`` in queue order
-        (:mod:`metaq_py.policy.order`); ``ondemand_waiting``: it counts the on-demand
-        jobs in it (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before
-        changing anything.
-        """
-        # positional, in field order: a decision per event builds one, and keywords cost more
-        return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
-                        self._notices, self._owed, end, self._borrowers, ordered, self._by_end,
-                        self._by_true_end, ondemand_waiting)
 
     # --- actions -----------------------------------------------------------------------------
 
@@ -204,7 +116,7 @@ class Cluster:
             raise ClusterError(f"job {job.id!r} needs {job.min_size}..{job.size} nodes, "
                                f"not {k}")
         ondemand = job.kind is Kind.ONDEMAND
-        promised = self._promised.get(job.id, {}) if ondemand else {}
+        promised = self._lending.promised.get(job.id, {}) if ondemand else {}
         if found is None:
             found = _runs(free, picked)
             if found is None:
@@ -245,30 +157,10 @@ class Cluster:
                 pool.take_runs(hit)
             free.take_runs(in_free)
             if promised:
-                self._loans[job.id] = dict(promised)
-                del self._promised[job.id]
+                self._lending.redeem(job.id)
         r = self._started(job, ordered, now, borrowed, bounds)
         if ondemand and job.notice is not None and job.notice in self._notices:
             self._drop_notice(job.notice)
-        return r
-
-    def _started(self, job: Job, ordered: Nodes, now: float, borrowed: str | None,
-                 bounds: Bounds) -> Running:
-        """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
-        runs are ``bounds``."""
-        k = len(ordered)
-        scale = job.size / k
-        end = now + job.walltime * scale
-        true_end = None if job.runtime is None else now + job.runtime * scale
-        r = Running(job, ordered, now, end, true_end, None, borrowed)
-        jid = job.id
-        self._running[jid] = r
-        self._runs[jid] = bounds
-        if borrowed is not None:
-            self._borrowers.setdefault(borrowed, set()).add(jid)
-        for lst, true in self._indexes:  # _index(r), inlined: one start per job
-            insort(lst, (true_end if true and true_end is not None else end, ordered[0], jid, k,
-                         borrowed))
         return r
 
     def preempt(self, job_id: JobId, *, now: float) -> Running:
@@ -308,8 +200,7 @@ class Cluster:
         if for_job is None:
             self._free.add(lent)
         else:
-            loans = self._promised.setdefault(for_job, {})
-            loans[job_id] = loans.get(job_id, ()) + lent
+            self._lending.promise(for_job, job_id, lent)
         return new
 
     def expand(self, job_id: JobId, nodes: Sequence[NodeId], *, now: float) -> Running:
@@ -318,7 +209,7 @@ class Cluster:
         if r.job.kind is not Kind.MALLEABLE:
             raise ClusterError(f"job {job_id!r} is {r.job.kind}, only malleable jobs expand")
         given = set(nodes)
-        owed = set(self._owed.get(job_id, ()))
+        owed = set(self._lending.owed.get(job_id, ()))
         if len(given) != len(nodes) or _outside(given - owed, self._free):
             raise ClusterError(f"job {job_id!r} can only expand onto distinct free or owed nodes")
         if len(r.nodes) + len(given) > r.job.size:
@@ -329,11 +220,7 @@ class Cluster:
         new = resized(r, tuple(sorted(r.nodes + tuple(nodes))), now)
         self._replace(r, new)
         self._free.remove(given - owed)
-        left = owed - given
-        if left:
-            self._owed[job_id] = tuple(sorted(left))
-        else:
-            self._owed.pop(job_id, None)
+        self._lending.paid(job_id, given)
         return new
 
     def reserve(self, notice_id: str, nodes: Sequence[NodeId]) -> None:
@@ -381,25 +268,11 @@ class Cluster:
         if r is None:
             raise ClusterError(f"cannot finish job {job_id!r}: it is not running")
         bounds = self._remove(r)
-        loans = self._loans.pop(job_id, None)
-        if loans:
-            held = set(r.nodes)
-            for lender, lent in loans.items():
-                back = held.intersection(lent)
-                held -= back
-                lr = self._running.get(lender)
-                if lr is not None and back:
-                    # a lender never regrows past its maximum, whatever happened since
-                    room = lr.job.size - len(lr.nodes) - len(self._owed.get(lender, ()))
-                    give = tuple(sorted(back))[:max(0, room)]
-                    if give:
-                        self._owed[lender] = self._owed.get(lender, ()) + give
-                    self._free.add(back.difference(give))
-                else:
-                    self._free.add(back)
-            self._free.add(held)
-            return r
-        self._put_back(r, bounds)
+        freed = self._lending.settle(job_id, r.nodes, self._running)
+        if freed is None:
+            self._put_back(r, bounds)
+        else:
+            self._free.add(freed)
         return r
 
     def checkpoint(self, job_id: JobId, *, at: float) -> Running:
@@ -413,110 +286,6 @@ class Cluster:
         self._running[job_id] = new
         return new
 
-    def check(self) -> None:
-        """Verify every invariant from scratch (O(nodes); for tests and debugging)."""
-        seen: dict[NodeId, str] = {}
-
-        def claim(nodes: Set[NodeId] | Sequence[NodeId], who: str) -> None:
-            for n in nodes:
-                if not 0 <= n < self.total:
-                    raise ClusterError(f"{who} holds node {n}, outside 0..{self.total - 1}")
-                if n in seen:
-                    raise ClusterError(f"node {n} is held twice: by {seen[n]} and {who}")
-                seen[n] = who
-
-        claim(self._free, "the free pool")
-        for jid, r in self._running.items():
-            claim(r.nodes, f"job {jid!r}")
-            if not r.job.min_size <= len(r.nodes) <= r.job.size:
-                raise ClusterError(f"job {jid!r} holds {len(r.nodes)} nodes, outside "
-                                   f"{r.job.min_size}..{r.job.size}")
-        for nid, pool in self._reserved.items():
-            claim(pool, f"notice {nid!r}")
-        for jid, nodes in self._owed.items():
-            claim(nodes, f"the debt to {jid!r}")
-        for jid, loans in self._promised.items():
-            for lender, nodes in loans.items():
-                claim(nodes, f"the loan from {lender!r} to {jid!r}")
-        if len(seen) != self.total:
-            raise ClusterError(f"{self.total - len(seen)} nodes are unaccounted for")
-        for lst, true in self._indexes:
-            if sorted(self._key(r, true) for r in self._running.values()) != lst:
-                raise ClusterError("an end-ordered index disagrees with the running jobs")
-
-    # --- internals ----------------------------------------------------------------------------
-
-    def _get(self, job_id: JobId, verb: str) -> Running:
-        r = self._running.get(job_id)
-        if r is None:
-            raise ClusterError(f"cannot {verb} job {job_id!r}: it is not running")
-        return r
-
-    @staticmethod
-    def _key(r: Running, true: bool) -> Ending:
-        # written out inline in _started and _remove too (one start and one end per job):
-        # keep the three alike; check() compares the indexes with this one
-        e = r.true_end if true and r.true_end is not None else r.end
-        return (e, r.nodes[0], r.job.id, len(r.nodes), r.borrowed)
-
-    def _index(self, r: Running) -> None:
-        for lst, true in self._indexes:
-            insort(lst, self._key(r, true))
-
-    def _unindex(self, r: Running) -> None:
-        for lst, true in self._indexes:
-            del lst[bisect_left(lst, self._key(r, true))]
-
-    def _replace(self, old: Running, new: Running) -> None:
-        self._unindex(old)
-        if new.nodes is not old.nodes:
-            self._runs.pop(old.job.id, None)  # recomputed from the nodes when needed
-        self._running[new.job.id] = new
-        self._index(new)
-
-    def _remove(self, r: Running) -> Bounds | None:
-        """Forget a running job; a lender's debts and claims die with it. Returns the runs of
-        its nodes when they are known."""
-        jid, nodes, borrowed = r.job.id, r.nodes, r.borrowed
-        for lst, true in self._indexes:  # _unindex(r), inlined: one end per job
-            e = r.true_end if true and r.true_end is not None else r.end
-            del lst[bisect_left(lst, (e, nodes[0], jid, len(nodes), borrowed))]
-        del self._running[jid]
-        bounds = self._runs.pop(jid, None)
-        owed = self._owed.pop(jid, None)
-        if owed:
-            self._free.add(owed)
-        for loans in self._loans.values():
-            loans.pop(jid, None)
-        if borrowed is not None:
-            group = self._borrowers.get(borrowed)
-            if group is not None:
-                group.discard(jid)
-                if not group:
-                    del self._borrowers[borrowed]
-        return bounds
-
-    def _put_back(self, r: Running, bounds: Bounds | None) -> None:
-        """Return a removed job's nodes (whose runs are ``bounds`` when known) to the
-        reservation it borrowed, or to the free pool."""
-        pool = self._reserved.get(r.borrowed) if r.borrowed is not None else None
-        if pool is None:
-            pool = self._free
-        if bounds is None:
-            pool.add(r.nodes)
-        elif not pool.give_back(bounds):
-            raise ClusterError(f"job {r.job.id!r} gives back nodes that are idle already")
-
-    def _drop_notice(self, notice_id: str) -> None:
-        del self._notices[notice_id]
-        pool = self._reserved.pop(notice_id, None)
-        if pool:
-            self._free.add(pool)
-        for jid in self._borrowers.pop(notice_id, ()):
-            r = self._running[jid]
-            new = Running(job=r.job, nodes=r.nodes, start=r.start, end=r.end,
-                          true_end=r.true_end, last_checkpoint=r.last_checkpoint)
-            self._replace(r, new)
 
 
 def _runs(pool: Spans, nodes: set[NodeId]) -> tuple[list[int], Nodes] | None:
