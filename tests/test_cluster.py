@@ -184,6 +184,18 @@ def test_lenders_get_their_nodes_back() -> None:
     c.check()
 
 
+def test_a_lender_that_regrew_meanwhile_is_owed_only_up_to_its_maximum() -> None:
+    """Lent nodes come back as a debt only while the lender has room: the rest is free."""
+    c = Cluster(8)
+    c.start(job("m", 6, 600.0, kind=Kind.MALLEABLE, min_size=2), range(6), now=0.0)
+    c.shrink("m", (3, 4, 5), now=0.0, for_job="o")
+    c.start(job("o", 3, kind=Kind.ONDEMAND), (3, 4, 5), now=0.0)
+    c.expand("m", (6, 7), now=10.0)  # 5 of its 6 nodes: room for one more
+    c.finish("o", now=20.0)
+    assert c.owed == {"m": (3,)} and set(c.free) == {4, 5} and not c.loans
+    c.check()
+
+
 def test_debt_dies_with_a_preempted_lender() -> None:
     c = Cluster(4)
     c.start(job("m", 4, 600.0, kind=Kind.MALLEABLE, min_size=1), range(4), now=0.0)
