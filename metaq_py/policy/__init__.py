@@ -14,7 +14,9 @@ Modules, one job each:
 - :mod:`~metaq_py.policy.mechanisms`: schedulers composed by name;
 - :mod:`~metaq_py.policy.work`, :mod:`~metaq_py.policy.pool`: one decision's scratch state;
 - :mod:`~metaq_py.policy.spans`: node pools as sorted runs of ids (the Cluster's free and
-  reserved pools, which decisions walk lowest id first).
+  reserved pools, which decisions walk lowest id first);
+- :mod:`~metaq_py.policy.ending`, :mod:`~metaq_py.policy.lending`: the Cluster's running jobs
+  in end order, and the nodes shrunk for on-demand jobs until they go back to their lender.
 """
 
 from metaq_py.policy.checkpoint import (
