@@ -15,7 +15,11 @@ ignored. Anything else that does not hold exactly 18 finite numbers is an error.
 from __future__ import annotations
 
 import gzip
+import io
 import math
+import re
+import warnings
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +35,7 @@ from sim.trace.columns import (
     JobTable,
     TraceError,
 )
-from sim.trace.textio import numbered_lines
+from sim.trace.textio import GZIP_MAGIC, numbered_lines
 
 FIELD_NAMES = (
     "job id", "submit time", "wait time", "run time", "allocated processors",
@@ -76,8 +80,107 @@ class SwfHeader:
 
 
 def read_swf(path: str | Path) -> tuple[SwfHeader, JobTable]:
-    """Read an SWF file (plain or gzipped) into its header and its raw, uncleaned records."""
-    return parse_swf(numbered_lines(path), source=str(path))
+    """Read an SWF file (plain or gzipped) into its header and its raw, uncleaned records.
+
+    A well-formed file is read by :func:`fast_swf` (numpy's C parser, about 20 times the
+    line-by-line speed); anything it cannot vouch for is read again by :func:`parse_swf`,
+    which gives the same table or the one-sentence error naming the line.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        data = b""  # parse_swf's reader turns the failure into a TraceError
+    fast = fast_swf(data, source=str(path)) if data else None
+    return fast if fast is not None else parse_swf(numbered_lines(path), source=str(path))
+
+
+_COMMENT_LINE = re.compile(r"^[ \t]*(;[^\n]*)$", re.MULTILINE)
+
+
+def fast_swf(data: bytes, *, source: str) -> tuple[SwfHeader, JobTable] | None:
+    """Parse a whole SWF file's bytes (plain or gzipped) at C speed, or return ``None`` when
+    the file is anything but plain well-formed SWF (a bad record, a carriage return, a label
+    that is not a whole number, a truncated stream ...), for :func:`parse_swf` to judge."""
+    try:
+        if data[:2] == GZIP_MAGIC:
+            data = zlib.decompress(data, 31)
+        text = data.decode("utf-8")
+    except (zlib.error, UnicodeDecodeError):
+        return None
+    if "\r" in text:
+        return None
+    comments = _leading_comments(text)
+    semicolons = text.count(";")
+    if sum(c.count(";") for c in comments) != semicolons:
+        # comments further down too (rare): find every comment line
+        comments = _COMMENT_LINE.findall(text)
+        if sum(c.count(";") for c in comments) != semicolons:
+            return None  # a ';' inside a record
+    numeric: dict[str, int] = {}
+    entries: list[tuple[str, str]] = []
+    try:
+        for comment in comments:
+            entry = _header_entry(comment.strip(), source, 0, numeric)
+            if entry is not None:
+                entries.append(entry)
+    except TraceError:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+            values = np.loadtxt(io.StringIO(text), comments=";", dtype=np.float64, ndmin=2)
+    except ValueError:
+        return None
+    if values.size == 0:
+        values = values.reshape(0, 18)
+    if values.shape[1] != 18 or not np.isfinite(values).all():
+        return None
+    whole = values[:, list(_INTEGER_FIELDS + _TEXT_FIELDS)]
+    if not np.array_equal(whole, np.floor(whole)):
+        return None
+    time_zone = next((v for k, v in entries if k == "TimeZoneString"), None)
+    header = SwfHeader(time_zone_string=time_zone, entries=tuple(entries),
+                       **{_NUMERIC_HEADER_KEYS[k]: v for k, v in numeric.items()})
+    return header, _fast_table(values)
+
+
+def _leading_comments(text: str) -> list[str]:
+    """The comment lines of the header block at the top of the file (where SWF puts them)."""
+    out: list[str] = []
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        stripped = line.strip()
+        if stripped.startswith(";"):
+            out.append(stripped)
+        elif stripped:
+            return out
+        if end < 0:
+            return out
+        start = end + 1
+
+
+def _fast_table(values: np.ndarray) -> JobTable:
+    data: dict[str, np.ndarray] = {}
+    n = len(values)
+    for i, name in enumerate(FIELD_COLUMNS):
+        column = values[:, i]
+        if name in FLOAT_COLUMNS:
+            array = column.copy()
+            array[array == -1] = np.nan
+        elif name in INT_COLUMNS:
+            array = column.astype(np.int64)
+        elif (column == -1).all():
+            array = np.full(n, None, dtype=object)
+        else:
+            uniques, codes = np.unique(column, return_inverse=True)
+            labels = np.empty(len(uniques), dtype=object)
+            labels[:] = [None if v == -1 else str(int(v)) for v in uniques.tolist()]
+            array = labels[codes.reshape(-1)] if n else np.empty(0, dtype=object)
+        data[name] = array
+    data["project"] = np.full(n, None, dtype=object)
+    return JobTable(**data)
 
 
 def parse_swf(lines: Iterable[tuple[int, str]], *, source: str) -> tuple[SwfHeader, JobTable]:
