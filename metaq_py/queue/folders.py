@@ -16,11 +16,18 @@ that is neither hidden nor a ``.reason`` beside its task is a task.
 from __future__ import annotations
 
 import os
+import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["CANCEL_SUFFIX", "REASON_SUFFIX", "companion", "free_name", "read_reason",
-           "subfolders", "task_files"]
+from metaq_py.queue.fileio import Refused, read_regular
+
+__all__ = ["CANCEL_SUFFIX", "REASON_LIMIT", "REASON_SUFFIX", "companion", "free_name",
+           "make_folders", "read_reason", "subfolders", "task_files"]
+
+REASON_LIMIT = 64 * 1024
+"""The largest ``.reason`` or cancel request (bytes) that is read."""
 
 REASON_SUFFIX = ".reason"
 CANCEL_SUFFIX = ".cancel"
@@ -35,20 +42,57 @@ def read_reason(task: Path) -> str | None:
     """The ``.reason`` written beside ``task``, or ``None`` if there is none (or it is
     unreadable)."""
     try:
-        return Path(str(task) + REASON_SUFFIX).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        data, _ = read_regular(str(task) + REASON_SUFFIX, limit=REASON_LIMIT)
+        return data.decode("utf-8").strip()
+    except (Refused, UnicodeDecodeError):
         return None
 
 
-def free_name(path: Path) -> Path:
+def free_name(path: Path, *, reason: bool = False) -> Path:
     """``path`` if nothing is there, else ``path.1``, ``path.2``, ...: a move never overwrites
-    another task (rename would silently replace it)."""
-    if not os.path.lexists(path):
+    another task (rename would silently replace it). With ``reason``, ``<path>.reason`` must be
+    free too (a task may be called ``foo.sh.reason``)."""
+    def taken(p: str) -> bool:
+        return os.path.lexists(p) or (reason and os.path.lexists(p + REASON_SUFFIX))
+
+    if not taken(str(path)):
         return path
     n = 1
-    while os.path.lexists(f"{path}.{n}"):
+    while taken(f"{path}.{n}"):
         n += 1
     return Path(f"{path}.{n}")
+
+
+def make_folders(root: Path, folder: Path) -> None:
+    """Make ``folder`` and every folder between the queue ``root`` and it, as real folders.
+
+    Nothing on the way is followed: a symlink, file or FIFO found where a folder belongs (put
+    there by a careless or hostile hand) is renamed aside, within its own folder, to
+    ``<name>.planted-<hex>`` (where ``metaq doctor`` lists it), and a real folder made in its
+    place. So a move never lands outside the queue."""
+    rel = os.path.relpath(folder, root)
+    if rel == ".":
+        return
+    if rel.startswith(".."):
+        raise ValueError(f"{folder} is not inside the queue {root}")
+    here = str(root)
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        try:
+            os.mkdir(here)
+            continue
+        except FileExistsError:
+            pass
+        try:
+            if stat.S_ISDIR(os.lstat(here).st_mode):
+                continue
+        except FileNotFoundError:
+            pass
+        else:
+            os.rename(here, f"{here}.planted-{secrets.token_hex(3)}")
+        os.makedirs(here, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(here).st_mode):
+            raise OSError(f"{here} is not a folder")
 
 
 def subfolders(path: Path) -> list[str]:

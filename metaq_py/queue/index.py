@@ -7,7 +7,9 @@ The key includes the mode and owners because the trust check depends on them, an
 does not change the mtime.
 
 Hidden files and folders (names starting with a dot) are skipped; they hold logbooks, leases
-and half-written submissions. Symlinked tasks and folders are followed, with loops detected.
+and half-written submissions. A symlink to a task file is a task when both the link (its
+owner) and its target are trusted; a symlink to a folder is never followed (it is rejected),
+so no scan ever walks, or moves files out of, a folder outside the queue.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
 of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.walk`; each file
 read is judged by :func:`~metaq_py.queue.judge.judge`.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +33,9 @@ from pathlib import Path
 from metaq_py.clock import Clock, WallClock
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
+from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.walk import CachedFile, remembered, stat_key, walk_folder
 
@@ -232,8 +235,10 @@ class Index:
             while stack:
                 path, prefix, parent_problem = stack.pop()
                 try:
-                    st = os.stat(path)
+                    st = os.lstat(path)  # a task folder that is a symlink is not walked
                 except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
                     continue
                 ident = (st.st_dev, st.st_ino)
                 if ident in seen:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.directives import TaskSpec
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.folders import subfolders, task_files
 from metaq_py.queue.judge import judge
 
@@ -25,6 +27,9 @@ __all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "
            "write_lease"]
 
 LEASE_SUFFIX = ".lease"
+
+LEASE_LIMIT = 8 * 1024
+"""The largest lease file (bytes) that is read; a lease is about 300 bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,10 @@ class Claim:
     submit: float
     spec: TaskSpec | None
     has_logbook: bool = True
+    stale_after: float | None = None
+    """How long its holder said the lease may go unrenewed before it is lost (the holder's
+    ``stale_after`` when it claimed): another runner judges the lease by this, never by its
+    own setting. ``None`` for a lease that does not say (then the reader's own counts)."""
 
     @property
     def id(self) -> str:
@@ -72,19 +81,26 @@ def lease_path(task: str | os.PathLike[str]) -> Path:
 
 def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: str, host: str,
                 pid: int, start: float, attempts: int, submit: float,
-                spares: LeaseFiles | None = None) -> Path:
+                spares: LeaseFiles | None = None, stale_after: float | None = None) -> Path:
     """Write the lease for ``task`` atomically (whole, under another name, then renamed into
     place); its mtime is the first heartbeat. With ``spares``, a retired lease file of the
-    same job is reused for it when one is at hand."""
+    same job is reused for it when one is at hand. ``stale_after`` is written in it, so that
+    other runners judge it by its holder's setting."""
     path = lease_path(task)
-    data = json.dumps({"machine": machine, "job": jobid, "folder": folder, "relpath": relpath,
-                       "host": host, "pid": pid, "start": start, "attempts": attempts,
-                       "submit": submit}).encode()
+    fields = {"machine": machine, "job": jobid, "folder": folder, "relpath": relpath,
+              "host": host, "pid": pid, "start": start, "attempts": attempts, "submit": submit}
+    if stale_after is not None:
+        fields["stale_after"] = stale_after
+    data = json.dumps(fields).encode()
     if spares is not None and spares.reuse(data, path):
         return path
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    _write_at(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644), data)
-    os.replace(tmp, path)
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+    create_new(tmp, data)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -171,14 +187,16 @@ def _write_at(fd: int, data: bytes, *, cut: bool = False) -> None:
 
 
 def read_lease(task: Path) -> tuple[dict, float] | None:
-    """The lease fields of the claimed task at ``task`` and its heartbeat, or ``None``."""
+    """The lease fields of the claimed task at ``task`` and its heartbeat, or ``None`` when
+    there is no lease that can be read (missing, not a regular file, too large, not a JSON
+    object). The fields are not checked here; :func:`read_claims` checks each."""
     path = lease_path(task)
     try:
-        data = json.loads(path.read_bytes())
-        heartbeat = path.stat().st_mtime
-    except (OSError, ValueError):
+        raw, st = read_regular(path, limit=LEASE_LIMIT)
+        data = json.loads(raw)
+    except (Refused, ValueError, RecursionError):
         return None
-    return (data, heartbeat) if isinstance(data, dict) else None
+    return (data, st.st_mtime) if isinstance(data, dict) else None
 
 
 def read_claims(working: Path, *, machine: str | None = None, jobid: str | None = None,
@@ -208,9 +226,60 @@ def _claim_at(machine: str, jobid: str, folder: str, rel: str, path: Path,
                      host=None, pid=None, start=moved, heartbeat=moved, attempts=0,
                      submit=moved, spec=spec)
     data, beat = lease
-    return Claim(machine=machine, jobid=jobid, folder=str(data.get("folder", folder)),
-                 relpath=str(data.get("relpath", rel)), path=path,
-                 host=data.get("host"), pid=data.get("pid"),
-                 start=float(data.get("start", beat)), heartbeat=beat,
-                 attempts=int(data.get("attempts", 0)),
-                 submit=float(data.get("submit", beat)), spec=spec)
+    # A lease is written by runners, but it sits in a folder others can write: every field
+    # is checked, and one that is not what a runner writes is taken as missing.
+    return Claim(machine=machine, jobid=jobid,
+                 folder=_folder_field(data.get("folder"), folder),
+                 relpath=_relpath_field(data.get("relpath"), rel), path=path,
+                 host=_text_field(data.get("host")), pid=_int_field(data.get("pid"), None),
+                 start=_time_field(data.get("start"), beat), heartbeat=beat,
+                 attempts=_int_field(data.get("attempts"), 0) or 0,
+                 submit=_time_field(data.get("submit"), beat), spec=spec,
+                 stale_after=_stale_field(data.get("stale_after")))
+
+
+def _folder_field(value: object, default: str) -> str:
+    """The task folder a lease names: a plain, visible name, else ``default`` (where the
+    claimed task sits); a requeue must never be sent outside the queue."""
+    if (not isinstance(value, str) or not value or "/" in value or value[0] == "."
+            or "\0" in value or len(value) > 255):
+        return default
+    return value
+
+
+def _relpath_field(value: object, default: str) -> str:
+    """The relative path a lease names: visible parts, no ``..``, else ``default``."""
+    if not isinstance(value, str) or not value or "\0" in value or len(value) > 3000:
+        return default
+    parts = value.split("/")
+    if any(not p or p[0] == "." or len(p.encode()) > 255 for p in parts):
+        return default
+    return value
+
+
+def _text_field(value: object) -> str | None:
+    if isinstance(value, str) and 0 < len(value) <= 255 and value.isprintable():
+        return value
+    return None
+
+
+def _int_field(value: object, default: int | None) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+        return value
+    return default
+
+
+def _time_field(value: object, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    try:
+        number = float(value)
+    except OverflowError:
+        return default
+    return number if math.isfinite(number) and 0 <= number < 1e11 else default
+
+
+def _stale_field(value: object) -> float | None:
+    """A lease's ``stale_after``: between a second and a week, else not believed."""
+    number = _time_field(value, math.nan)
+    return number if 1.0 <= number <= 7 * 86400.0 else None

@@ -14,13 +14,14 @@ time (which every rename in the queue keeps).
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.fileio import Refused, read_regular, write_all
 
 if TYPE_CHECKING:
     from metaq_py.queue.premade import Spares
@@ -35,6 +36,9 @@ __all__ = [
     "write_logbook",
 ]
 
+
+LOGBOOK_LIMIT = 4 * 1024 * 1024
+"""The largest logbook (bytes) that is read: thousands of state changes."""
 
 LOGBOOK_SUFFIX = ".record"
 """The suffix of a logbook's file name, unchanged since logbooks were called records, so that
@@ -64,16 +68,21 @@ def read_logbook(task: str | os.PathLike[str], inode: int) -> Logbook | None:
     """The logbook beside ``task`` if it belongs to the file with ``inode``, else ``None``.
     A damaged logbook counts as none: it holds bookkeeping, never the task itself."""
     try:
-        data = json.loads(logbook_path(task).read_bytes())
+        data = json.loads(read_regular(logbook_path(task), limit=LOGBOOK_LIMIT)[0])
         if data.get("inode") != inode:
+            return None
+        submit = float(data["submit"])
+        attempts = int(data.get("attempts", 0))
+        if not (math.isfinite(submit) and 0 <= attempts < 2**31):
             return None
         return Logbook(
             inode=inode,
-            submit=float(data["submit"]),
-            attempts=int(data.get("attempts", 0)),
+            submit=submit,
+            attempts=attempts,
             history=tuple(h for h in data.get("history", ()) if isinstance(h, dict)),
         )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (Refused, ValueError, TypeError, KeyError, AttributeError, RecursionError,
+            OverflowError):
         return None
 
 
@@ -92,7 +101,8 @@ def stage_logbook(task: str | os.PathLike[str], logbook: Logbook, *,
     else:
         path = logbook_path(task)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666)
     try:
         write_all(fd, data)
         os.ftruncate(fd, len(data))  # a spare holds filler beyond what was written

@@ -10,11 +10,19 @@ reason, cancel request) is removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
-from metaq_py.queue.folders import CANCEL_SUFFIX, REASON_SUFFIX, companion, free_name
+from metaq_py.queue.fileio import create_new
+from metaq_py.queue.folders import (
+    CANCEL_SUFFIX,
+    REASON_SUFFIX,
+    companion,
+    free_name,
+    make_folders,
+)
 from metaq_py.queue.lease import LeaseFiles, lease_path
 from metaq_py.queue.logbook import (
     Logbook,
@@ -28,18 +36,24 @@ from metaq_py.queue.premade import Spares
 __all__ = ["history_entry", "inode_of", "logbook_of", "move_task", "rename_quietly"]
 
 
-def move_task(src: Path, dst: Path, *, reason: str | None = None, logbook: Logbook | None = None,
-              spares: Spares | None = None, lease_files: LeaseFiles | None = None
-              ) -> Path | None:
+def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
+              logbook: Logbook | None = None, spares: Spares | None = None,
+              lease_files: LeaseFiles | None = None, old_reason: bool = True) -> Path | None:
     """Move the task at ``src`` to ``dst`` (or a free variant of it) with its companions:
     the logbook (``logbook`` if given, else the old one moves as it is) and, with ``reason``, a
     ``.reason`` file. The old lease, reason and cancel request are removed; the lease goes
     back to ``lease_files`` for reuse when given (see
     :class:`~metaq_py.queue.lease.LeaseFiles`). A new logbook is written into a file made ahead
     of time when ``spares`` has one. Returns where the task went, or ``None`` if ``src``
-    vanished first: then nothing was changed."""
-    dst = free_name(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    vanished first: then nothing was changed.
+
+    ``root`` is the queue's: the folders on the way to ``dst`` are made as real folders below
+    it (:func:`~metaq_py.queue.folders.make_folders`), so a move never leaves the queue. The
+    ``.reason`` beside ``src`` is removed only with ``old_reason`` (``src`` is in a done state:
+    in a task folder, ``<src>.reason`` may be another task). Nothing is written through a
+    symlink: a ``.reason`` is a new file or not written at all."""
+    dst = free_name(dst, reason=reason is not None)
+    make_folders(root, dst.parent)
     staged = None
     if logbook is not None:
         # Only the mover that wins the rename publishes its logbook.
@@ -55,9 +69,11 @@ def move_task(src: Path, dst: Path, *, reason: str | None = None, logbook: Logbo
         logbook_path(src).unlink(missing_ok=True)
     else:
         rename_quietly(logbook_path(src), logbook_path(dst))
+    if old_reason:
+        Path(str(src) + REASON_SUFFIX).unlink(missing_ok=True)
     if reason is not None:
-        Path(str(dst) + REASON_SUFFIX).write_text(reason.rstrip() + "\n", encoding="utf-8")
-    Path(str(src) + REASON_SUFFIX).unlink(missing_ok=True)
+        with contextlib.suppress(FileExistsError):  # taken in the instant since free_name
+            create_new(str(dst) + REASON_SUFFIX, (reason.rstrip() + "\n").encode())
     if lease_files is not None:
         lease_files.retire(lease_path(src))
     else:

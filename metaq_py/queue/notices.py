@@ -43,6 +43,7 @@ from pathlib import Path
 from metaq_py.durations import format_duration, format_time
 from metaq_py.errors import MetaqError
 from metaq_py.policy.model import Notice
+from metaq_py.queue.fileio import Refused, create_new, read_regular
 
 __all__ = [
     "EXPIRE_AFTER",
@@ -78,7 +79,20 @@ SETTLE = 2.0
 """Seconds a malformed notice file must stay unchanged before it is moved aside: a person
 writing one by hand in an editor may save it half-done for a moment."""
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+
+NOTICE_LIMIT = 16 * 1024
+"""The largest notice file (bytes) a runner reads; a notice is a few hundred bytes."""
+
+MAX_NODES = 1_000_000
+"""The most nodes a notice may ask for, with no cap set: more than any machine has."""
+
+MAX_AHEAD = 30 * 86400.0
+"""How far ahead of its writing (seconds) a notice may announce work: 30 days. A notice for
+the year 9999 would hold its reservation for ever."""
+
+MAX_WALLTIME = 30 * 86400.0
+"""The longest walltime (seconds) a notice may announce: 30 days."""
 _KEYS = ("name", "nodes", "arrival", "walltime", "issued", "who")
 _REQUIRED = ("name", "nodes", "arrival", "walltime", "issued")
 
@@ -140,6 +154,8 @@ def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeFile:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise NoticeError(f"{where}: the notice is not UTF-8 text") from None
+    except RecursionError:
+        raise NoticeError(f"{where}: the notice nests too deeply to be a notice") from None
     except ValueError as e:
         raise NoticeError(f"{where}: the notice is not valid JSON ({_json_problem(e)})") from None
     if not isinstance(obj, dict):
@@ -161,27 +177,44 @@ def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeFile:
         raise NoticeError(f"{where}: the notice calls itself {name!r}, but its file is named "
                           f"{stem!r}; the file must be {name}{SUFFIX}")
     nodes = obj["nodes"]
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        raise NoticeError(f"{where}: the notice's 'nodes' must be a whole number of at least "
-                          f"1, not {nodes!r}")
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
+        raise NoticeError(f"{where}: the notice's 'nodes' must be a whole number from 1 to "
+                          f"{MAX_NODES}, not {_short(nodes)}")
     arrival = _number(obj, "arrival", where)
     issued = _number(obj, "issued", where)
     walltime = _number(obj, "walltime", where)
-    if walltime <= 0:
-        raise NoticeError(f"{where}: the notice's 'walltime' must be more than zero seconds, "
-                          f"not {walltime!r}")
+    if not 0 < walltime <= MAX_WALLTIME:
+        raise NoticeError(f"{where}: the notice's 'walltime' must be more than zero and at "
+                          f"most {format_duration(MAX_WALLTIME)}, not {walltime!r}")
+    if arrival - issued > MAX_AHEAD:
+        raise NoticeError(f"{where}: the notice announces work more than "
+                          f"{format_duration(MAX_AHEAD)} after it was issued")
     who = obj.get("who", "unknown")
-    if not isinstance(who, str):
-        raise NoticeError(f"{where}: the notice's 'who' must be a user name, not {who!r}")
+    if not isinstance(who, str) or len(who) > 64 or _UNPRINTABLE.search(who):
+        raise NoticeError(f"{where}: the notice's 'who' must be a user name of printable "
+                          f"characters, not {_short(who)}")
     return NoticeFile(Notice(name, nodes, arrival, walltime, issued), who, Path(where))
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _short(value: object) -> str:
+    """``repr(value)`` cut to a length fit for one line of an error."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge number"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _number(obj: dict, key: str, where: str) -> float:
     value = obj[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    try:
+        number = float(value) if isinstance(value, int | float) else math.nan
+    except OverflowError:
+        number = math.inf
+    if isinstance(value, bool) or not math.isfinite(number) or abs(number) > 1e12:
         raise NoticeError(f"{where}: the notice's {key!r} must be a number of seconds, not "
-                          f"{value!r}")
-    return float(value)
+                          f"{_short(value)}")
+    return number
 
 
 def _json_problem(e: ValueError) -> str:
@@ -213,10 +246,17 @@ def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, wa
     name = check_name(name) if name is not None else _generated_name(arrival)
     if isinstance(nodes, bool) or nodes < 1:
         raise NoticeError(f"a notice needs at least 1 node, not {nodes}")
-    if not math.isfinite(walltime) or walltime <= 0:
-        raise NoticeError(f"the walltime of a notice must be more than zero, not {walltime!r}")
+    if nodes > MAX_NODES:
+        raise NoticeError(f"a notice may ask for at most {MAX_NODES} nodes, not {nodes}")
+    if not math.isfinite(walltime) or not 0 < walltime <= MAX_WALLTIME:
+        raise NoticeError(f"the walltime of a notice must be more than zero and at most "
+                          f"{format_duration(MAX_WALLTIME)}, not {walltime!r}")
     if not math.isfinite(arrival):
         raise NoticeError(f"the arrival time {arrival!r} is not a point in time")
+    if arrival - now > MAX_AHEAD:
+        raise NoticeError(f"the arrival time {format_time(arrival)} is more than "
+                          f"{format_duration(MAX_AHEAD)} away; a notice announces work to "
+                          f"come soon")
     if arrival < now:
         raise NoticeError(f"the arrival time {format_time(arrival)} is already past (it is now "
                           f"{format_time(now)}); give a future time such as +20m")
@@ -229,12 +269,7 @@ def write_notice(root: str | os.PathLike[str], *, nodes: int, arrival: float, wa
     folder.mkdir(exist_ok=True)
     dst = folder / f"{name}{SUFFIX}"
     tmp = folder / f".{name}{SUFFIX}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
-    try:
-        os.write(fd, format_notice(stored))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    create_new(tmp, format_notice(stored), mode=0o664)
     try:
         os.link(tmp, dst)  # unlike rename, link refuses to replace an existing notice
     except FileExistsError:
@@ -317,7 +352,10 @@ def load_notices(root: str | os.PathLike[str], *, now: float,
 
 
 def _notice_files(folder: Path) -> Iterator[Path]:
-    """Every non-hidden regular file directly in ``folder`` (sub-folders hold past notices)."""
+    """Every non-hidden file directly in ``folder`` that is not a folder (sub-folders hold
+    past notices). A ``folder`` that is a symlink is not listed: the queue never follows one."""
+    if folder.is_symlink():
+        return
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -327,7 +365,7 @@ def _notice_files(folder: Path) -> Iterator[Path]:
         if e.name.startswith("."):
             continue
         with contextlib.suppress(OSError):
-            if e.is_dir():
+            if e.is_dir(follow_symlinks=False):
                 continue
         yield Path(e.path)
 
@@ -337,19 +375,20 @@ def _read(path: Path) -> NoticeFile:
         raise NoticeError(f"{path}: this is not a notice file; notices are named "
                           f"<name>{SUFFIX}")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise  # gone: moved by someone else; callers skip it
-    except OSError as e:
-        raise NoticeError(f"{path}: the notice cannot be read ({e.strerror})") from None
+        data, _ = read_regular(path, limit=NOTICE_LIMIT)
+    except Refused as e:
+        if e.vanished:
+            raise FileNotFoundError(str(path)) from None  # moved by someone else: skipped
+        raise NoticeError(f"{path}: {e.why}") from None
     return parse_notice(data, path=path)
 
 
 def _settling(path: Path, now: float) -> bool:
     try:
-        return now - path.stat().st_mtime < SETTLE
+        st = os.lstat(path)
     except OSError:
         return True
+    return now - st.st_mtime < SETTLE
 
 
 def _move_aside(src: Path, where: str, reason: str) -> Path | None:
@@ -359,6 +398,8 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
         return None
     folder = src.parent / where
     folder.mkdir(exist_ok=True)
+    if folder.is_symlink() or not folder.is_dir():
+        return None  # a planted link or file in place of the folder: leave the notice be
     dst = folder / src.name
     n = 0
     while os.path.lexists(dst) or os.path.lexists(f"{dst}{REASON_SUFFIX}"):
@@ -368,7 +409,8 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
         os.rename(src, dst)
     except FileNotFoundError:
         return None
-    Path(f"{dst}{REASON_SUFFIX}").write_text(reason.rstrip() + "\n", encoding="utf-8")
+    with contextlib.suppress(OSError):  # a name taken meanwhile: the reason is in the log
+        create_new(f"{dst}{REASON_SUFFIX}", (reason.rstrip() + "\n").encode())
     return dst
 
 

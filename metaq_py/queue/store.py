@@ -33,24 +33,33 @@ from __future__ import annotations
 import contextlib
 import errno
 import grp
+import hashlib
 import os
 import socket
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.settings.admission import resolve_log
-from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.eventlog import EventLog
-from metaq_py.queue.folders import CANCEL_SUFFIX, companion, free_name
+from metaq_py.queue.fileio import Refused, create_new, name_problem, read_regular
+from metaq_py.queue.folders import (
+    CANCEL_SUFFIX,
+    REASON_LIMIT,
+    companion,
+    free_name,
+    make_folders,
+)
 from metaq_py.queue.index import Index, Scan, Task
 from metaq_py.queue.judge import Verdict, judge
 from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_claims, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.premade import Spares
+from metaq_py.queue.settings.admission import resolve_log
+from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.watcher import QueueWatcher
 
@@ -99,6 +108,9 @@ class Layout:
         ``metaq.yaml``. With ``group``, every folder belongs to that group and is setgid and
         group-writable, so files collaborators create there belong to the group too."""
         root = Path(root)
+        if os.path.lexists(root) and not root.is_dir():
+            raise QueueError(f"{root} exists and is not a folder; give a new or existing "
+                             f"folder to make a queue in")
         gid = None
         if group is not None:
             try:
@@ -106,14 +118,17 @@ class Layout:
             except KeyError:
                 raise QueueError(f"there is no group {group!r} on this system") from None
         config_file = root / CONFIG_NAME
-        root.mkdir(parents=True, exist_ok=True)
-        existing = load_config(root) if config_file.exists() else QueueConfig()
-        folders = [*existing.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS]
-        for name in folders:
-            (root / name).mkdir(exist_ok=True)
-        if not config_file.exists():
-            config_file.write_text(TEMPLATE.format(group=group if group else "null"),
-                                   encoding="utf-8")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            existing = load_config(root) if os.path.lexists(config_file) else QueueConfig()
+            folders = [*existing.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS]
+            for name in folders:
+                make_folders(root, root / name)
+            if not os.path.lexists(config_file):
+                create_new(config_file, TEMPLATE.format(group=group if group else "null")
+                           .encode())
+        except OSError as e:
+            raise QueueError(f"cannot make a queue at {root}: {e.strerror or e}") from None
         if gid is not None:
             for path in [root, *(root / n for n in folders)]:
                 os.chown(path, -1, gid)
@@ -244,17 +259,15 @@ class Queue(Layout):
                 st = os.lstat(bad.path)
             except OSError:
                 continue  # gone already
-            if now - st.st_mtime < SETTLE or os.path.isdir(bad.path):
+            if now - st.st_mtime < SETTLE or stat.S_ISDIR(st.st_mode):
                 continue
-            reason = bad.reason
-            if bad.content:
-                # The scan may have seen the file half-written; judge it as it is now.
-                fresh = self._problem(bad.path)
-                if fresh is None:
-                    self.index.forget(bad.path)
-                    continue
-                reason = fresh
-            self.reject(bad.path, reason)
+            # The scan may have seen the file half-written, or before its chmod: judge it as
+            # it is now, never on what was remembered.
+            fresh = self._problem(bad.path)
+            if fresh is None:
+                self.index.forget(bad.path)
+                continue
+            self.reject(bad.path, fresh if bad.content else bad.reason)
         return scan
 
     def _problem(self, path: Path) -> str | None:
@@ -263,15 +276,52 @@ class Queue(Layout):
         return None if error is None else str(error)
 
     def judge(self, path: str | os.PathLike[str]) -> Verdict:
-        """Judge the task file at ``path`` as this queue runs it: readable, trusted, parsed
-        and admitted (see :func:`~metaq_py.queue.judge.judge`)."""
+        """Judge the task file at ``path`` as this queue runs it: a name the queue can keep,
+        a symlink (if it is one) that is trusted and points to a file, and the file readable,
+        trusted, parsed and admitted (see :func:`~metaq_py.queue.judge.judge`)."""
+        name = str(path)
+        why = name_problem(os.path.basename(name), path=name)
+        if why is None:
+            try:
+                lst = os.lstat(name)
+            except OSError:
+                lst = None
+            if lst is not None and stat.S_ISLNK(lst.st_mode):
+                why = self._trust.problem(lst, "the symlink")
+                if why is None and os.path.isdir(name):
+                    why = "this is a symlink to a folder, which the queue never follows"
+            if why is None:
+                why = self._folders_problem(Path(name).parent)
+        if why is not None:
+            return Verdict(None, TaskError(name, None, why), None)
         return judge(path, root=self.root, config=self.config, trust=self._trust)
+
+    def _folders_problem(self, folder: Path) -> str | None:
+        """Why a task in ``folder`` cannot be trusted because of a folder between it and the
+        queue root (both included), or ``None``."""
+        root = self.root.absolute()
+        here = folder.absolute()
+        while True:
+            try:
+                st = os.lstat(here)
+            except OSError:
+                return None  # gone: the file's own read says so
+            what = "the queue folder" if here == root else f"the folder {here}"
+            why = self._trust.problem(st, what)
+            if why is not None or here == root or root not in here.parents:
+                return why
+            here = here.parent
 
     def reject(self, path: str | os.PathLike[str], reason: str) -> Path | None:
         """Move the task file at ``path`` (in a task folder) to ``rejected/`` and write
         ``reason`` beside it. ``None`` if it vanished first (someone else moved it)."""
         folder, rel = self._identity(Path(path))
-        return self.move(Path(path), self.path_of(REJECTED, folder, rel), reason=reason)
+        dst = self.path_of(REJECTED, folder, rel)
+        if name_problem(dst.name, path=dst) is not None:
+            # A name too long to keep (with its .reason) is shortened; the reason keeps it.
+            dst = self.root / REJECTED / folder / f"long-name-{_digest(rel)}"
+            reason = f"{reason} (it was called {rel})"
+        return self.move(Path(path), dst, reason=reason)
 
     # --- claims ----------------------------------------------------------------------------
 
@@ -288,7 +338,11 @@ class Queue(Layout):
                 _safe_name(jobid, "job id") / task.folder
             self._claim_folders[machine, jobid, task.folder] = base
         dst = free_name(base / task.relpath)
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        too_long = name_problem(dst.name, path=dst)
+        if too_long is not None:
+            self.reject(task.path, str(TaskError(task.file, None, too_long)))
+            return None
+        make_folders(self.root, dst.parent)
         now = self.clock.now()
         host = host or socket.gethostname()
         pid = pid if pid is not None else os.getpid()
@@ -299,7 +353,7 @@ class Queue(Layout):
                                                                     machine / jobid)
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                     host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
-                    spares=spares)
+                    spares=spares, stale_after=self.config.stale_after)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
         try:
@@ -309,6 +363,10 @@ class Queue(Layout):
             return None
         except OSError as e:
             lease_path(dst).unlink(missing_ok=True)
+            if e.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR):
+                self.reject(task.path, f"{task.path}: the task cannot be claimed "
+                                       f"({e.strerror})")
+                return None
             if e.errno == errno.EXDEV:
                 raise QueueError(f"cannot claim {task.path}: working/ is on another file "
                                  f"system; keep the whole queue on one") from None
@@ -344,11 +402,8 @@ class Queue(Layout):
     def cancelled(self, claim: Claim) -> Moved | None:
         """Move a running task that ``metaq cancel`` asked to stop, once its job has stopped
         it, to ``cancelled/`` with the request as its reason. ``None``: the claim was gone."""
-        try:
-            why = companion(claim.path, CANCEL_SUFFIX).read_text(encoding="utf-8").strip()
-        except OSError:
-            why = "cancelled"
-        return self._end(claim, CANCELLED, event="cancelled", reason=why or "cancelled")
+        why = read_reason_file(companion(claim.path, CANCEL_SUFFIX)) or "cancelled"
+        return self._end(claim, CANCELLED, event="cancelled", reason=why)
 
     def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None) -> Moved | None:
         """Settle the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
@@ -392,7 +447,14 @@ class Queue(Layout):
     def stale(self, *, now: float | None = None) -> list[Claim]:
         """Claims whose heartbeat is older than ``stale_after`` (their job is presumed lost)."""
         now = self.clock.now() if now is None else now
-        return [c for c in self.leases() if now - c.heartbeat > self.config.stale_after]
+        return [c for c in self.leases() if now - c.heartbeat > self.stale_after(c)]
+
+    def stale_after(self, claim: Claim) -> float:
+        """How long ``claim``'s lease may go unrenewed before it is lost: what its holder
+        wrote in it, so that a runner with another ``metaq.yaml`` (read before or after a
+        change) never takes back a live claim; this queue's setting for a lease that does not
+        say."""
+        return claim.stale_after if claim.stale_after is not None else self.config.stale_after
 
     def reclaim(self, claim: Claim, *, reason: str) -> Moved | None:
         """Take back a claim whose job is dead or whose lease is stale: the task returns to its
@@ -424,8 +486,10 @@ class Queue(Layout):
         ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
         lease_files = None if claim is None else self._lease_files.get((claim.machine,
                                                                          claim.jobid))
-        return move_task(src, dst, reason=reason, logbook=logbook, spares=self.spares,
-                         lease_files=lease_files)
+        rel = os.path.relpath(src, self.root).split(os.sep)
+        return move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
+                         spares=self.spares, lease_files=lease_files,
+                         old_reason=rel[0] in DONE_STATES)
 
     def _history(self, claim: Claim, event: str, **fields: object) -> Logbook:
         """The logbook of ``claim``'s task with ``event`` added to its history."""
@@ -439,6 +503,13 @@ class Queue(Layout):
 
     def _back(self, claim: Claim, *, attempts: int, event: str, reason: str,
               exit_code: int | None = None) -> Moved | None:
+        if self.cancel_requested(claim) or claim.folder not in self.config.folders:
+            # A cancel outlives every way back (a requeue, a retry, a reclaim of a dead
+            # job's claim); a claim naming no task folder of this queue has no way back.
+            if self.cancel_requested(claim):
+                return self.cancelled(claim)
+            return self._end(claim, FAILED, event=event, reason=f"{reason}; its folder "
+                             f"{claim.folder!r} is not a task folder of this queue")
         logbook = replace(self._history(claim, event, reason=reason, exit_code=exit_code),
                          attempts=attempts)
         moved = self.move(claim.path, self.path_of(PENDING, claim.folder, claim.relpath),
@@ -475,6 +546,22 @@ def _stat_or_none(path: str) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
+
+
+def read_reason_file(path: Path) -> str | None:
+    """The text of a cancel request or reason file at ``path`` (regular, capped, UTF-8, one
+    line of printable text kept), or ``None``."""
+    try:
+        data, _ = read_regular(path, limit=REASON_LIMIT)
+    except Refused:
+        return None
+    text = data.decode("utf-8", "replace").strip().splitlines()
+    line = text[0] if text else ""
+    return "".join(c for c in line if c.isprintable())[:500] or None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def _safe_name(name: str, what: str) -> str:

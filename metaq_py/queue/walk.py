@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError
+from metaq_py.queue.fileio import name_problem
 from metaq_py.queue.judge import Verdict
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.settings.trust import Trust
@@ -106,13 +107,25 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
         rel = prefix + name
         path = base + name  # e.path is the bare name when listing a descriptor
         try:
-            is_dir = e.is_dir()
+            is_dir = e.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
         if is_dir:
             subdirs.append((path, rel + "/", problem))
             continue
-        if path not in known and not e.is_symlink():
+        too_long = name_problem(name, path=path)
+        if too_long is not None:
+            yield rel, path, None, TaskError(path, None, too_long), False
+            continue
+        link = e.is_symlink()
+        if link:
+            # Trust is judged on the link as found (its owner, who chose where it points),
+            # and on what it points to; a link to a folder is never followed.
+            why = _link_problem(e, path, trust, problem)
+            if why is not None:
+                yield rel, path, None, TaskError(path, None, why), False
+                continue
+        if path not in known and not link:
             yield rel, path, None, None, name in logbooks
             continue
         try:
@@ -138,6 +151,24 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
             yield rel, path, None, TaskError(path, None, why), False
             continue
         yield rel, path, st, None, name in logbooks
+
+
+def _link_problem(e: os.DirEntry, path: str, trust: Trust, problem: str | None) -> str | None:
+    """Why the symlink ``e`` in a task folder cannot be a task, judged before its target."""
+    try:
+        lst = e.stat(follow_symlinks=False)
+    except OSError:
+        return None  # gone: the stat below says so
+    why = problem or trust.problem(lst, "the symlink")
+    if why is not None:
+        return why
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            return ("this is a symlink to a folder, which the queue never follows; submit "
+                    "the tasks themselves, or link each script")
+    except OSError:
+        return None
+    return None
 
 
 def _stat_problem(err: OSError) -> str:

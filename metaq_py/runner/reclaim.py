@@ -62,9 +62,9 @@ def view_leases(queue: Queue, batch: BatchSystem | None, *, machine: str | None,
         lost = None
         if alive is False:
             lost = f"its batch job {claim.jobid} on {claim.machine} is gone"
-        elif age > queue.config.stale_after:
+        elif age > queue.stale_after(claim):
             lost = (f"its lease was not renewed for {format_duration(age)} "
-                    f"(stale after {format_duration(queue.config.stale_after)})")
+                    f"(stale after {format_duration(queue.stale_after(claim))})")
         out.append(LeaseView(claim, alive, age, lost))
     return out
 

@@ -8,8 +8,8 @@ import pytest
 
 from metaq_py.directives import read_head
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.settings.config import Caps, QueueConfig
 from metaq_py.queue.judge import judge
+from metaq_py.queue.settings.config import Caps, QueueConfig
 from metaq_py.queue.settings.trust import Trust
 
 CAPPED = QueueConfig(caps=Caps(nodes=4))

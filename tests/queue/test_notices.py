@@ -15,6 +15,8 @@ from metaq_py.durations import DurationError, format_time, parse_time
 from metaq_py.policy.model import Notice
 from metaq_py.queue.notices import (
     EXPIRE_AFTER,
+    MAX_AHEAD,
+    MAX_WALLTIME,
     RELEASE_AFTER,
     NodeLimit,
     NoticeError,
@@ -41,11 +43,13 @@ def _age(path: Path) -> None:
 # --- format ----------------------------------------------------------------------------------
 
 
-@given(name=names, nodes=st.integers(1, 100_000), arrival=times, issued=times,
-       walltime=st.floats(min_value=1e-3, max_value=1e7, allow_nan=False),
-       who=st.text(max_size=20))
-def test_format_and_parse_round_trip(name: str, nodes: int, arrival: float, issued: float,
+@given(name=names, nodes=st.integers(1, 100_000), issued=times,
+       ahead=st.floats(min_value=-4e9, max_value=MAX_AHEAD, allow_nan=False),
+       walltime=st.floats(min_value=1e-3, max_value=MAX_WALLTIME, allow_nan=False),
+       who=st.text(st.characters(blacklist_categories=("Cc",)), max_size=20))
+def test_format_and_parse_round_trip(name: str, nodes: int, issued: float, ahead: float,
                                      walltime: float, who: str) -> None:
+    arrival = max(0.0, issued + ahead)
     stored = NoticeFile(Notice(name, nodes, arrival, walltime, issued), who)
     back = parse_notice(format_notice(stored), path=f"notices/{name}.json")
     assert back.notice == stored.notice

@@ -137,15 +137,20 @@ def test_hidden_paths_are_skipped(q: Queue) -> None:
     assert ids(q) == ["todo/seen.sh"]
 
 
-def test_symlinked_tasks_and_folders_work_and_loops_do_not_hang(q: Queue, tmp_path: Path
-                                                                 ) -> None:
+def test_symlinked_tasks_work_but_symlinked_folders_are_never_walked(q: Queue, tmp_path: Path
+                                                                     ) -> None:
+    # Issue 15, finding 1: a link to a folder is refused, never walked (it used to be).
     real = put(tmp_path / "elsewhere" / "real.sh", "#METAQ NODES 3\n")
     (q.root / "todo" / "link.sh").symlink_to(real)
     (q.root / "todo" / "linked-dir").symlink_to(tmp_path / "elsewhere")
     (q.root / "todo" / "loop-dir").symlink_to(q.root / "todo")  # a folder loop
-    tasks = q.scan().tasks
-    assert sorted(t.id for t in tasks) == ["todo/link.sh", "todo/linked-dir/real.sh"]
+    scan = q.scan()
+    tasks = scan.tasks
+    assert sorted(t.id for t in tasks) == ["todo/link.sh"]
     assert {t.spec.nodes for t in tasks} == {3}
+    refused = {b.id: b.reason for b in scan.invalid}
+    assert "symlink to a folder" in refused["todo/linked-dir"]
+    assert "symlink to a folder" in refused["todo/loop-dir"]
     claim = q.claim(next(t for t in tasks if t.id == "todo/link.sh"), machine="m", jobid="1")
     assert claim is not None and claim.path.is_symlink() and claim.spec.nodes == 3
 

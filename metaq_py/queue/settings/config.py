@@ -19,11 +19,21 @@ import yaml
 
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
+from metaq_py.queue.fileio import Refused, read_regular
 
 __all__ = ["CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE", "Caps", "Defaults",
            "QueueConfig", "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
+
+CONFIG_LIMIT = 256 * 1024
+"""The largest ``metaq.yaml`` (bytes) that is read; the commented template is 2 KiB."""
+
+MAX_INTERVAL = 86400.0
+"""The longest ``heartbeat`` and ``poll_interval`` (seconds): a day."""
+
+MAX_STALE_AFTER = 7 * 86400.0
+"""The longest ``stale_after`` (seconds): a week."""
 
 SUBMIT, LARGEST_FIRST = "submit", "largest-first"
 ORDERS = (SUBMIT, LARGEST_FIRST)
@@ -212,7 +222,8 @@ class _Reader:
             raise self.fail(node, key, f"must be at least {least}, not {value}")
         return value
 
-    def duration(self, node: yaml.Node, key: str, *, optional: bool) -> float | None:
+    def duration(self, node: yaml.Node, key: str, *, optional: bool,
+                 most: float | None = None) -> float | None:
         value = self.scalar(node, key)
         if value is None and optional:
             return None
@@ -227,6 +238,8 @@ class _Reader:
             raise self.fail(node, key, str(e)) from None
         if seconds <= 0:
             raise self.fail(node, key, "must be more than zero")
+        if most is not None and seconds > most:
+            raise self.fail(node, key, f"must be at most {most:g} seconds")
         return seconds
 
 
@@ -235,15 +248,17 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
     root = Path(root)
     path = root / CONFIG_NAME
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return _with_roots(QueueConfig(), root)
+        text = read_regular(path, limit=CONFIG_LIMIT)[0].decode("utf-8")
+    except Refused as e:
+        if e.vanished:
+            return _with_roots(QueueConfig(), root)
+        raise ConfigError(str(path), None, None, e.why) from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), None, None, "the file is not UTF-8 text") from None
-    except OSError as e:
-        raise ConfigError(str(path), None, None, f"cannot be read ({e.strerror})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise ConfigError(str(path), None, None, "nests too deeply to be settings") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or "is not valid YAML"
@@ -262,9 +277,11 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
         "log_roots": lambda k, v, key: r.words(v, key),
         "defaults": lambda k, v, key: _defaults(r, v, key),
         "caps": lambda k, v, key: _caps(r, v, key),
-        "heartbeat": lambda k, v, key: r.duration(v, key, optional=False),
-        "stale_after": lambda k, v, key: r.duration(v, key, optional=False),
-        "poll_interval": lambda k, v, key: r.duration(v, key, optional=False),
+        "heartbeat": lambda k, v, key: r.duration(v, key, optional=False, most=MAX_INTERVAL),
+        "stale_after": lambda k, v, key: r.duration(v, key, optional=False,
+                                                    most=MAX_STALE_AFTER),
+        "poll_interval": lambda k, v, key: r.duration(v, key, optional=False,
+                                                      most=MAX_INTERVAL),
     }
     for name, (k, v) in settings.items():
         reader = readers.get(name)

@@ -60,6 +60,12 @@ class Trust:
         """Why the file or folder with status ``st`` (called ``what`` in the message) cannot be
         trusted, or ``None`` if it can."""
         mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            # A link's own mode means nothing (always rwxrwxrwx on Linux): only who made it.
+            if self.uids and st.st_uid not in self.uids:
+                return (f"{what} belongs to {_user_name(st.st_uid)}, who is not in the "
+                        f"queue's trusted_users")
+            return None
         if mode & stat.S_IWOTH:
             return (f"{what} is writable by every user (mode {stat.filemode(mode)}), so anyone "
                     f"could change the code; run chmod o-w on it")
