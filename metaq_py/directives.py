@@ -45,6 +45,7 @@ __all__ = [
     "TaskSpec",
     "format_directives",
     "late_directives",
+    "miscased_directives",
     "parse_header",
     "read_head",
     "read_task",
@@ -60,6 +61,28 @@ _UNCATCHABLE = {"KILL", "STOP"}
 _SIGNAL_NAMES = sorted(
     s.name[3:] for s in _signal.Signals if s.name.startswith("SIG") and "_" not in s.name
 )
+WARNING_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM", "XCPU", "URG",
+                   "WINCH")
+"""The signals a task may ask to be warned with (``SIGNAL``, ``RESIZE``): those a program
+catches to save its work. ``CHLD``, ``SEGV``, ``PIPE`` and the like mean something else."""
+
+MAX_NODES = 1_000_000
+"""The most nodes (and GPUs) a task may ask for: more than any machine has. A larger count
+could never run and would only wait for ever (``caps.nodes`` in ``metaq.yaml`` sets a real
+limit)."""
+
+MAX_PRIORITY = 1_000_000
+"""``PRIORITY`` is between ``-MAX_PRIORITY`` and ``MAX_PRIORITY``."""
+
+MAX_RETRIES = 100
+"""The most ``RETRIES`` a task may ask for."""
+
+MAX_WALL_CLOCK = 366 * 86400.0
+"""The longest ``MIN_WC_TIME``, ``SETUP`` and ``CHECKPOINT`` interval: a year."""
+
+MAX_SIGNAL_LEAD = 2 * 3600.0
+"""The longest warning a ``SIGNAL`` may ask for (seconds): two hours. The runner waits this
+long for a task to save its work when it must stop, so a task cannot hold it for ever."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,23 +186,27 @@ def _one(key: str, words: list[str], what: str) -> str:
     return words[0]
 
 
-def _integer(key: str, words: list[str], *, least: int | None) -> int:
+def _integer(key: str, words: list[str], *, least: int | None, most: int) -> int:
     word = _one(key, words, "a whole number")
-    if not _INT.match(word):
-        raise _Bad(f"{key} must be a whole number, not {word!r}")
+    if not _INT.match(word) or len(word) > 30:
+        raise _Bad(f"{key} must be a whole number, not {word[:40]!r}")
     value = int(word, 10)
     if least is not None and value < least:
         raise _Bad(f"{key} must be at least {least}, not {value}")
+    if value > most or (least is None and value < -most):
+        raise _Bad(f"{key} must be at most {most}, not {value}")
     return value
 
 
-def _duration(key: str, word: str, *, positive: bool) -> float:
+def _duration(key: str, word: str, *, positive: bool, most: float = MAX_WALL_CLOCK) -> float:
     try:
         value = parse_duration(word)
     except DurationError as e:
         raise _Bad(f"{key} {e}") from None
     if positive and value <= 0:
         raise _Bad(f"{key} must be more than zero, not {word!r}")
+    if value > most:
+        raise _Bad(f"{key} {word!r} is longer than the {format_duration(most)} it may be")
     return value
 
 
@@ -194,19 +221,22 @@ def _signal_name(key: str, word: str) -> str:
         raise _Bad(f"{key} cannot use {word}, which a task cannot catch; use USR1, USR2 or TERM")
     if name not in _SIGNAL_NAMES:
         raise _Bad(f"{key} has unknown signal {word!r}; use a name such as USR1, USR2 or TERM")
+    if name not in WARNING_SIGNALS:
+        raise _Bad(f"{key} cannot use {word}, which is not a signal a program catches to save "
+                   f"its work; use one of {', '.join(WARNING_SIGNALS)}")
     return name
 
 
 def _set_nodes(spec: dict, key: str, words: list[str]) -> None:
-    spec["nodes"] = _integer(key, words, least=1)
+    spec["nodes"] = _integer(key, words, least=1, most=MAX_NODES)
 
 
 def _set_min_nodes(spec: dict, key: str, words: list[str]) -> None:
-    spec["min_nodes"] = _integer(key, words, least=1)
+    spec["min_nodes"] = _integer(key, words, least=1, most=MAX_NODES)
 
 
 def _set_gpus(spec: dict, key: str, words: list[str]) -> None:
-    spec["gpus"] = _integer(key, words, least=0)
+    spec["gpus"] = _integer(key, words, least=0, most=MAX_NODES)
 
 
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
@@ -246,7 +276,7 @@ def _set_type(spec: dict, key: str, words: list[str]) -> None:
 
 
 def _set_priority(spec: dict, key: str, words: list[str]) -> None:
-    spec["priority"] = _integer(key, words, least=None)
+    spec["priority"] = _integer(key, words, least=None, most=MAX_PRIORITY)
 
 
 def _set_setup(spec: dict, key: str, words: list[str]) -> None:
@@ -268,12 +298,12 @@ def _set_signal(spec: dict, key: str, words: list[str]) -> None:
     name, at, when = word.partition("@")
     spec["signal"] = Signal(
         name=_signal_name(key, name),
-        before=_duration(key, when, positive=False) if at else 60.0,
+        before=_duration(key, when, positive=False, most=MAX_SIGNAL_LEAD) if at else 60.0,
     )
 
 
 def _set_retries(spec: dict, key: str, words: list[str]) -> None:
-    spec["retries"] = _integer(key, words, least=0)
+    spec["retries"] = _integer(key, words, least=0, most=MAX_RETRIES)
 
 
 def _set_resize(spec: dict, key: str, words: list[str]) -> None:
@@ -442,6 +472,23 @@ def late_directives(data: bytes) -> list[int]:
         elif ended and text.startswith(PREFIX.encode()):
             late.append(number)
     return late
+
+
+def miscased_directives(data: bytes) -> list[int]:
+    """Line numbers of header lines that read ``#METAQ`` in another case (``#metaq``,
+    ``#Metaq``): comments to the shell and so ignored, though surely meant as directives.
+    Used to warn people."""
+    found: list[int] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        text = raw.strip()
+        if number == 1 or not text:
+            continue
+        if not text.startswith(b"#"):
+            break
+        head = text[:len(PREFIX)]
+        if head.upper() == PREFIX.encode() and head != PREFIX.encode():
+            found.append(number)
+    return found
 
 
 def read_task(path: str | os.PathLike[str]) -> TaskSpec:

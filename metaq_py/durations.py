@@ -13,6 +13,10 @@ of SLURM plus unit suffixes:
 ``90s``, ``30m``, ``2h``, ``1d``, ``1.5h``
     a number with a unit suffix.
 
+Every duration is at most :data:`MAX_DURATION` (ten years): more is surely a typo, and
+would overflow the dates it is added to. Each use bounds it more tightly where it matters
+(``SIGNAL`` leads, notices, settings).
+
 A malformed duration raises :class:`DurationError` (a ``ValueError``) with one sentence saying
 what is wrong; callers add the file and line.
 """
@@ -25,7 +29,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
-__all__ = ["DurationError", "format_duration", "format_time", "parse_duration", "parse_time"]
+__all__ = ["MAX_DURATION", "DurationError", "format_duration", "format_time", "parse_duration",
+           "parse_time"]
 
 
 class DurationError(ValueError):
@@ -38,6 +43,9 @@ _PLAIN = re.compile(rf"^{_NUMBER}$")
 _FIELD = re.compile(r"^[0-9]+$")
 _LAST_FIELD = re.compile(rf"^{_NUMBER}$")
 _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+MAX_DURATION = 10 * 365 * 86400.0
+"""The longest duration :func:`parse_duration` reads: ten years, in seconds."""
 
 _FORMS = "use seconds, MM:SS, HH:MM:SS, D-HH:MM:SS or a number with s, m, h or d"
 
@@ -89,8 +97,8 @@ def parse_duration(text: str) -> float:
 
 
 def _finite(value: float, text: str) -> float:
-    if not math.isfinite(value):
-        raise DurationError(f"{text!r} is too large to be a duration")
+    if not math.isfinite(value) or value > MAX_DURATION:
+        raise DurationError(f"{text[:40]!r} is too large to be a duration (at most ten years)")
     return value
 
 
@@ -134,12 +142,11 @@ def parse_time(text: str, *, now: float) -> float:
             today += timedelta(days=1)
         return today.timestamp()
     try:
-        moment = datetime.fromisoformat(s)
-    except ValueError:
+        return datetime.fromisoformat(s).timestamp()
+    except (ValueError, OverflowError, OSError):
         raise DurationError(
             f"{text!r} is not a time; use +DURATION, an ISO-8601 date-time or HH:MM"
         ) from None
-    return moment.timestamp()
 
 
 def format_time(moment: float) -> str:

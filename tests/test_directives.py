@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from metaq_py.directives import (
     HEADER_LIMIT,
+    MAX_SIGNAL_LEAD,
     Checkpoint,
     Resize,
     Signal,
@@ -253,6 +254,8 @@ _dur = st.one_of(st.integers(0, 10**7).map(float),
                  st.floats(0, 1e6, allow_nan=False).map(lambda x: round(x, 3)))
 _pos = _dur.filter(lambda x: x > 0)
 _signal = st.sampled_from(["USR1", "USR2", "TERM", "HUP", "INT"])
+_lead = st.one_of(st.integers(0, int(MAX_SIGNAL_LEAD)).map(float),
+                  st.floats(0, MAX_SIGNAL_LEAD, allow_nan=False).map(lambda x: round(x, 3)))
 
 
 @st.composite
@@ -276,7 +279,7 @@ def specs(draw: st.DrawFn) -> TaskSpec:
         priority=draw(st.integers(-100, 100)),
         setup=draw(_dur),
         checkpoint=draw(st.none() | st.builds(Checkpoint, interval=_pos, cost=_dur)),
-        signal=draw(st.none() | st.builds(Signal, name=_signal, before=_dur)),
+        signal=draw(st.none() | st.builds(Signal, name=_signal, before=_lead)),
         notice=draw(_word) if kind is Kind.ONDEMAND and draw(st.booleans()) else None,
         retries=draw(st.none() | st.integers(0, 20)),
         resize=resize,
@@ -288,3 +291,31 @@ def specs(draw: st.DrawFn) -> TaskSpec:
 def test_format_then_parse_gives_the_same_spec(spec: TaskSpec) -> None:
     text = "#!/bin/bash\n" + format_directives(spec) + "exec ./work\n"
     assert parse_header(text.encode(), path="t.sh") == spec
+
+
+# --- bounds (issue 15) ---------------------------------------------------------------------
+
+BOUNDED = [
+    ("#METAQ SIGNAL USR1@99999999999999999999", "too large"),
+    ("#METAQ SIGNAL USR1@3h", "longer than"),
+    ("#METAQ SIGNAL CHLD@60", "not a signal a program catches"),
+    ("#METAQ NODES 100000000000000000000000", "at most 1000000"),
+    ("#METAQ PRIORITY -99999999", "at most 1000000"),
+    ("#METAQ RETRIES 1000", "at most 100"),
+    ("#METAQ MIN_WC_TIME 400d", "longer than"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BOUNDED)
+def test_every_user_number_has_an_upper_bound(line: str, message: str) -> None:
+    with pytest.raises(TaskError, match=message) as caught:
+        parse_header(f"#!/bin/sh\n{line}\necho\n".encode(), path="t.sh")
+    assert str(caught.value).startswith("t.sh, line 2: ") and "\n" not in str(caught.value)
+
+
+def test_lower_case_directives_are_found_for_a_warning() -> None:
+    from metaq_py.directives import miscased_directives
+
+    data = b"#!/bin/sh\n#metaq NODES 2\n#METAQ NODES 1\n#Metaq GPUS 1\necho\n#metaq late\n"
+    assert miscased_directives(data) == [2, 4]
+    assert parse_header(data, path="t.sh").nodes == 1

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.durations import DurationError, format_duration, parse_duration, parse_time
+from metaq_py.durations import (
+    MAX_DURATION,
+    DurationError,
+    format_duration,
+    parse_duration,
+    parse_time,
+)
 
 
 @pytest.mark.parametrize(
@@ -78,9 +84,22 @@ def test_format_examples() -> None:
 
 
 @settings(max_examples=300)
-@given(st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False))
+@given(st.floats(min_value=0, max_value=MAX_DURATION, allow_nan=False, allow_infinity=False))
 def test_format_round_trips(seconds: float) -> None:
     assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize("text", ["99999999d", "400000000", "3651d", "1e400"])
+def test_a_duration_beyond_ten_years_is_one_sentence(text: str) -> None:
+    with pytest.raises(DurationError, match="too large|not a duration|is not"):
+        parse_duration(text)
+    with pytest.raises(DurationError):
+        parse_time("+" + text, now=0.0)
+
+
+def test_a_date_beyond_the_calendar_is_one_sentence() -> None:
+    with pytest.raises(DurationError, match="not a time"):
+        parse_time("99999-12-31T23:59", now=0.0)
 
 
 @settings(max_examples=300)

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.live_view import live_section, print_live
-from metaq_py.directives import TaskSpec, late_directives, read_head
+from metaq_py.directives import TaskSpec, late_directives, miscased_directives, read_head
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
@@ -91,14 +91,19 @@ def check(
             if not json_out:
                 typer.echo(f"metaq: {e}", err=True)
             continue
-        late = late_directives(read_head(script)[0])
+        head = read_head(script)[0]
+        late = late_directives(head)
+        miscased = miscased_directives(head)
         results.append({"script": str(script), "ok": True, "spec": _spec_json(spec),
-                        "ignored_lines": late})
+                        "ignored_lines": sorted(late + miscased)})
         if not json_out:
             _print_spec(spec)
             for n in late:
                 typer.echo(f"warning: {script}, line {n}: this #METAQ line comes after the "
                            f"first command, so it is ignored", err=True)
+            for n in miscased:
+                typer.echo(f"warning: {script}, line {n}: directives are written #METAQ in "
+                           f"capitals; this line is a comment, so it is ignored", err=True)
     if json_out:
         typer.echo(json.dumps(results, indent=2))
     if bad:
