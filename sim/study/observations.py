@@ -62,16 +62,21 @@ def _m(t: ResultsTable | None, policy: str, metric: str, *, workload: str = ALL,
        variant: str | None = None) -> float:
     if t is None:
         raise _Lacking(metric)
-    value = t.mean(policy, metric, workload=workload, variant=variant)
+    value = t.mean(policy, metric, workload=_which(t, workload), variant=variant)
     if math.isnan(value):
         raise _Lacking(f"{policy} {metric}")
     return value
 
 
+def _which(t: ResultsTable, workload: str) -> str:
+    """A table of one workload has no :data:`ALL` rows: its one workload stands for all."""
+    return t.workloads[0] if workload == ALL and len(t.workloads) == 1 else workload
+
+
 def _overlap(t: ResultsTable, a: str, b: str, metric: str, workload: str = ALL,
              va: str | None = None, vb: str | None = None) -> bool:
-    ca = t.cell(a, metric, workload=workload, variant=va)
-    cb = t.cell(b, metric, workload=workload, variant=vb)
+    ca = t.cell(a, metric, workload=_which(t, workload), variant=va)
+    cb = t.cell(b, metric, workload=_which(t, workload), variant=vb)
     if ca is None or cb is None or math.isnan(ca.ci95) or math.isnan(cb.ci95):
         return False
     return ca.low <= cb.high and cb.low <= ca.high

@@ -73,6 +73,8 @@ def test_the_full_study_writes_a_row_per_observation(tmp_path: Path) -> None:
                              "setup", "load-0.8", "load-1.2"}
     assert r.tables["paper"].policies == PAPER_POLICIES
     assert len(r.verdicts.paper) == len(r.verdicts.own) == 17
+    # 13-17 come from the variant studies (one workload each) and are judged, not skipped
+    assert all(v.holds is not None for v in r.verdicts.paper[12:]), r.verdicts.paper[12:]
     files = write_full(results, tmp_path, FullContext("metaq experiment --study all",
                                                       (0,), 1))
     report = (tmp_path / "report.md").read_text()
