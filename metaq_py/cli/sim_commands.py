@@ -63,6 +63,9 @@ def simulate(
         help="Walltime of jobs that requested none: limit (their queue's), runtime, a "
              "multiple such as 2x, or drop.")] = "limit",
     plots: Annotated[bool, typer.Option(help="Write the PNG plots.")] = True,
+    cache: Annotated[bool, typer.Option(
+        help="Keep parsed traces in the user's cache directory, keyed by content "
+             "(METAQ_TRACE_CACHE=0 turns it off too).")] = True,
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
     from metaq_py import build
@@ -76,7 +79,7 @@ def simulate(
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
-                               missing_walltime=missing_walltime)
+                               missing_walltime=missing_walltime, cache=cache)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
                                reading=reading)
     except (ValueError, TraceError, OSError) as e:
@@ -115,6 +118,7 @@ class TraceReading:
     unit: str | None = None
     procs_per_node: int | None = None
     missing_walltime: str = "limit"
+    cache: bool = True
 
 
 def _print_checks(info: RunInfo) -> None:
@@ -166,7 +170,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
         base = load_trace(trace, nodes=nodes, procs=reading.procs,
                           unit=reading.unit,  # type: ignore[arg-type]
                           procs_per_node=reading.procs_per_node,
-                          missing_walltime=reading.missing_walltime)
+                          missing_walltime=reading.missing_walltime, cache=reading.cache)
         label = trace.name
     else:
         count = DEFAULT_JOBS if jobs is None else jobs

@@ -33,6 +33,8 @@ def convert(
     missing_walltime: Annotated[str, typer.Option(
         help="Walltime of jobs that requested none: limit, runtime, a multiple such as 2x, "
              "or drop.")] = "limit",
+    cache: Annotated[bool, typer.Option(
+        help="Keep parsed traces in the user's cache directory.")] = True,
 ) -> None:
     """Write SOURCE as SWF at TARGET: cleaned, in its unit, with the machine in the header."""
     from sim.trace.convert import convert_to_swf
@@ -45,7 +47,8 @@ def convert(
         if not source.is_file():
             raise ValueError(f"no trace file at {source}")
         trace = load_trace(source, nodes=nodes, procs=procs, unit=unit,  # type: ignore[arg-type]
-                           procs_per_node=procs_per_node, missing_walltime=missing_walltime)
+                           procs_per_node=procs_per_node, missing_walltime=missing_walltime,
+                           cache=cache)
         for line in (*trace.notes, *trace.report.lines()):
             console.print(f"Trace: {line}.", highlight=False)
         written = convert_to_swf(trace, target)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.run.metrics import JobOutcome, Summary
-from sim.run.plots import write_plots
-from sim.run.result import SimulationResult
+from metaq_py.policy.model import Kind
+from sim.run.metrics import KIND_CODE, KIND_CODES, JobOutcome, Summary
+from sim.run.result import Outcomes, SimulationResult
 
 JOB_COLUMNS = (
     "id", "kind", "size", "submit", "start", "end", "wait", "turnaround", "runtime",
@@ -50,6 +50,10 @@ def write_jobs_csv(outcomes: Sequence[JobOutcome], path: Path) -> Path:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(JOB_COLUMNS)
+        if isinstance(outcomes, Outcomes):
+            # the engine's columns, without building a JobOutcome per job: the same text
+            out.writerows(_rows_of_columns(outcomes))
+            return path
         for o in outcomes:
             out.writerow((
                 o.id, str(o.kind), o.size, _num(o.submit), _num(o.start), _num(o.end),
@@ -58,6 +62,33 @@ def write_jobs_csv(outcomes: Sequence[JobOutcome], path: Path) -> Path:
                 "" if o.instant_start is None else int(o.instant_start), o.notice or "",
             ))
     return path
+
+
+def _rows_of_columns(outcomes: Outcomes) -> Iterator[tuple[object, ...]]:
+    """The rows of ``jobs.csv`` from an engine's columns, as :func:`write_jobs_csv` writes
+    them from :class:`JobOutcome` values (the times are Python floats here, so ``_float``
+    spells them as ``_num`` does, without its conversions)."""
+    c = outcomes.columns
+    ondemand = KIND_CODE[Kind.ONDEMAND]
+    names = [str(kind) for kind in KIND_CODES]
+    categories = outcomes.categories
+    num = _float
+    for jid, code, size, submit, runtime, useful, start, end, pre, shr, lost, instant in zip(
+            outcomes.ids, c.kind.tolist(), c.size.tolist(), c.submit.tolist(),
+            c.runtime.tolist(), c.useful.tolist(), c.start.tolist(), c.end.tolist(),
+            c.preemptions.tolist(), c.shrinks.tolist(), c.lost.tolist(), c.instant.tolist(),
+            strict=True):
+        started, ended = start == start, end == end  # NaN: never
+        od = code == ondemand
+        yield (jid, names[code], size, num(submit), num(start) if started else "",
+               num(end) if ended else "", num(start - submit) if started else "",
+               num(end - submit) if ended else "", num(runtime), num(useful), pre, shr,
+               num(float(lost or 0.0)), int(instant) if od else "",
+               (categories.get(jid) or "") if od else "")
+
+
+def _float(x: float) -> str:
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 def summary_document(result: SimulationResult, summary: Summary, info: RunInfo) -> dict:
@@ -103,6 +134,8 @@ def write_outputs(result: SimulationResult, out: Path, *, info: RunInfo,
     written = [write_jobs_csv(result.outcomes, out / "jobs.csv"),
                write_summary_json(result, summary, info, out / "summary.json")]
     if plots:
+        from sim.run.plots import write_plots  # matplotlib only when plots are wanted
+
         written.extend(write_plots(result, out, trace=info.trace, summary=summary))
     return written
 

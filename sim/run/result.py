@@ -55,6 +55,16 @@ class Outcomes(Sequence[JobOutcome]):
         self._categories = categories
         self._items: tuple[JobOutcome, ...] | None = None
 
+    @property
+    def ids(self) -> Sequence[JobId]:
+        """The job ids, one per row of :attr:`columns`."""
+        return self._ids
+
+    @property
+    def categories(self) -> Mapping[JobId, str]:
+        """The notice category of each on-demand job."""
+        return self._categories
+
     def _get(self) -> tuple[JobOutcome, ...]:
         if self._items is None:
             self._items = self._build()

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from sim.trace.alcf import MARKER, read_alcf_csv
+from sim.trace.cache import RawTrace, cached_read
 from sim.trace.cleaning import CleaningReport, MissingWalltime, Oversize, clean
 from sim.trace.columns import JobTable, TraceError, TraceJob
 from sim.trace.machine import Machine, Unit, given_size, largest_machine, swf_machine
@@ -112,45 +113,52 @@ def detect_format(path: str | Path) -> Format:
 def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None = None,
                unit: Unit | None = None, procs_per_node: int | None = None,
                missing_walltime: MissingWalltime = DEFAULT_MISSING_WALLTIME,
-               oversize: Oversize = "drop", cap_runtime: bool = True) -> Trace:
+               oversize: Oversize = "drop", cap_runtime: bool = True,
+               cache: bool = True) -> Trace:
     """Read and clean the trace at ``path``.
 
     The machine is ``nodes`` nodes or ``procs`` processors when given; otherwise an SWF file's
     header states it (``MaxProcs`` processors, or ``MaxNodes`` nodes with ``unit="nodes"``),
     and a file that states no size gets the size of its largest job. ``unit`` and
     ``procs_per_node`` are described in :mod:`sim.trace.machine`. The other options select
-    the cleaning variants described in :mod:`sim.trace.cleaning`.
+    the cleaning variants described in :mod:`sim.trace.cleaning`. With ``cache``, a file read
+    before is taken from the cache of parsed traces (:mod:`sim.trace.cache`).
     """
     fmt = detect_format(path)
     header, raw, notes, machine = _read(path, fmt, nodes=nodes, procs=procs, unit=unit,
-                                        procs_per_node=procs_per_node)
+                                        procs_per_node=procs_per_node, cache=cache)
     table, report = clean(raw, nodes=machine.size, missing_walltime=missing_walltime,
                           oversize=oversize, cap_runtime=cap_runtime, unit=machine.unit)
     return Trace(source=str(path), format=fmt, nodes=machine.size, jobs=table, report=report,
                  header=header, machine=machine, notes=notes)
 
 
+def _read_log(path: str | Path, fmt: Format, processors: bool) -> RawTrace:
+    """A node-counting log's raw jobs and reading notes."""
+    if fmt == "alcf-csv":
+        return RawTrace(None, read_alcf_csv(path))
+    read = parse_sacct if fmt == "sacct" else parse_pbs
+    table, notes = read(numbered_lines(path), source=str(path), processors=processors)
+    return RawTrace(None, table, notes)
+
+
 def _read(path: str | Path, fmt: Format, *, nodes: int | None, procs: int | None,
-          unit: Unit | None, procs_per_node: int | None
+          unit: Unit | None, procs_per_node: int | None, cache: bool
           ) -> tuple[SwfHeader | None, JobTable, tuple[str, ...], Machine]:
     """The raw jobs of a file in the chosen unit, with its header, notes and machine."""
     if fmt == "swf":
-        header, raw = read_swf(path)
-        machine, raw = swf_machine(header, raw, nodes=nodes, procs=procs, unit=unit,
-                                   procs_per_node=procs_per_node)
-        return header, raw, (), machine
+        found = cached_read(path, "swf", lambda: RawTrace(*read_swf(path)), cache=cache)
+        assert found.header is not None
+        machine, raw = swf_machine(found.header, found.table, nodes=nodes, procs=procs,
+                                   unit=unit, procs_per_node=procs_per_node)
+        return found.header, raw, (), machine
     wanted: Unit = unit or "nodes"
     processors = wanted == "processors"
-    notes: tuple[str, ...] = ()
-    if fmt == "alcf-csv":
-        if processors:
-            raise ValueError("an ALCF job log counts nodes only; use --unit nodes")
-        raw = read_alcf_csv(path)
-    elif fmt == "sacct":
-        raw, notes = parse_sacct(numbered_lines(path), source=str(path),
-                                 processors=processors)
-    else:
-        raw, notes = parse_pbs(numbered_lines(path), source=str(path), processors=processors)
+    if fmt == "alcf-csv" and processors:
+        raise ValueError("an ALCF job log counts nodes only; use --unit nodes")
+    found = cached_read(path, f"{fmt}-{wanted}", lambda: _read_log(path, fmt, processors),
+                        cache=cache)
+    raw, notes = found.table, found.notes
     ppn = procs_per_node
     size = given_size(nodes, procs, wanted, ppn) if (nodes, procs) != (None, None) else None
     if size is not None:

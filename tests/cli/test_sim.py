@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from metaq_py.cli import app
 from tests.sim_traces import real_trace
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def private_trace_cache(tmp_path_factory, monkeypatch) -> None:
+    """These runs keep parsed traces in a cache of their own, never the user's."""
+    monkeypatch.setenv("METAQ_CACHE_DIR", str(tmp_path_factory.mktemp("trace-cache")))
 
 
 def test_no_arguments_simulates_the_synthetic_default(tmp_path, monkeypatch) -> None:
@@ -139,3 +146,15 @@ def test_a_trace_with_nothing_left_fails_with_the_reasons(tmp_path) -> None:
     assert doc["run"]["jobs"] == 2
     assert doc["trace"]["walltime_estimate"] == \
         "a job with no requested walltime gets its queue's limit"
+
+
+def test_no_cache_leaves_no_entry(tmp_path, monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("METAQ_CACHE_DIR", str(cache))
+    trace = tmp_path / "t.swf"
+    _swf(trace, "; MaxProcs: 8\n", [(1, 0, 100, 4, 200), (2, 10, 100, 4, 200)])
+    args = ["simulate", "--trace", str(trace), "--out", str(tmp_path / "o"), "--no-plots"]
+    assert runner.invoke(app, [*args, "--no-cache"]).exit_code == 0
+    assert not cache.exists()
+    assert runner.invoke(app, args).exit_code == 0
+    assert len(list(cache.iterdir())) == 1
