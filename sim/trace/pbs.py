@@ -184,8 +184,8 @@ def _table(numbers: dict[str, list[float]], texts: dict[str, list[str | None]]) 
     for name in ("id", "nodes", "requested_nodes", "status"):
         values = np.array(numbers[name], dtype=np.float64)
         columns[name] = np.where(np.isnan(values), -1, values).astype(np.int64)
-    for name, values in texts.items():
+    for name, labels in texts.items():
         array = np.empty(n, dtype=object)
-        array[:] = values
+        array[:] = labels
         columns[name] = array
     return JobTable.empty(n).with_columns(**columns)
