@@ -9,11 +9,14 @@ back to its folder with the attempt counted (to ``failed/`` once its attempts ar
 from __future__ import annotations
 
 import os
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.queue.folders import make_folders
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.store import FAILED
 from metaq_py.runner.context import Context
@@ -120,10 +123,23 @@ class Launcher:
         """Give ``spec`` its run folder and its log from the spares made ahead of time, where
         they do not exist yet (``launch`` then finds them made; it makes whatever is still
         missing itself)."""
+        root = self.ctx.queue.root
         for parent in (spec.rundir.parent, spec.log.parent):
             if parent not in self.folders:
-                parent.mkdir(parents=True, exist_ok=True)
+                # Real folders all the way down from the queue root: a link planted in a
+                # group-writable jobs/ never sends a log out of the queue.
+                make_folders(root, parent)
                 self.folders.add(parent)
+        for made in (spec.rundir, spec.log):
+            # A symlink (or FIFO) planted where the log or run folder goes is moved aside,
+            # never written through. launch then makes the file itself.
+            try:
+                st = os.lstat(made)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode)
+                                                or stat.S_ISDIR(st.st_mode)):
+                os.rename(made, f"{made}.planted-{secrets.token_hex(3)}")
         if self.spares is not None:
             self.spares.folder(spec.rundir)
             self.spares.empty_file(spec.log)

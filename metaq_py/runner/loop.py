@@ -64,6 +64,11 @@ __all__ = ["RunOptions", "Runner", "RunnerError"]
 _LONGEST_WAIT = 3600.0
 """The loop wakes at least this often (seconds), even with nothing to do."""
 
+_CANCEL_CHECK = 1.0
+"""While tasks run, the loop wakes at least this often (seconds), to see a ``metaq cancel``
+on a queue where no file-system event arrives (NFS, Lustre): a cancel reaches its task
+within about a second, never at the next heartbeat."""
+
 
 def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
@@ -179,7 +184,8 @@ class Runner:
             self.wakeups.watch_queue()
             timeout = max(0.0, self._next_deadline() - self.clock.now())
             self.ctx.events.flush()  # one write per wake-up, and a complete log while waiting
-            wakeup = self.wakeups.wait(min(timeout, _LONGEST_WAIT))
+            longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
+            wakeup = self.wakeups.wait(min(timeout, longest))
             while wakeup is not None:  # take everything that arrived before deciding
                 self._handle(wakeup)
                 wakeup = self.wakeups.take()
@@ -192,6 +198,11 @@ class Runner:
             assert wakeup.signum is not None
             name = signal.Signals(wakeup.signum).name
             if self.stopping is None:
+                if name == "SIG" + self.options.end_signal:
+                    # The wall clock is ending: no task may count on more than its grace.
+                    now = self.clock.now()
+                    self.ctx.end = min(self.ctx.end, now + self.options.margin
+                                       + self.options.grace)
                 self._stop_all(f"received {name}")
             else:  # a second signal: no more grace
                 self.say(f"received {name} again: killing every task now")
@@ -210,8 +221,8 @@ class Runner:
             return False  # the waiting tasks changed since the decision that found none to run
         if self.options.linger:
             return False
-        if self.cluster.notices:
-            return False  # a reservation waits for its on-demand task, or its release
+        if self.upkeep.notice_due(self.clock.now()):
+            return False  # a reservation waits for its on-demand task, due soon
         if self.offers.count:
             self.stop_reason = (f"nothing left that fits: {self.offers.count} waiting task(s) "
                                 f"need more time than this allocation has left")
@@ -261,6 +272,7 @@ class Runner:
         self.roster.check_checkpoints(self.clock.now())
         if now >= self.upkeep.next_heartbeat:
             self.upkeep.heartbeat(now, stopping=self.stopping)
+        self.upkeep.check_cancels(now)
         if self.stopping is None and now >= self._stop_at():
             self._stop_all(f"the allocation ends at {_clock_time(self.ctx.end)}")
         if self.stopping is None:

@@ -42,6 +42,10 @@ class RunOptions:
     warning: float = 120.0
     fs_events: bool = True
     handle_signals: bool = True
+    end_signal: str = "USR1"
+    """The stop signal that means the allocation's wall clock is ending (as the batch
+    script's ``--signal`` sends it): the runner then takes the end to be its grace and margin
+    away. Every other stop signal stops and requeues the tasks just the same."""
 
     def __post_init__(self) -> None:
         for name in ("grace", "margin", "release_after", "warning"):
@@ -51,6 +55,9 @@ class RunOptions:
                                   f"seconds >= 0, not {value}")
         if self.max_tasks is not None and self.max_tasks < 1:
             raise RunnerError(f"--max-tasks must be at least 1, not {self.max_tasks}")
+        if self.end_signal not in ("TERM", "USR1", "INT", "HUP", "USR2", "ALRM"):
+            raise RunnerError(f"--end-signal must be one of TERM, USR1, INT, HUP, USR2 and "
+                              f"ALRM, not {self.end_signal!r}")
         if self.launch_pause is not None and not 0 <= self.launch_pause < 3600:
             raise RunnerError(f"--launch-pause must be between 0 and an hour, not "
                               f"{self.launch_pause}")

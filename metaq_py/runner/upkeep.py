@@ -20,7 +20,11 @@ from metaq_py.runner.live_task import Why
 from metaq_py.runner.reclaim import lost_claims
 from metaq_py.runner.roster import Roster
 
-__all__ = ["Upkeep"]
+__all__ = ["NOTICE_WAIT", "Upkeep"]
+
+NOTICE_WAIT = 3600.0
+"""Seconds ahead of a notice's arrival from which a runner with nothing left to run (and no
+``--linger``) stays for it: an hour."""
 
 
 class Upkeep:
@@ -49,14 +53,32 @@ class Upkeep:
                 live.kill_if_due(now)
                 if live.process is None:
                     self.roster.forget(live, now=now)
-            elif live.why is None and ctx.queue.cancel_requested(live.claim):
-                ctx.say(f"{live.id} was cancelled; stopping it")
-                live.stop(Why.CANCEL, now=now)
+        self.check_cancels(now)
         self.reclaim_lost(now)
         with contextlib.suppress(BatchError):
             end = ctx.batch.end_time()
             if end is not None and end != ctx.end:
                 ctx.end = end
+
+    def check_cancels(self, now: float) -> None:
+        """Stop the running tasks someone ran ``metaq cancel`` on (one ``lstat`` each): called
+        at every pass, so a cancel is acted on at the next wake-up."""
+        for live in list(self.roster.live.values()):
+            if live.why is None and self.ctx.queue.cancel_requested(live.claim):
+                self.ctx.say(f"{live.id} was cancelled; stopping it")
+                live.stop(Why.CANCEL, now=now)
+
+    def notice_due(self, now: float) -> bool:
+        """Whether a runner with nothing else to do should stay for a notice: one whose work
+        arrives within :data:`NOTICE_WAIT` and before the allocation ends. A runner without
+        ``--linger`` never idles its nodes for a notice due later (or never)."""
+        for notice in self.cluster.notices.values():
+            arrival = getattr(notice, "arrival", None)
+            if arrival is None:
+                return True
+            if arrival - now <= NOTICE_WAIT and arrival < self.ctx.end:
+                return True
+        return False
 
     def reclaim_lost(self, now: float) -> None:
         """Take back the claims of other jobs that are lost (their jobs are gone)."""

@@ -9,7 +9,7 @@ arrive:
   folders and ``notices/`` (:meth:`Wakeups.watch_queue`), and one over the run folder of each
   running task that declares ``CHECKPOINT`` or an in-place ``RESIZE``, where its checkpoints
   and resize confirmations land (:meth:`Wakeups.watch_rundir`);
-* a *signal* (SIGTERM, SIGUSR1, SIGINT), put by the handlers :meth:`Wakeups.install_signals`
+* a *signal* (:data:`STOP_SIGNALS`), put by the handlers :meth:`Wakeups.install_signals`
   installs.
 """
 
@@ -32,8 +32,12 @@ from metaq_py.runner.options import RunOptions
 
 __all__ = ["STOP_SIGNALS", "Wakeup", "Wakeups", "What"]
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
-"""The signals that stop the runner: every task is stopped and requeued."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2,
+                signal.SIGALRM)
+"""The signals that stop the runner: every task is stopped and requeued, without spending a
+retry. HUP is a closed terminal, USR2 and ALRM what ``sbatch --signal`` and a wrapper's
+timer often send; none of them may kill the runner outright and orphan its claims. Which of
+them means "the wall clock is ending" is ``RunOptions.end_signal``."""
 
 
 class What(Enum):

@@ -24,6 +24,13 @@ def resolve_log(log: str, *, root: Path, config: QueueConfig) -> Path | None:
     a link inside a log root cannot point the log elsewhere."""
     p = Path(log)
     target = os.path.realpath(p if p.is_absolute() else root.absolute() / p)
+    jobs = os.path.realpath(root.absolute() / "jobs")
+    parent = os.path.dirname(target)
+    if parent == jobs or (os.path.dirname(parent) == jobs
+                          and os.path.basename(target) == "events.jsonl"):
+        # jobs/ holds one folder per job, and jobs/<jobid>/events.jsonl its accounting: a
+        # task's output there would corrupt it.
+        return None
     for base in config.log_roots:
         real = os.path.realpath(base)
         if target != real and os.path.commonpath([target, real]) == real:
