@@ -29,6 +29,7 @@ import contextlib
 import errno
 import logging
 import os
+import secrets
 import select
 import signal
 import stat
@@ -103,9 +104,12 @@ class TaskProcess:
         on_exit: Callable[[TaskProcess], object] | None,
         clock: Callable[[], float],
         started_at: float,
+        mark: str | None = None,
     ) -> None:
         self.spec = spec
         self.pid = popen.pid
+        self.mark = mark
+        """The token in this task's ``METAQ_TASK_MARK``, found in every descendant."""
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
@@ -174,7 +178,7 @@ class TaskProcess:
             if self._reaped:
                 return False
             self.sent_signals.append(signal.SIGKILL)
-            _kill_session(self.pid)
+            _kill_session(self.pid, self.mark)
             return True
 
     def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
@@ -200,7 +204,7 @@ class TaskProcess:
 
     def _end(self) -> None:
         with self._lock:
-            _kill_session(self.pid)
+            _kill_session(self.pid, self.mark)
             returncode = self._popen.wait()
             self._reaped = True
         self.ended_at = self._clock()
@@ -281,6 +285,10 @@ class _Reaper:
 _REAPER = _Reaper()
 
 
+MARK_VARIABLE = "METAQ_TASK_MARK"
+"""The environment variable that marks every process of one task with a token of its own."""
+
+
 def launch(
     spec: LaunchSpec,
     *,
@@ -301,6 +309,9 @@ def launch(
     _check_script(spec)
     command = task_command(spec, srun=srun)
     env = task_environment(spec, os.environ if base_env is None else base_env)
+    # A mark every descendant inherits, even one that leaves the session with setsid: the
+    # kill sweeps /proc for it (see _kill_session).
+    env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
         spec.rundir.mkdir(parents=True, exist_ok=True)
         if spec.shared_hostfile is None:
@@ -345,7 +356,8 @@ def launch(
     if tee is not None:
         tee.start()
     return TaskProcess(
-        spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at
+        spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
+        mark=env[MARK_VARIABLE],
     )
 
 
@@ -365,17 +377,49 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
         task.wait()
 
 
-def _kill_session(sid: int) -> None:
-    """SIGKILL process group ``sid`` and every other process still in session ``sid``.
+def _kill_session(sid: int, mark: str | None = None) -> None:
+    """SIGKILL process group ``sid``, every other process still in session ``sid`` and, with
+    ``mark``, every process of this user whose environment carries the task's mark.
 
     A process may leave its group (``setpgid``, job control in a shell) but not its session
-    without ``setsid``; the sweep over ``/proc`` catches the first kind too.
+    without ``setsid``; the sweep over ``/proc`` catches the first kind too, and the mark the
+    second (a process that cleared its environment escapes it: the kernel keeps no other
+    trace short of a cgroup).
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, signal.SIGKILL)
     for pid in _session_members(sid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    if mark is not None:
+        for pid in marked_processes(mark):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def marked_processes(mark: str) -> list[int]:
+    """The processes of this user whose environment holds ``MARK_VARIABLE=mark``."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    uid = os.getuid()
+    me = os.getpid()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue  # gone, or not ours to read
+        if needle + b"\0" in environ or environ.endswith(needle):
+            found.append(int(entry))
+    return found
 
 
 def _session_members(sid: int) -> list[int]:

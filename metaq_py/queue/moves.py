@@ -11,6 +11,7 @@ reason, cancel request) is removed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -66,20 +67,31 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
         return None
     if staged is not None:
         publish_logbook(staged, dst)
-        logbook_path(src).unlink(missing_ok=True)
+        _unlink_quietly(logbook_path(src))
     else:
         rename_quietly(logbook_path(src), logbook_path(dst))
     if old_reason:
-        Path(str(src) + REASON_SUFFIX).unlink(missing_ok=True)
+        _unlink_quietly(Path(str(src) + REASON_SUFFIX))
     if reason is not None:
         with contextlib.suppress(FileExistsError):  # taken in the instant since free_name
             create_new(str(dst) + REASON_SUFFIX, (reason.rstrip() + "\n").encode())
     if lease_files is not None:
         lease_files.retire(lease_path(src))
     else:
-        lease_path(src).unlink(missing_ok=True)
-    companion(src, CANCEL_SUFFIX).unlink(missing_ok=True)
+        _unlink_quietly(lease_path(src))
+    _unlink_quietly(companion(src, CANCEL_SUFFIX))
     return dst
+
+
+def _unlink_quietly(path: Path) -> None:
+    """Remove ``path`` if it is there (a name too long to exist is not there)."""
+    try:
+        path.unlink()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            raise
 
 
 def logbook_of(path: Path, *, now: float) -> Logbook:
@@ -111,9 +123,14 @@ def inode_of(path: Path) -> int:
 
 
 def rename_quietly(src: Path, dst: Path) -> bool:
-    """Rename ``src`` to ``dst`` if it exists; whether it did."""
+    """Rename ``src`` to ``dst`` if it exists; whether it did. A companion whose name is too
+    long to exist (beside a task whose own name is) is not there."""
     try:
         os.rename(src, dst)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            return False
+        raise
     return True
