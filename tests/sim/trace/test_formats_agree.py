@@ -111,3 +111,23 @@ def test_convert_states_the_machine_and_refuses_bad_input(tmp_path: Path) -> Non
                                        str(tmp_path / "x.swf")])
     assert missing.exit_code == 1 and "no trace file at" in missing.output
     assert not (tmp_path / "x.swf").exists()
+
+
+def test_a_processor_trace_converts_with_both_header_sizes(tmp_path: Path) -> None:
+    source = tmp_path / "smp.swf"
+    source.write_text("; MaxNodes: 4\n; MaxProcs: 16\n"
+                      "1 100 0 50 6 -1 -1 6 60 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                      "2 110 0 50 12 -1 -1 12 60 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
+    for unit, sizes, header in (("processors", [6, 12], (4, 16)), ("nodes", [2, 3], (4, 4))):
+        target = tmp_path / f"{unit}.swf"
+        result = CliRunner().invoke(app, ["trace", "convert", str(source), str(target),
+                                          "--unit", unit])
+        assert result.exit_code == 0, result.output
+        back = load_trace(target)
+        assert back.header is not None
+        assert (back.header.max_nodes, back.header.max_procs) == header
+        assert list(back.jobs.nodes) == sizes and list(back.jobs.submit) == [0.0, 10.0]
+        assert back.unit == unit and back.header.unix_start_time == 100
+    bad = CliRunner().invoke(app, ["trace", "convert", str(source), str(tmp_path / "x.swf"),
+                                   "--unit", "cores"])
+    assert bad.exit_code == 1 and "--unit must be processors or nodes" in bad.output

@@ -79,3 +79,17 @@ def test_missing_walltimes_get_an_estimate_by_default(tmp_path: Path) -> None:
     assert doubled.report.lines() == [
         "gave 2 jobs with no requested walltime 2 times their runtime as walltime"]
     assert len(load_trace(path, missing_walltime="drop")) == 1
+
+
+def test_the_queue_limit_is_per_queue(tmp_path: Path) -> None:
+    # queue 1 asks for up to 900 s, queue 2 for up to 5000 s, queue 3 never asks
+    rows = [
+        "1 0 -1 100 4 -1 -1 4 900 -1 1 -1 -1 -1 1 -1 -1 -1",
+        "2 10 -1 100 4 -1 -1 4 -1 -1 1 -1 -1 -1 1 -1 -1 -1",
+        "3 20 -1 100 4 -1 -1 4 5000 -1 1 -1 -1 -1 2 -1 -1 -1",
+        "4 30 -1 100 4 -1 -1 4 -1 -1 1 -1 -1 -1 2 -1 -1 -1",
+        "5 40 -1 100 4 -1 -1 4 -1 -1 1 -1 -1 -1 3 -1 -1 -1",
+    ]
+    trace = load_trace(write(tmp_path, "; MaxProcs: 8\n", rows))
+    # queue 3 has no request of its own: the trace's largest, 5000
+    assert list(trace.jobs.walltime) == [900.0, 900.0, 5000.0, 5000.0, 5000.0]
