@@ -21,8 +21,8 @@ from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 from metaq_py.queue.fileio import Refused, read_regular
 
-__all__ = ["CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE", "Caps", "Defaults",
-           "QueueConfig", "load_config"]
+__all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
+           "AllocSettings", "Caps", "Defaults", "QueueConfig", "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
 
@@ -43,7 +43,7 @@ one needing more nodes (its smallest size: ``NODES``, or ``MIN_NODES`` of a mall
 the count EASY holds nodes for), then the earlier submit time."""
 
 STATE_FOLDERS = ("hold", "working", "finished", "failed", "rejected", "cancelled", "notices",
-                 "jobs")
+                 "jobs", "alloc")
 """Folders of the queue that hold tasks in other states; never task folders."""
 
 
@@ -73,6 +73,40 @@ class Caps:
     burst of starts never floods the batch node or the batch system's controller."""
 
 
+ALLOC_SYSTEMS = ("slurm", "pbs")
+"""The batch systems ``metaq alloc`` submits to."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocSettings:
+    """How ``metaq alloc`` sizes and submits allocations for this queue (``alloc:``).
+
+    An allocation gets between ``min_nodes`` and ``max_nodes`` nodes and a walltime between
+    ``min_walltime`` and ``max_walltime``; ``margin`` is added to the longest waiting task's
+    ``MIN_WC_TIME`` (start-up, the runner's stop before the end). At most ``max_allocations``
+    of this queue's allocations are queued or running at once, of which at most ``max_queued``
+    wait to start. After a failed submission none is tried for ``backoff``. ``system`` is
+    ``slurm`` or ``pbs`` (``None``: whichever of ``sbatch`` and ``qsub`` is installed);
+    ``jobscript`` the batch script (``None``: ``jobscripts/<system>.sh`` of metaq-py);
+    ``account``, ``partition`` (a PBS queue), ``qos`` (SLURM only) and ``flags`` (passed as
+    they are) go on the submit command line."""
+
+    system: str | None = None
+    jobscript: str | None = None
+    min_nodes: int = 1
+    max_nodes: int = 4
+    min_walltime: float = 600.0
+    max_walltime: float = 86400.0
+    margin: float = 300.0
+    max_allocations: int = 1
+    max_queued: int = 1
+    backoff: float = 300.0
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    flags: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
     """The settings of one queue.
@@ -95,6 +129,7 @@ class QueueConfig:
     log_roots: tuple[str, ...] = ()
     defaults: Defaults = field(default_factory=Defaults)
     caps: Caps = field(default_factory=Caps)
+    alloc: AllocSettings = field(default_factory=AllocSettings)
     heartbeat: float = 30.0
     stale_after: float = 600.0
     poll_interval: float = 5.0
@@ -160,6 +195,23 @@ caps:
   attempts: 5              # runs ended without success before a task goes to failed/
   tasks: 64                # tasks one batch job runs at once (metaq run --max-tasks)
   launch_pause: 0.05s      # pause between two launches (metaq run --launch-pause)
+
+# metaq alloc: allocations submitted for this queue when tasks wait (docs/user-guide.md).
+alloc:
+  system:                  # slurm or pbs (empty: whichever of sbatch and qsub is installed)
+  jobscript:               # empty: jobscripts/slurm.sh or pbs.sh of metaq-py
+  min_nodes: 1
+  max_nodes: 4
+  min_walltime: 10m
+  max_walltime: "24:00:00"
+  margin: 5m               # added to the longest waiting task's MIN_WC_TIME
+  max_allocations: 1       # this queue's allocations queued or running at once
+  max_queued: 1            # of which waiting to start
+  backoff: 5m              # no submission for this long after one failed
+  account:
+  partition:               # a SLURM partition, or a PBS queue
+  qos:                     # SLURM only
+  flags: []                # more sbatch or qsub arguments, as they are
 
 heartbeat: 30s             # how often a running job renews its leases
 stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
@@ -277,6 +329,7 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
         "log_roots": lambda k, v, key: r.words(v, key),
         "defaults": lambda k, v, key: _defaults(r, v, key),
         "caps": lambda k, v, key: _caps(r, v, key),
+        "alloc": lambda k, v, key: _alloc(r, v, key),
         "heartbeat": lambda k, v, key: r.duration(v, key, optional=False, most=MAX_INTERVAL),
         "stale_after": lambda k, v, key: r.duration(v, key, optional=False,
                                                     most=MAX_STALE_AFTER),
@@ -379,3 +432,42 @@ def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
             raise r.fail(k, full, "is unknown; known caps are nodes, gpus, min_wc_time, "
                                   "attempts, tasks and launch_pause")
     return Caps(**values)
+
+
+_ALLOC_WORDS = ("system", "jobscript", "account", "partition", "qos")
+_ALLOC_COUNTS = {"min_nodes": 1, "max_nodes": 1, "max_allocations": 1, "max_queued": 1}
+_ALLOC_TIMES = ("min_walltime", "max_walltime", "margin", "backoff")
+
+
+def _alloc(r: _Reader, node: yaml.Node, key: str) -> AllocSettings:
+    values: dict[str, Any] = {}
+    keys: dict[str, yaml.Node] = {}
+    for name, (k, v) in r.mapping(node, key).items():
+        full, keys[name] = f"{key}.{name}", k
+        if name in _ALLOC_WORDS:
+            value = r.scalar(v, full)
+            if value is not None and (not isinstance(value, str | int)
+                                      or isinstance(value, bool) or not str(value).strip()):
+                raise r.fail(v, full, "must be a name, such as debug")
+            values[name] = None if value is None else str(value).strip()
+        elif name in _ALLOC_COUNTS:
+            values[name] = r.integer(v, full, least=_ALLOC_COUNTS[name], optional=False)
+        elif name in _ALLOC_TIMES:
+            values[name] = r.duration(v, full, optional=False)
+        elif name == "flags":
+            values[name] = r.words(v, full)
+        else:
+            known = ", ".join((*_ALLOC_WORDS, *_ALLOC_COUNTS, *_ALLOC_TIMES, "flags"))
+            raise r.fail(k, full, f"is unknown; known alloc settings are {known}")
+    a = AllocSettings(**values)
+    if a.system is not None and a.system not in ALLOC_SYSTEMS:
+        raise r.fail(keys["system"], f"{key}.system",
+                     f"is {a.system!r}; metaq alloc submits to slurm or pbs")
+    for low, high, what in (("min_nodes", "max_nodes", "nodes"),
+                            ("min_walltime", "max_walltime", "walltime"),
+                            ("max_queued", "max_allocations", "allocations")):
+        if getattr(a, low) > getattr(a, high):
+            where = keys.get(low) or keys.get(high)
+            raise r.fail(where, f"{key}.{low}", f"is more than {key}.{high}; the {what} "
+                                               f"range is empty")
+    return a
