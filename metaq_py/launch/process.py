@@ -204,7 +204,9 @@ class TaskProcess:
 
     def _end(self) -> None:
         with self._lock:
-            _kill_session(self.pid, self.mark)
+            # A task that was stopped takes every marked process with it; one that ended by
+            # itself leaves what it detached on purpose (the tee reports it, see tee.py).
+            _kill_session(self.pid, self.mark if self.sent_signals else None)
             returncode = self._popen.wait()
             self._reaped = True
         self.ended_at = self._clock()
