@@ -6,8 +6,8 @@ and the time of the last failed submission, and returns a :class:`Submit` or a
 :class:`Refuse`, each with its reason in one sentence. The rules, in order:
 
 1. a task must wait (``empty``);
-2. fewer than ``max_allocations`` allocations queued or running (``limit``), and fewer than
-   ``max_queued`` waiting to start (``queued``);
+2. fewer than ``max_queued`` allocations waiting to start (``queued``), and fewer than
+   ``max_allocations`` queued or running (``limit``);
 3. no failed submission within ``backoff`` (``backoff``);
 4. some waiting task must fit an allocation the settings allow (``no-fit``): at least its
    smallest size in nodes, at most ``max_nodes``, and its ``MIN_WC_TIME`` plus ``margin``
@@ -88,12 +88,12 @@ def decide(waiting: Sequence[Waiting], known: Sequence[Known], settings: AllocSe
     if not waiting:
         return Refuse("empty", "no task waits")
     queued = sum(1 for k in known if k.queued)
-    if len(known) >= settings.max_allocations:
-        return Refuse("limit", f"{len(known)} allocation(s) of this queue are queued or "
-                               f"running, the most alloc.max_allocations allows")
     if queued >= settings.max_queued:
         return Refuse("queued", f"{queued} allocation(s) of this queue wait to start, the "
                                 f"most alloc.max_queued allows")
+    if len(known) >= settings.max_allocations:
+        return Refuse("limit", f"{len(known)} allocation(s) of this queue are queued or "
+                               f"running, the most alloc.max_allocations allows")
     if last_failure is not None and now < last_failure + settings.backoff:
         wait = format_duration(math.ceil(last_failure + settings.backoff - now))
         return Refuse("backoff", f"a submission failed less than alloc.backoff ago; the "

@@ -1,5 +1,6 @@
 """The live part of ``metaq status``: running tasks with their hosts and time left, the live
-allocations with the nodes they hold for notices or have lent, and the live notices.
+allocations with the nodes they hold for notices or have lent, the live notices, and the
+allocations ``metaq alloc`` submitted with their state at its last pass.
 
 Running tasks come from the leases (the truth of what is claimed) and their hosts from the
 runners' ``start``, ``shrink`` and ``expand`` events. A task's time left is what remains of its
@@ -14,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from metaq_py.alloc.journal import allocations as alloc_made
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import Queue
@@ -24,8 +26,9 @@ __all__ = ["live_section", "print_live"]
 
 
 def live_section(q: Queue, *, now: float) -> dict[str, Any]:
-    """What runs now, as JSON values: ``running``, ``allocations``, ``notices`` and
-    ``problems`` (unreadable event-log lines and notice files, one sentence each)."""
+    """What runs now, as JSON values: ``running``, ``allocations``, ``notices``, ``alloc``
+    (the last allocations ``metaq alloc`` submitted) and ``problems`` (unreadable event-log
+    lines and notice files, one sentence each)."""
     logs = read_job_logs(q.root)
     claims = q.leases(specs=True)
     jobs = {j.jobid: j for j in live_jobs(logs, claims, now=now,
@@ -67,7 +70,7 @@ def live_section(q: Queue, *, now: float) -> dict[str, Any]:
                 for r in records]
     problems = [p for log in logs for p in log.problems] + bad
     return {"running": running, "allocations": allocations, "notices": notices,
-            "problems": problems}
+            "alloc": alloc_made(q.root), "problems": problems}
 
 
 def print_live(section: dict[str, Any], out: Console) -> None:
@@ -102,6 +105,23 @@ def print_live(section: dict[str, Any], out: Console) -> None:
             t.add_row(n["name"], str(n["nodes"]), format_time(n["arrival"]),
                       format_duration(n["walltime"]), n["who"], n["state"])
         out.print(t)
+    if section["alloc"]:
+        _print_alloc(section["alloc"], out)
+
+
+def _print_alloc(made: list[dict[str, Any]], out: Console) -> None:
+    """The allocations ``metaq alloc`` submitted, with their state as its last pass saw it."""
+    seen = made[-1]["seen"]
+    title = "allocations metaq alloc made" + (
+        f" (states as of {format_time(seen)})" if seen is not None else "")
+    t = Table(title=title)
+    for col in ("job", "submitted", "nodes", "walltime", "state"):
+        t.add_column(col)
+    for a in made:
+        wall = a["walltime"]
+        t.add_row(a["job"], format_time(a["submitted"]), str(a["nodes"]),
+                  format_duration(wall) if isinstance(wall, int | float) else "?", a["state"])
+    out.print(t)
 
 
 def _notice_state(arrival: float, release: float, now: float, *, released: bool = False) -> str:
