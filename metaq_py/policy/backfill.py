@@ -217,8 +217,10 @@ class _Profile:
 def conservative(work: Work, queue: Sequence[Job]) -> None:
     """One conservative-backfilling pass over ``queue``, recording starts on ``work``.
 
-    The pass stops once no job left in the queue fits in the nodes free now: the
-    reservations of those jobs could not change what starts now.
+    The pass stops once no job left in the queue could start now: none fits in the nodes free
+    now, or none has room from now for its shortest run (:class:`_Shortest`). Holds only take
+    nodes away, so a job that cannot start now cannot start later in the pass, and the
+    reservations of the jobs after it could not change what starts now.
     """
     pool = work.free
     if pool.count == 0:
@@ -227,8 +229,9 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
     total = work.snap.total
     least = _least_from(queue)
     profile = _Profile(work)
+    shortest = _Shortest(queue, oracle)
     for i, job in enumerate(queue):
-        if least[i] > pool.count:
+        if least[i] > pool.count or not shortest.any_room(i, profile, now, pool.count):
             return
         # skip a job too big for the machine or for the time left
         if job.id in started or job.min_size > total \
@@ -248,6 +251,46 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
         t = profile.earliest(k, duration)
         if t + duration <= end:
             profile.hold(t, t + duration, k)
+
+
+class _Shortest:
+    """For each ``min_size`` among the queue's jobs, the shortest run at full size of the jobs
+    from each position on. A job of that ``min_size`` can start now only if at least
+    ``min_size`` nodes stay free from now for that long: it needs at least ``min_size`` nodes,
+    for at least its run at full size (a malleable job runs longer when smaller)."""
+
+    __slots__ = ("at", "runs", "sizes")
+
+    def __init__(self, queue: Sequence[Job], oracle: bool) -> None:
+        at: dict[int, list[int]] = {}
+        runs: dict[int, list[float]] = {}
+        for i, job in enumerate(queue):
+            m = job.min_size
+            if m not in at:
+                at[m], runs[m] = [], []
+            at[m].append(i)
+            runs[m].append(job.time_at(job.size, oracle))
+        for m, row in runs.items():
+            # suffix minima: runs[m][p] is the shortest run among the jobs at[m][p:]
+            suffix = list(accumulate(reversed(row), min))
+            suffix.reverse()
+            runs[m] = suffix
+        self.sizes = sorted(at)
+        self.at, self.runs = at, runs
+
+    def any_room(self, i: int, profile: _Profile, now: float, free: int) -> bool:
+        """Whether some job of ``queue[i:]`` might start now, on a machine with ``free``
+        nodes free and ``profile`` holding the reservations made so far."""
+        times, avail = profile.times, profile.avail
+        for m in self.sizes:
+            if m > free:
+                return False  # sizes ascend: no larger one fits either
+            at = self.at[m]
+            p = bisect_left(at, i)
+            if p < len(at) and min(avail[:max(1, bisect_left(
+                    times, now + self.runs[m][p]))]) >= m:
+                return True
+        return False
 
 
 def _least_from(queue: Sequence[Job]) -> list[int]:
