@@ -52,8 +52,9 @@ def submit(
         "--folder", help="Sub-folder inside the task folder, such as alice/run7.")] = None,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Check each script and copy it into the queue (all or nothing: if any script is bad,
-    none is submitted)."""
+    """Check each script and copy it into the queue, all or nothing.
+
+    If any script is bad, none is submitted."""
     with reported():
         q = open_queue(queue)
         target = "priority" if priority else None
@@ -74,8 +75,9 @@ def check(
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Show what each script asks for, or what is wrong with it. When the queue exists, its
-    limits (caps, log roots) are checked too."""
+    """Show what each script asks for, or what is wrong with it.
+
+    When the queue exists, its limits (caps, log roots) are checked too."""
     q = Queue(queue) if queue.is_dir() else None
     results: list[dict[str, Any]] = []
     bad = 0
@@ -112,8 +114,10 @@ def check(
 
 @app.command()
 def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
-    """Count the tasks per state, folder and project; show running tasks with their hosts
-    and time left, live allocations with their reserved and lent nodes, and notices."""
+    """Count the tasks per state, folder and project, and show what runs now.
+
+    Running tasks with their hosts and time left, live allocations with their reserved and
+    lent nodes, notices, and the allocations metaq alloc submitted with their state."""
     with reported():
         q = open_queue(queue)
         live = live_section(q, now=time.time())

@@ -140,7 +140,7 @@ def report(
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Node-hours and GPU-hours per project, run outcomes, and the on-demand record."""
+    """Show node-hours and GPU-hours per project, run outcomes, and the on-demand record."""
     with reported():
         q = open_queue(queue)
         start = None

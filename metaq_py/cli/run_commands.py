@@ -76,8 +76,9 @@ def run(
         help="Wake at once on file-system events (watchdog) when the queue changes; without "
              "them, changes are found by polling every poll_interval of metaq.yaml.")] = True,
 ) -> None:
-    """Backfill the queue's tasks into this batch job's nodes until nothing left fits (or,
-    with --linger, until the wall clock ends)."""
+    """Backfill the queue's tasks into this batch job's nodes until nothing left fits.
+
+    With --linger, it keeps going until the wall clock ends."""
     with reported():
         q = open_queue(queue)
         try:
@@ -188,8 +189,10 @@ def demo(
     queue: QueueOpt = Path("queue"),
     nodes: Annotated[int, typer.Option(help="Nodes of the pretend cluster.")] = 4,
 ) -> None:
-    """Copy a queue (the example one by default) to a scratch folder, run it on a local pretend
-    cluster with 2 GPUs per node, and show the result. The original is never touched."""
+    """Run a copy of a queue (the example one by default) on a local pretend cluster.
+
+    The copy goes to a scratch folder and runs with 2 GPUs per node; the result is shown. The
+    original is never touched."""
     with reported():
         src = open_queue(queue)
         scratch = Path(tempfile.mkdtemp(prefix="metaq-demo-"))
