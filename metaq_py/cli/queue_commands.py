@@ -21,6 +21,7 @@ from rich.table import Table
 
 from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.live_view import live_section, print_live
+from metaq_py.cli.when import in_words, iso_local
 from metaq_py.directives import TaskSpec, late_directives, miscased_directives, read_head
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
@@ -214,6 +215,7 @@ def show(
         found = next((x for x in admin.entries(e.state) if x.path == e.path), e)
         logbook = read_logbook(found.path, found.path.lstat().st_ino)
         data = _entry_json(found)
+        data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []
         if json_out:
             typer.echo(json.dumps(data, indent=2))
@@ -222,9 +224,8 @@ def show(
         if found.reason:
             typer.echo(f"reason: {found.reason}")
         if found.spec is not None:
-            _print_spec(found.spec, header=False)
-        for h in data["history"]:
-            typer.echo("history: " + ", ".join(f"{k}={v}" for k, v in h.items()))
+            _print_spec(found.spec, header=False, words=True)
+        _print_history(data["submitted"], data["history"], now=time.time())
 
 
 def _move_command(verb: str, tasks: list[str], queue: Path) -> None:
@@ -281,7 +282,29 @@ def _entry_json(e: Entry) -> dict[str, Any]:
             "reason": e.reason, "machine": e.machine, "job": e.jobid, "attempts": e.attempts}
 
 
-def _print_spec(spec: TaskSpec, *, header: bool = True) -> None:
+def _print_history(submitted: float | None, history: list[dict[str, Any]], *,
+                   now: float) -> None:
+    """A task's logbook for people: local ISO 8601 times, and durations in words."""
+    if submitted is not None:
+        typer.echo(f"submitted: {iso_local(submitted)} ({in_words(max(0.0, now - submitted))} "
+                   f"ago)")
+    if history:
+        typer.echo("history:")
+    for h in history:
+        when = h.get("time")
+        if not isinstance(when, int | float):
+            typer.echo("  " + ", ".join(f"{k} {v}" for k, v in h.items()))
+            continue
+        rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in h.items()
+                         if k not in ("time", "event"))
+        after = (f" ({in_words(max(0.0, when - submitted))} after submission)"
+                 if submitted is not None else "")
+        typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
+                   + (f": {rest}" if rest else "") + after)
+
+
+def _print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> None:
+    """What ``spec`` asks for, one setting a line; ``words`` adds its wall clock in words."""
     if header:
         typer.echo(f"{spec.path}: ok")
     rows = [("type", spec.type.value),
@@ -289,6 +312,7 @@ def _print_spec(spec: TaskSpec, *, header: bool = True) -> None:
              else str(spec.nodes)),
             ("gpus", str(spec.gpus)),
             ("min_wc_time", format_duration(spec.min_wc_time)
+             + (f" ({in_words(spec.min_wc_time)})" if words else "")
              if spec.min_wc_time is not None else "queue default")]
     for name in ("project", "log", "machine", "notice", "retries"):
         value = getattr(spec, name)
