@@ -209,9 +209,14 @@ def gantt(
     jobid: Annotated[str, typer.Argument(help="The batch job id (a folder of jobs/).")],
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where to write the PNG (default gantt-JOBID.png here).")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Show the whole allocation, not only the span of its tasks.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Draw one allocation as a Gantt chart: hosts against time, tasks as bars."""
+    """Draw one allocation as a Gantt chart: hosts against time, tasks as bars.
+
+    The chart shows the span of the tasks and notes when the allocation ends past it; --full
+    shows the whole allocation."""
     with reported():
         q = open_queue(queue)
         target = out if out is not None else Path(f"gantt-{jobid}.png")
@@ -229,11 +234,15 @@ def gantt(
             tl = build_timeline(log.events, jobid=jobid)
         except ValueError as e:
             raise QueueError(f"{path}: {e}") from None
-        from metaq_py.report.gantt import draw_gantt  # matplotlib takes 0.6 s to import: only here
+        # matplotlib takes 0.6 s to import: only here
+        from metaq_py.report.gantt import draw_gantt, view
 
         try:
-            draw_gantt(tl, target)
+            draw_gantt(tl, target, full=full)
         except OSError as e:
             raise QueueError(f"cannot write {target} ({e.strerror})") from None
+        lo, hi = view(tl, full=full)
+        shown = "" if full else (f", showing the tasks' {format_duration(round(hi - lo))} "
+                                 f"(--full for all of it)")
         typer.echo(f"wrote {target}: {len(tl.hosts)} hosts, {len({b.task for b in tl.bars})} "
-                   f"tasks, {format_duration(round(tl.stop - tl.start))}")
+                   f"tasks, {format_duration(round(tl.stop - tl.start))}{shown}")

@@ -7,6 +7,10 @@ labelled with the task when there is room; idle time as the pale row background 
 hosts held for a notice hatched; a red cross where a task was preempted, a triangle where one
 was shrunk or expanded; a red dashed line at the end of the allocation and a grey dotted one
 where the runner stopped (or, while it runs, at its last event). Failed runs have a red edge.
+
+By default the chart shows the span of the tasks, so an hour of work in a day's allocation is
+not a sliver; a note at the top right says when the allocation ends past it. ``full=True``
+(``metaq gantt --full``) shows the whole allocation.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from metaq_py.durations import format_duration
 from metaq_py.report.timeline import Timeline
 
-__all__ = ["IDLE", "KIND_COLOURS", "draw_gantt", "gantt_figure"]
+__all__ = ["IDLE", "KIND_COLOURS", "draw_gantt", "gantt_figure", "view"]
 
 KIND_COLOURS = {"rigid": "#4c72b0", "malleable": "#55a868", "ondemand": "#dd8452"}
 OTHER = "#8c8c8c"
@@ -30,10 +35,25 @@ HOLD = "#f6e27f"
 _ROW = 0.8  # bar height as a share of one host's row
 
 
-def gantt_figure(tl: Timeline) -> Figure:
-    """The chart of ``tl`` as a matplotlib figure (x in the unit shown on its axis)."""
-    span = max(tl.stop, tl.end or tl.stop) - tl.start
-    scale, unit = (3600.0, "hours") if span > 3 * 3600 else (60.0, "minutes")
+def view(tl: Timeline, *, full: bool = False) -> tuple[float, float]:
+    """The times the chart shows, from and to: the span of the tasks (and holds) with a
+    margin of 2% each side, cut to the allocation; ``full``, or a timeline without any task,
+    shows from the runner's start to the later of its stop and the allocation's end."""
+    whole = (tl.start, max(tl.stop, tl.end or tl.stop))
+    spans = [(b.start, b.end) for b in tl.bars] + [(h.start, h.end) for h in tl.holds]
+    if full or not spans:
+        return whole
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    pad = 0.02 * max(hi - lo, 1.0)
+    return max(whole[0], lo - pad), min(whole[1], hi + pad)
+
+
+def gantt_figure(tl: Timeline, *, full: bool = False) -> Figure:
+    """The chart of ``tl`` as a matplotlib figure (x in the unit shown on its axis, counted
+    from the runner's start), zoomed to the tasks' span unless ``full`` (see :func:`view`).
+    When the allocation ends past the view, a note at the top right says how much later."""
+    lo, hi = view(tl, full=full)
+    scale, unit = (3600.0, "hours") if hi - lo > 3 * 3600 else (60.0, "minutes")
 
     def x(t: float) -> float:
         return (t - tl.start) / scale
@@ -42,7 +62,8 @@ def gantt_figure(tl: Timeline) -> Figure:
     fig = Figure(figsize=(11, 1.6 + min(0.32 * n, 14)), dpi=100)
     ax = fig.add_subplot()
     row = {h: n - 1 - i for i, h in enumerate(tl.hosts)}  # first host on top
-    right = x(max(tl.stop, tl.end or tl.stop))
+    left, right = x(lo), x(hi)
+    width = max(right - left, 1e-9)
     for y in row.values():
         ax.broken_barh([(0, x(tl.stop))], (y - _ROW / 2, _ROW), facecolors=IDLE, zorder=0)
     for hold in tl.holds:
@@ -58,9 +79,9 @@ def gantt_figure(tl: Timeline) -> Figure:
         edge = "#c0392b" if b.outcome == "failed" else "white"
         ax.broken_barh([(x(b.start), x(b.end) - x(b.start))], (row[b.host] - _ROW / 2, _ROW),
                        facecolors=colour, edgecolors=edge, linewidth=0.8, zorder=2)
-        if (x(b.end) - x(b.start)) > right * 0.07 and (b.task, b.start) not in labelled:
+        if (x(b.end) - x(b.start)) > width * 0.07 and (b.task, b.start) not in labelled:
             labelled.add((b.task, b.start))
-            ax.text(x(b.start) + right * 0.012, row[b.host], _short(b.task), va="center",
+            ax.text(max(x(b.start), left) + width * 0.012, row[b.host], _short(b.task), va="center",
                     ha="left", fontsize=7, color="white", clip_on=True, zorder=3)
     for m in tl.marks:
         if m.host in row:
@@ -70,10 +91,17 @@ def gantt_figure(tl: Timeline) -> Figure:
                     markeredgewidth=2, linestyle="none", zorder=4)
     if tl.end is not None:
         ax.axvline(x(tl.end), color="#c0392b", linestyle="--", linewidth=1.5, zorder=5)
+        if tl.end > hi:
+            later = format_duration(round(tl.end - hi))
+            ax.text(0.995, 1.005, f"allocation ends {later} later \u2192", transform=ax.transAxes,
+                    ha="right", va="bottom", fontsize=8, color="#c0392b")
     ax.axvline(x(tl.stop), color="#555555", linestyle=":", linewidth=1.2, zorder=5)
     ax.set_yticks(list(row.values()), list(row))
     ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(0, right * 1.02 if right > 0 else 1)
+    if full or not (tl.bars or tl.holds):
+        ax.set_xlim(0, right * 1.02 if right > 0 else 1)  # room for the end line at the edge
+    else:
+        ax.set_xlim(left, right)
     ax.set_xlabel(f"{unit} since the runner started")
     ax.set_ylabel("host")
     title = f"job {tl.jobid}"
@@ -91,9 +119,10 @@ def gantt_figure(tl: Timeline) -> Figure:
     return fig
 
 
-def draw_gantt(tl: Timeline, out: str | os.PathLike[str]) -> Path:
-    """Write the chart of ``tl`` as a PNG to ``out`` and return the path."""
-    gantt_figure(tl).savefig(out, format="png")
+def draw_gantt(tl: Timeline, out: str | os.PathLike[str], *, full: bool = False) -> Path:
+    """Write the chart of ``tl`` (``full``: the whole allocation) as a PNG to ``out`` and
+    return the path."""
+    gantt_figure(tl, full=full).savefig(out, format="png")
     return Path(out)
 
 

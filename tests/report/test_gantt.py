@@ -10,7 +10,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 
-from metaq_py.report.gantt import IDLE, KIND_COLOURS, draw_gantt, gantt_figure
+from metaq_py.durations import format_duration
+from metaq_py.report.gantt import IDLE, KIND_COLOURS, draw_gantt, gantt_figure, view
 from metaq_py.report.timeline import Bar, Hold, build_timeline
 from tests.job_logs import end, runner_start, start
 
@@ -99,7 +100,7 @@ def _close(a: tuple[float, ...], b: str) -> bool:
 
 def test_bars_idle_gaps_and_the_allocation_end_are_drawn() -> None:
     tl = build_timeline(_events(), jobid="42")
-    fig = gantt_figure(tl)
+    fig = gantt_figure(tl, full=True)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == HOSTS[::-1] or labels == HOSTS  # one row per host
@@ -125,3 +126,52 @@ def test_draw_writes_a_png(tmp_path: Path) -> None:
     out = draw_gantt(build_timeline(_events(), jobid="42"), tmp_path / "g.png")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _day_long(hours_of_work: float = 1.0) -> list[dict]:
+    """A 24-hour allocation whose two tasks take the first ``hours_of_work`` hours."""
+    work = hours_of_work * 3600
+    return [runner_start(T0, ["n1", "n2"], end=T0 + 86400),
+            start(T0 + 30, "todo/a.sh", ["n1"]),
+            start(T0 + 30, "todo/b.sh", ["n2"]),
+            end(T0 + work / 2, "todo/a.sh", ["n1"], seconds=work / 2 - 30),
+            end(T0 + work, "todo/b.sh", ["n2"], seconds=work - 30),
+            {"time": T0 + work + 5, "event": "runner-stop", "reason": "nothing left"}]
+
+
+def test_the_chart_zooms_to_the_tasks_and_notes_the_allocations_end() -> None:
+    tl = build_timeline(_day_long(), jobid="7")
+    lo, hi = view(tl)
+    # The tasks ran from 30 s to 1 h: that, with 2% of it each side, not the 24 hours.
+    assert lo == T0 and hi == pytest.approx(T0 + 3600 + 0.02 * 3570)
+    fig = gantt_figure(tl)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "minutes since the runner started"
+    assert ax.get_xlim() == pytest.approx((0.0, (hi - T0) / 60))
+    row = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    # b.sh fills most of the picture's width, not a sliver of it.
+    assert _close(_pixel(fig, 45, row["n2"]), KIND_COLOURS["rigid"])
+    assert _close(_pixel(fig, 45, row["n1"]), IDLE)
+    notes = [t.get_text() for t in ax.texts if "allocation ends" in t.get_text()]
+    later = 86400 - (hi - T0)
+    assert notes == [f"allocation ends {format_duration(round(later))} later \u2192"]
+
+
+def test_full_shows_the_whole_allocation_and_its_end_line() -> None:
+    tl = build_timeline(_day_long(), jobid="7")
+    assert view(tl, full=True) == (T0, T0 + 86400)
+    ax = gantt_figure(tl, full=True).axes[0]
+    assert ax.get_xlabel() == "hours since the runner started"
+    left, right = ax.get_xlim()
+    assert left == 0 and right >= 24
+    assert not [t for t in ax.texts if "allocation ends" in t.get_text()]
+    ends = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert [ln.get_xdata()[0] for ln in ends] == [pytest.approx(24.0)]
+
+
+def test_work_up_to_the_end_shows_the_end_line_itself() -> None:
+    tl = build_timeline(_day_long(hours_of_work=23.9), jobid="7")
+    assert view(tl)[1] == T0 + 86400  # cut at the allocation, not padded past it
+    ax = gantt_figure(tl).axes[0]
+    assert not [t for t in ax.texts if "allocation ends" in t.get_text()]
+    assert ax.get_xlim()[1] == pytest.approx(24.0)
