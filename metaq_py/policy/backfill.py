@@ -202,16 +202,22 @@ class _Profile:
         ``begin`` is the start of the current stretch of steps with room for ``k``; reaching
         a step ``duration`` after it means the stretch is long enough.
         """
-        begin = None
-        for t, a in zip(self.times, self.avail, strict=True):
-            if begin is not None:
+        # an index loop over typed lists, and a flag rather than an optional float: compiled
+        # by mypyc, this runs on native values without boxing
+        times, avail = self.times, self.avail
+        inside = False
+        begin = 0.0
+        for i in range(len(times)):
+            t = times[i]
+            if inside:
                 if t - begin >= duration:
                     return begin
-                if a < k:
-                    begin = None
-            elif a >= k:
+                if avail[i] < k:
+                    inside = False
+            elif avail[i] >= k:
+                inside = True
                 begin = t
-        return math.inf if begin is None else begin
+        return begin if inside else math.inf
 
 
 def conservative(work: Work, queue: Sequence[Job]) -> None:
