@@ -141,7 +141,7 @@ def main() -> None:
             print(verdict)
         return
     t0 = time.perf_counter()
-    trace = load_trace(args.trace, cache=False)
+    trace = load_trace(args.trace)
     print(f"loaded {len(trace):,} jobs in {time.perf_counter() - t0:.2f} s; "
           f"policy core: {build()}")
 

@@ -4,8 +4,9 @@ Entries are keyed by the SHA-256 of the file's bytes (not its name or time stamp
 variant (format, and the unit for logs whose reader picks a size column) and
 :data:`CACHE_VERSION`: a changed file is a new key, so no entry can be stale, and a renamed
 or copied one still hits. They live in ``$METAQ_CACHE_DIR`` if set, else
-``$XDG_CACHE_HOME/metaq/traces``, else ``~/.cache/metaq/traces``. ``METAQ_TRACE_CACHE=0``
-(or ``load_trace(..., cache=False)``, ``metaq simulate --no-cache``) turns the cache off.
+``$XDG_CACHE_HOME/metaq/traces``, else ``~/.cache/metaq/traces``. The command line uses it
+by default (``metaq simulate --no-cache`` or ``METAQ_TRACE_CACHE=0`` turn it off); the
+library only when asked (``load_trace(..., cache=True)``).
 
 An entry is one file: a magic line, a JSON description (header, reading notes, the labels of
 each text column), then the numeric columns as one float64 matrix and the text columns as one

@@ -114,7 +114,7 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
                unit: Unit | None = None, procs_per_node: int | None = None,
                missing_walltime: MissingWalltime = DEFAULT_MISSING_WALLTIME,
                oversize: Oversize = "drop", cap_runtime: bool = True,
-               cache: bool = True) -> Trace:
+               cache: bool = False) -> Trace:
     """Read and clean the trace at ``path``.
 
     The machine is ``nodes`` nodes or ``procs`` processors when given; otherwise an SWF file's
@@ -122,7 +122,8 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
     and a file that states no size gets the size of its largest job. ``unit`` and
     ``procs_per_node`` are described in :mod:`sim.trace.machine`. The other options select
     the cleaning variants described in :mod:`sim.trace.cleaning`. With ``cache``, a file read
-    before is taken from the cache of parsed traces (:mod:`sim.trace.cache`).
+    before is taken from the cache of parsed traces (:mod:`sim.trace.cache`); the library
+    leaves the user's cache directory alone unless asked, and the command line asks.
     """
     fmt = detect_format(path)
     header, raw, notes, machine = _read(path, fmt, nodes=nodes, procs=procs, unit=unit,

@@ -48,22 +48,26 @@ def test_a_repeat_read_comes_from_the_cache(tmp_path: Path,
 
 def test_a_changed_file_is_never_served_stale(tmp_path: Path) -> None:
     path = swf(tmp_path / "t.swf", [4, 8, 16])
-    assert list(load_trace(path).jobs.nodes) == [4, 8, 16]
+    assert list(load_trace(path, cache=True).jobs.nodes) == [4, 8, 16]
     swf(path, [4, 8, 32])  # same name, same length, new content
-    assert list(load_trace(path).jobs.nodes) == [4, 8, 32]
+    assert list(load_trace(path, cache=True).jobs.nodes) == [4, 8, 32]
     swf(path, [4, 8, 16])  # and back: the first entry serves it again
-    assert list(load_trace(path).jobs.nodes) == [4, 8, 16]
+    assert list(load_trace(path, cache=True).jobs.nodes) == [4, 8, 16]
 
 
 def test_the_cache_can_be_turned_off(tmp_path: Path, private_trace_cache: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     path = swf(tmp_path / "t.swf", [4])
+    load_trace(path)  # the library's default: no cache
     load_trace(path, cache=False)
     assert list(private_trace_cache.iterdir()) == []
     monkeypatch.setenv("METAQ_TRACE_CACHE", "0")
     assert cache_dir() is None
-    load_trace(path)
+    load_trace(path, cache=True)
     assert list(private_trace_cache.iterdir()) == []
+    monkeypatch.delenv("METAQ_TRACE_CACHE")
+    load_trace(path, cache=True)
+    assert len(list(private_trace_cache.iterdir())) == 1
 
 
 def test_a_damaged_or_old_entry_is_read_again(tmp_path: Path,
@@ -85,7 +89,7 @@ def test_every_format_round_trips_through_the_cache() -> None:
     samples = Path(__file__).parent / "samples"
     for name, kwargs in (("sacct.txt", {"nodes": 16}), ("pbs_20240301", {"nodes": 8}),
                          ("sacct_array_het.txt", {"unit": "processors", "procs": 128})):
-        cold = load_trace(samples / name, cache=False, **kwargs)
-        warm = [load_trace(samples / name, **kwargs) for _ in range(2)][-1]
+        cold = load_trace(samples / name, **kwargs)
+        warm = [load_trace(samples / name, cache=True, **kwargs) for _ in range(2)][-1]
         assert list(warm) == list(cold) and warm.notes == cold.notes
         assert warm.report == cold.report
