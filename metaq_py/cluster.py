@@ -59,6 +59,8 @@ class Cluster(Holdings):
     It keeps its books as :class:`~metaq_py.holdings.Holdings` (views, snapshot, check);
     every method here checks an action or event first, then moves them.
     ``ends``: which end-ordered indexes to keep (see :class:`~metaq_py.holdings.Holdings`).
+    ``shape``: what each node has (cores, GPUs), for shares of a node
+    (:mod:`metaq_py.policy.shares`); ``None`` runs whole-node jobs only, as the simulator does.
     """
 
     # --- actions -----------------------------------------------------------------------------
@@ -96,6 +98,8 @@ class Cluster(Holdings):
         """
         if job.id in self._running:
             raise ClusterError(f"job {job.id!r} is already running")
+        if job.cores:
+            return self._start_share(job, nodes, now=now, borrowed=borrowed)
         if borrowed is None and job.kind is not Kind.ONDEMAND and \
                 job.min_size <= len(nodes) <= job.size:
             # the common start, a batch job on free nodes named in ascending order (as a
@@ -163,6 +167,33 @@ class Cluster(Holdings):
             self._drop_notice(job.notice)
         return r
 
+    def _start_share(self, job: Job, nodes: Sequence[NodeId], *, now: float,
+                     borrowed: str | None) -> Running:
+        """A share starts on its one node: a free node, or a shared node with room."""
+        shares = self._shares
+        if shares is None:
+            raise ClusterError(f"job {job.id!r} asks for {job.cores} cores of a node, and "
+                               f"this cluster does not know its nodes' cores")
+        if borrowed is not None:
+            raise ClusterError(f"share {job.id!r} cannot borrow a reservation")
+        if len(nodes) != 1:
+            raise ClusterError(f"share {job.id!r} runs on one node, not {len(nodes)}")
+        node = nodes[0]
+        load = shares.loads.get(node)
+        if load is None:
+            if node not in self._free:
+                raise ClusterError(f"share {job.id!r} cannot start on node {node!r}, which "
+                                   f"is neither free nor shared")
+            if not shares.shape.fits(job.cores, job.gpus):
+                raise ClusterError(f"share {job.id!r} needs {job.cores} cores and {job.gpus} "
+                                   f"GPUs, more than a node has for it")
+            self._free.remove((node,))
+        elif not load.fits(job.cores, job.gpus):
+            raise ClusterError(f"share {job.id!r} needs {job.cores} cores and {job.gpus} "
+                               f"GPUs, and node {node} has {len(load.free_cores)} cores and "
+                               f"{len(load.free_gpus)} GPUs free for it")
+        return self._started_share(job, node, now)
+
     def preempt(self, job_id: JobId, *, now: float) -> Running:
         """Stop a running batch job; returns its record (requeue ``resumed(record, now)``).
 
@@ -171,6 +202,9 @@ class Cluster(Holdings):
         r = self._get(job_id, "preempt")
         if r.job.kind is Kind.ONDEMAND:
             raise ClusterError(f"on-demand job {job_id!r} is never preempted")
+        if r.job.cores:
+            self._end_share(r)
+            return r
         self._put_back(r, self._remove(r))
         return r
 
@@ -267,6 +301,9 @@ class Cluster(Holdings):
         r = self._running.get(job_id)
         if r is None:
             raise ClusterError(f"cannot finish job {job_id!r}: it is not running")
+        if r.job.cores:
+            self._end_share(r)
+            return r
         bounds = self._remove(r)
         freed = self._lending.settle(job_id, r.nodes, self._running)
         if freed is None:

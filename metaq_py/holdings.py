@@ -30,6 +30,7 @@ from metaq_py.policy.model import (
     Running,
     Snapshot,
 )
+from metaq_py.policy.shares import NodeLoad, NodeShape, Placement, SharedNodes
 from metaq_py.policy.spans import Bounds, Spans
 
 __all__ = ["ClusterError", "Holdings"]
@@ -49,7 +50,8 @@ class Holdings:
     decision that asks for it sorts the running jobs itself, to the same order.
     """
 
-    def __init__(self, total: object, *, ends: str = "both") -> None:
+    def __init__(self, total: object, *, ends: str = "both",
+                 shape: NodeShape | None = None) -> None:
         # typed object: a bad total gets this ClusterError, not a compiled int check's TypeError
         if isinstance(total, bool) or not isinstance(total, int) or total < 1:
             raise ClusterError(f"a cluster needs a positive whole number of nodes, got {total!r}")
@@ -65,6 +67,10 @@ class Holdings:
         self._borrowers: dict[str, set[JobId]] = {}
         self._lending = Lending()
         self._ends = EndOrder(ends)
+        self._shares = None if shape is None else SharedNodes(shape)
+        """The shared nodes (``None``: the node shape is unknown, so no shares run here)."""
+        self._placed: dict[JobId, Placement] = {}
+        """Where each running share is: node, core ids, GPU ids."""
 
     # --- read-only views --------------------------------------------------------------------
 
@@ -99,6 +105,16 @@ class Holdings:
         return MappingProxyType(self._lending.loans)
 
     @property
+    def shares(self) -> SharedNodes | None:
+        """The shared nodes with their free cores and GPUs (``None``: no shares here)."""
+        return self._shares
+
+    @property
+    def placements(self) -> Mapping[JobId, Placement]:
+        """Each running share's node, core ids and GPU ids."""
+        return MappingProxyType(self._placed)
+
+    @property
     def ending(self) -> Sequence[Ending]:
         """Running jobs sorted by walltime end."""
         return self._ends.walltime(self._running)
@@ -115,7 +131,8 @@ class Holdings:
         # positional, in field order: a decision per event builds one, and keywords cost more
         return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
                         self._notices, self._lending.owed, end, self._borrowers, ordered,
-                        self._ends.by_end, self._ends.by_true_end, ondemand_waiting)
+                        self._ends.by_end, self._ends.by_true_end, ondemand_waiting,
+                        self._shares)
 
     def check(self) -> None:
         """Verify every invariant from scratch (O(nodes); for tests and debugging)."""
@@ -130,7 +147,12 @@ class Holdings:
                 seen[n] = who
 
         claim(self._free, "the free pool")
+        whole: dict[JobId, Running] = {}
         for jid, r in self._running.items():
+            if r.job.cores:
+                self._check_share(jid, r)
+                continue
+            whole[jid] = r
             claim(r.nodes, f"job {jid!r}")
             if not r.job.min_size <= len(r.nodes) <= r.job.size:
                 raise ClusterError(f"job {jid!r} holds {len(r.nodes)} nodes, outside "
@@ -142,10 +164,25 @@ class Holdings:
         for jid, loans in self._lending.promised.items():
             for lender, nodes in loans.items():
                 claim(nodes, f"the loan from {lender!r} to {jid!r}")
+        if self._shares is not None:
+            for node, load in self._shares.loads.items():
+                claim((node,), f"the shares on node {node}")
+                _check_load(load, self._shares.shape, self._placed)
         if len(seen) != self.total:
             raise ClusterError(f"{self.total - len(seen)} nodes are unaccounted for")
-        if not self._ends.agrees(self._running):
+        if not self._ends.agrees(whole):
             raise ClusterError("an end-ordered index disagrees with the running jobs")
+
+    def _check_share(self, jid: JobId, r: Running) -> None:
+        placed = self._placed.get(jid)
+        load = None if self._shares is None else self._shares.loads.get(r.nodes[0])
+        if placed is None or load is None or jid not in load.jobs or placed.node != r.nodes[0]:
+            raise ClusterError(f"share {jid!r} runs on node {r.nodes[0]}, which does not "
+                               f"record it")
+        if len(placed.cores) != r.job.cores or len(placed.gpus) != r.job.gpus:
+            raise ClusterError(f"share {jid!r} holds {len(placed.cores)} cores and "
+                               f"{len(placed.gpus)} GPUs, not the {r.job.cores} and "
+                               f"{r.job.gpus} it asked for")
 
     # --- primitive moves (the caller has checked) ------------------------------------------
 
@@ -165,6 +202,28 @@ class Holdings:
             self._borrowers.setdefault(borrowed, set()).add(jid)
         self._ends.add(r)
         return r
+
+    def _started_share(self, job: Job, node: NodeId, now: float) -> Running:
+        """Record share ``job`` on ``node`` (free, or shared with room: the caller checked)."""
+        shares = self._shares
+        assert shares is not None
+        end = now + job.walltime
+        true_end = None if job.runtime is None else now + job.runtime
+        r = Running(job, (node,), now, end, true_end, None, None)
+        self._running[job.id] = r
+        self._placed[job.id] = shares.add(node, job.id, job.cores, job.gpus, end,
+                                          end if true_end is None else true_end)
+        return r
+
+    def _end_share(self, r: Running) -> None:
+        """Forget a share; its node becomes free when it was the last share there."""
+        shares = self._shares
+        assert shares is not None
+        jid = r.job.id
+        del self._running[jid]
+        del self._placed[jid]
+        if shares.remove(r.nodes[0], jid):
+            self._free.add(r.nodes)
 
     def _get(self, job_id: JobId, verb: str) -> Running:
         r = self._running.get(job_id)
@@ -218,3 +277,26 @@ class Holdings:
                           true_end=r.true_end, last_checkpoint=r.last_checkpoint)
             self._replace(r, new)
 
+
+
+def _check_load(load: NodeLoad, shape: NodeShape, placed: Mapping[JobId, Placement]) -> None:
+    """Every core and GPU of a shared node is free or given to exactly one of its shares."""
+    cores = list(load.free_cores)
+    gpus = list(load.free_gpus)
+    cpu_only = 0
+    for jid in load.jobs:
+        p = placed.get(jid)
+        if p is None:
+            raise ClusterError(f"node {load.node} records share {jid!r}, which is not running")
+        cores += p.cores
+        gpus += p.gpus
+        if not p.gpus:
+            cpu_only += len(p.cores)
+    if sorted(cores) != list(range(shape.cores)) or sorted(gpus) != list(range(shape.gpus)):
+        raise ClusterError(f"node {load.node}: a core or GPU is given twice or lost "
+                           f"(cores {sorted(cores)}, GPUs {sorted(gpus)})")
+    if load.cpu_room != shape.cpu_only - cpu_only or load.cpu_room < 0:
+        raise ClusterError(f"node {load.node}: shares without GPUs hold {cpu_only} cores, "
+                           f"more than the {shape.cpu_only} they may")
+    if not load.jobs:
+        raise ClusterError(f"node {load.node} is shared by no share")

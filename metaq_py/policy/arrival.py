@@ -21,6 +21,8 @@ The job takes nodes in this order, stopping as soon as it has enough:
 
 Nothing is preempted or shrunk unless the job can then start: when even every candidate is not
 enough, the job stays at the head of the queue (it gets EASY's protection there) and waits.
+A shared node (:mod:`~metaq_py.policy.shares`) is one candidate, never a share alone: a share
+frees no node, so the node is preempted whole, every share on it with it.
 On-demand jobs are never preempted; borrowers of other notices' reservations are not
 candidates either, since their nodes return to those reservations.
 
@@ -42,6 +44,7 @@ from enum import Enum
 
 from metaq_py.policy.checkpoint import lost_node_seconds
 from metaq_py.policy.model import Job, JobId, Kind, NodeId, Notice
+from metaq_py.policy.shares import SharedNode
 from metaq_py.policy.work import Work
 
 # One candidate victim: (overhead node-seconds, lowest node, job id, nodes held, slack).
@@ -91,8 +94,8 @@ def _victims(work: Work) -> list[_Victim]:
     out = []
     for jid, r in work.snap.running.items():
         kind = r.job.kind
-        if kind is ondemand or jid in gone:
-            continue
+        if kind is ondemand or jid in gone or r.job.cores:
+            continue  # a share alone frees no node: shared nodes are preempted whole below
         if r.borrowed is not None and r.borrowed not in closed:
             continue
         if changed:
@@ -100,6 +103,15 @@ def _victims(work: Work) -> list[_Victim]:
         k = len(r.nodes)
         slack = k - r.job.min_size if kind is malleable else 0
         out.append((lost_node_seconds(r, now), r.nodes[0], jid, k, slack))
+    shares = work.snap.shares
+    if shares is not None and shares.loads:
+        # a shared node is one candidate: preempting it preempts every share on it, and its
+        # overhead is their lost work, each weighed by its part of the node's cores
+        running, cores = work.snap.running, shares.shape.cores
+        for node, load in shares.loads.items():
+            lost = sum(lost_node_seconds(running[j], now) * running[j].job.cores / cores
+                       for j in load.jobs)
+            out.append((lost, node, SharedNode(node), 1, 0))
     out.sort()
     return out
 
@@ -176,7 +188,10 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
     for jid in borrowers:
         work.preempt(jid, for_job=job.id)
     for jid in plan[0]:
-        work.preempt(jid, for_job=job.id)
+        if isinstance(jid, SharedNode):
+            work.preempt_node(jid.node, for_job=job.id)
+        else:
+            work.preempt(jid, for_job=job.id)
     nodes: list[NodeId] = []
     for jid, k in plan[1]:
         nodes.extend(work.shrink(jid, k, for_job=job.id))

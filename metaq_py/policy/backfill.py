@@ -42,6 +42,7 @@ from itertools import accumulate
 
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.order import in_order_view
+from metaq_py.policy.shares import ShareRoom
 from metaq_py.policy.work import Work
 
 Fill = Callable[[Work, Sequence[Job]], None]
@@ -54,7 +55,7 @@ def decision(snap: Snapshot, *, fill: Fill, oracle: bool) -> Decision:
     waiting. It lives here rather than in :mod:`~metaq_py.policy.mechanisms`, which stays
     Python (``setup.py``), so that each simulated decision runs in compiled code throughout.
     """
-    if not snap.waiting or not snap.free:
+    if not snap.waiting or (not snap.free and (snap.shares is None or not snap.shares.open)):
         return NOTHING
     work = Work(snap, oracle=oracle)
     fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
@@ -89,6 +90,9 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
 
 def easy(work: Work, queue: Sequence[Job]) -> None:
     """One EASY pass over ``queue``, recording starts on ``work``."""
+    if work.shares is not None:
+        _easy_shares(work, queue, work.shares)
+        return
     pool = work.free
     if pool.count == 0:
         return
@@ -228,6 +232,9 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
     nodes away, so a job that cannot start now cannot start later in the pass, and the
     reservations of the jobs after it could not change what starts now.
     """
+    if work.shares is not None:
+        _conservative_shares(work, queue, work.shares)
+        return
     pool = work.free
     if pool.count == 0:
         return
@@ -304,3 +311,130 @@ def _least_from(queue: Sequence[Job]) -> list[int]:
     least = list(accumulate([job.min_size for job in reversed(queue)], min))
     least.reverse()
     return least
+
+
+# --- with shares of nodes ------------------------------------------------------------------
+#
+# On a cluster that runs shares (Work.shares is set), the passes below replace the two above,
+# which stay untouched for whole-node clusters (the simulator's, whose schedules must not
+# change). A whole-node job is handled exactly as above; a share (job.cores > 0) joins a shared
+# node with room, or opens a free node as a one-node job would. docs/model.md, "Shares".
+
+
+def _share_start(work: Work, room: ShareRoom, job: Job, shadow_time: float,
+                 extra: int) -> int:
+    """Start share ``job`` now if EASY allows it: ``-1`` when it cannot start, else how many
+    extra nodes it used (0 or 1). It joins a shared node when that does not hold the node
+    past ``shadow_time`` (when the node would have freed by then), or else opens a free node
+    that it leaves by ``shadow_time`` or that is one of the ``extra`` nodes."""
+    finish = work.now + job.time_at(1, work.oracle)
+    if finish > work.end:
+        return -1
+    node = room.join(job.cores, job.gpus, finish, shadow=shadow_time)
+    if node is not None:
+        work.start(job, (node,))
+        return 0
+    if work.free.count == 0 or not room.shape.fits(job.cores, job.gpus):
+        return -1
+    if finish > shadow_time and extra < 1:
+        return -1
+    nodes = work.free.take(1)
+    room.open_node(nodes[0])
+    work.start(job, nodes)
+    return 0 if finish <= shadow_time else 1
+
+
+def _easy_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> None:
+    """EASY over whole-node jobs and shares (see above). A share at the head waits for a
+    whole node (its shadow time is when one frees): the protection never counts cores."""
+    pool = work.free
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    total = work.snap.total
+    for i, job in enumerate(queue):
+        if pool.count == 0 and not room.any_open():
+            return
+        if job.id in started or job.min_size > total \
+                or now + job.time_at(job.size, oracle) > end:
+            continue
+        if job.cores:
+            if not room.shape.fits(job.cores, job.gpus) or \
+                    _share_start(work, room, job, math.inf, 0) >= 0:
+                continue
+        else:
+            k = min(job.size, pool.count)
+            if k >= job.min_size and now + job.time_at(k, oracle) <= end:
+                work.start(job, pool.take(k))
+                continue
+        found = shadow(work, job)
+        if found is not None:
+            _backfill_shares(work, room, queue[i + 1:], *found)
+        return
+
+
+def _backfill_shares(work: Work, room: ShareRoom, rest: Sequence[Job], shadow_time: float,
+                     extra: int) -> None:
+    """EASY's step 3 over whole-node jobs and shares."""
+    pool = work.free
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    for job in rest:
+        if pool.count == 0 and not room.any_open():
+            return
+        if job.id in started:
+            continue
+        if job.cores:
+            if room.shape.fits(job.cores, job.gpus):
+                extra -= max(0, _share_start(work, room, job, shadow_time, extra))
+            continue
+        count = pool.count
+        if job.min_size > count:
+            continue
+        k = min(job.size, count)
+        finish = now + job.time_at(k, oracle)
+        if finish > end:
+            continue
+        if finish <= shadow_time:
+            work.start(job, pool.take(k))
+        elif extra >= job.min_size:
+            k = min(k, extra)
+            if now + job.time_at(k, oracle) <= end:
+                work.start(job, pool.take(k))
+                extra -= k
+
+
+def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> None:
+    """Conservative backfilling over whole-node jobs and shares. A share joins a shared node
+    now only if it ends by the node's expected end (so no reservation counting that node is
+    delayed); otherwise it is a one-node job of the availability profile."""
+    pool = work.free
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    total = work.snap.total
+    profile = _Profile(work)
+    for job in queue:
+        if pool.count == 0 and not room.any_open():
+            return
+        if job.id in started or job.min_size > total \
+                or now + job.time_at(job.size, oracle) > end:
+            continue
+        if job.cores:
+            if not room.shape.fits(job.cores, job.gpus):
+                continue
+            finish = now + job.time_at(1, oracle)
+            node = room.join(job.cores, job.gpus, finish, shadow=math.inf, extend=False)
+            if node is not None:
+                work.start(job, (node,))
+                continue
+        k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
+        if k:
+            nodes = pool.take(k)
+            if job.cores:
+                room.open_node(nodes[0])
+            work.start(job, nodes)
+            profile.hold(now, now + job.time_at(k, oracle), k)
+            continue
+        k = min(job.size, profile.avail[-1])
+        if k < job.min_size:
+            continue
+        duration = job.time_at(k, oracle)
+        t = profile.earliest(k, duration)
+        if t + duration <= end:
+            profile.hold(t, t + duration, k)

@@ -62,7 +62,7 @@ class EndOrder:
         """``running`` sorted by walltime end: the kept list, or one sorted now."""
         if self.by_end is not None:
             return self.by_end
-        return sorted(ending(r, False) for r in running.values())
+        return sorted(ending(r, False) for r in running.values() if not r.job.cores)
 
     def agrees(self, running: Mapping[JobId, Running]) -> bool:
         """Whether every kept list is ``running`` in order (O(n log n); for checks)."""

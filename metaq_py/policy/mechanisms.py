@@ -102,7 +102,8 @@ class Scheduler:
                 notice: NoticeStrategy) -> Decision:
         waiting = snap.waiting
         none_arrived = snap.ondemand_waiting == 0  # the driver counted: no pass over the queue
-        if not snap.notices and not snap.owed and (not waiting or not snap.free) \
+        no_room = not snap.free and (snap.shares is None or not snap.shares.open)
+        if not snap.notices and not snap.owed and (not waiting or no_room) \
                 and (none_arrived or not any_ondemand(waiting)):
             return NOTHING
         queue = in_order_view(waiting, ordered=snap.ordered)

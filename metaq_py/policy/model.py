@@ -27,6 +27,10 @@ import math
 from collections.abc import Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # shares.py imports this module's names
+    from metaq_py.policy.shares import SharedNodes
 
 JobId = Hashable
 NodeId = int
@@ -63,6 +67,10 @@ class Job:
     undisturbed time at ``size`` nodes and is known only to the simulator (the ``oracle``
     switch decides on it). A preempted job comes back with its original ``submit`` time, so it
     keeps its place in the order, and with ``walltime``/``runtime`` reduced to what is left.
+
+    ``cores`` above 0 makes the job a *share* of one node (:mod:`metaq_py.policy.shares`):
+    ``size`` is then 1, the job is rigid, and it uses ``cores`` cores and ``gpus`` GPUs of
+    its node beside other shares. With ``cores`` 0 (every trace job) it takes whole nodes.
     """
 
     id: JobId
@@ -78,11 +86,14 @@ class Job:
     checkpoint_interval: float | None = None
     checkpoint_cost: float = 0.0
     notice: str | None = None
+    cores: int = 0
+    gpus: int = 0
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
                  rank: int = 0, setup: float = 0.0, checkpoint_interval: float | None = None,
-                 checkpoint_cost: float = 0.0, notice: str | None = None) -> None:
+                 checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
+                 gpus: int = 0) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -97,6 +108,8 @@ class Job:
         object.__setattr__(self, "checkpoint_interval", checkpoint_interval)
         object.__setattr__(self, "checkpoint_cost", checkpoint_cost)
         object.__setattr__(self, "notice", notice)
+        object.__setattr__(self, "cores", cores)
+        object.__setattr__(self, "gpus", gpus)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -105,6 +118,9 @@ class Job:
         if not 1 <= self.min_size <= self.size:
             raise ValueError(f"job {self.id!r}: need 1 <= min_size <= size, got "
                              f"{self.min_size} and {self.size}")
+        if self.cores and (self.size != 1 or self.kind is not Kind.RIGID or self.gpus < 0):
+            raise ValueError(f"job {self.id!r}: a share of a node ({self.cores} cores) is a "
+                             f"rigid job on one node with 0 or more GPUs")
 
     def time_at(self, nodes: int, oracle: bool) -> float:
         """The time this job is assumed to need on ``nodes`` nodes.
@@ -199,6 +215,10 @@ class Snapshot:
     ``ending`` and ``ending_true`` list the running jobs sorted by ``end`` and by ``true_end``
     (``end`` where unknown) as :data:`Ending` tuples; a :class:`~metaq_py.cluster.Cluster`
     keeps them sorted incrementally. When they are ``None`` a decision sorts ``running`` itself.
+    Shares of a node (:mod:`metaq_py.policy.shares`) are in ``running`` but in neither
+    ``ending`` list, since a share alone frees no node.
+    ``shares`` holds the shared nodes (out of ``free``) with their free cores and GPUs, on a
+    cluster whose node shape is known; ``None`` on one that runs whole-node jobs only.
     """
 
     now: float
@@ -215,6 +235,7 @@ class Snapshot:
     ending: Sequence[Ending] | None = None
     ending_true: Sequence[Ending] | None = None
     ondemand_waiting: int | None = None
+    shares: SharedNodes | None = None
 
     def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
                  waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
@@ -223,7 +244,8 @@ class Snapshot:
                  borrowers: Mapping[str, Set[JobId]] | None = None, ordered: bool = False,
                  ending: Sequence[Ending] | None = None,
                  ending_true: Sequence[Ending] | None = None,
-                 ondemand_waiting: int | None = None) -> None:
+                 ondemand_waiting: int | None = None,
+                 shares: SharedNodes | None = None) -> None:
         # written out (see "Hot values" below); a mapping left out is a new empty one
         object.__setattr__(self, "now", now)
         object.__setattr__(self, "total", total)
@@ -239,6 +261,7 @@ class Snapshot:
         object.__setattr__(self, "ending", ending)
         object.__setattr__(self, "ending_true", ending_true)
         object.__setattr__(self, "ondemand_waiting", ondemand_waiting)
+        object.__setattr__(self, "shares", shares)
 
 
 # --- actions -------------------------------------------------------------------------------

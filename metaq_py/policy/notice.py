@@ -126,7 +126,7 @@ def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId]
     room = 0
     for jid, r0 in work.snap.running.items():
         if jid in claimed or jid in gone or r0.borrowed is not None \
-                or r0.job.kind is Kind.ONDEMAND:
+                or r0.job.kind is Kind.ONDEMAND or r0.job.cores:
             continue
         r = work.running(jid)
         at = _preempt_at(r, now, arrival, warning)
@@ -163,7 +163,7 @@ def lend_reservations(work: Work, order: Sequence[Notice], queue: Sequence[Job])
         count = pool.count
         ondemand = Kind.ONDEMAND
         fits = [job for job in queue if job.min_size <= count and job.kind is not ondemand
-                and job.time_at(job.size, oracle) <= window]
+                and not job.cores and job.time_at(job.size, oracle) <= window]
         for job in fits:
             count = pool.count
             if job.min_size > count or job.id in started:

@@ -32,6 +32,7 @@ from metaq_py.policy.model import (
     Start,
 )
 from metaq_py.policy.pool import NodePool
+from metaq_py.policy.shares import ShareRoom
 
 
 def ending_order(snap: Snapshot, oracle: bool) -> Sequence[Ending]:
@@ -41,7 +42,7 @@ def ending_order(snap: Snapshot, oracle: bool) -> Sequence[Ending]:
         return given
     return sorted(
         (r.expected_end(oracle), min(r.nodes), jid, len(r.nodes), r.borrowed)
-        for jid, r in snap.running.items()
+        for jid, r in snap.running.items() if not r.job.cores  # a share frees no node alone
     )
 
 
@@ -50,7 +51,7 @@ class Work:
 
     __slots__ = (
         "_reserved", "actions", "changed", "closed", "end", "free", "gone", "now", "oracle",
-        "snap", "started", "wake",
+        "shares", "snap", "started", "wake",
     )
 
     def __init__(self, snap: Snapshot, *, oracle: bool) -> None:
@@ -70,6 +71,8 @@ class Work:
         self.closed: set[str] = set()
         """Notices released or redeemed by this decision."""
         self.wake = math.inf
+        self.shares = None if snap.shares is None else ShareRoom(snap.shares, oracle)
+        """The shared nodes' room left for shares (``None``: the cluster runs no shares)."""
 
     # --- reading --------------------------------------------------------------------------
 
@@ -102,13 +105,15 @@ class Work:
     def releases(self) -> Iterator[tuple[float, int]]:
         """``(time, nodes)`` in time order: when running jobs hand nodes to the free pool.
 
-        Borrowers hand theirs back to their reservation instead, and are skipped.
+        Borrowers hand theirs back to their reservation instead, and are skipped. A shared
+        node is handed back when its last share ends.
         """
-        local = sorted(
-            [(max(r.expected_end(self.oracle), self.now), len(r.nodes))
-             for r in self.changed.values() if r.borrowed is None or r.borrowed in self.closed]
-            + [(max(e, self.now), k) for e, k, b in self.started.values() if b is None]
-        )
+        local = [(max(r.expected_end(self.oracle), self.now), len(r.nodes))
+                 for r in self.changed.values() if r.borrowed is None or r.borrowed in self.closed]
+        local += [(max(e, self.now), k) for e, k, b in self.started.values() if b is None and k]
+        if self.shares is not None:
+            local += self.shares.releases(self.now)
+        local.sort()
         skip_ids = self.gone.union(self.changed) if self.gone or self.changed else None
         closed = self.closed
         i, n = 0, len(local)
@@ -132,7 +137,13 @@ class Work:
         already taken from a pool."""
         k = len(nodes)
         self.actions.append(Start(job.id, nodes, borrowed))
-        self.started[job.id] = (self.now + job.time_at(k, self.oracle), k, borrowed)
+        end = self.now + job.time_at(k, self.oracle)
+        if job.cores:
+            # a share frees no node by itself: its node's release is the ShareRoom's
+            assert self.shares is not None
+            self.shares.take(nodes[0], job.cores, job.gpus, end)
+            k = 0
+        self.started[job.id] = (end, k, borrowed)
 
     def preempt(self, jid: JobId, *, for_job: JobId | None = None) -> tuple[NodeId, ...]:
         """Preempt a running job; its nodes go to its reservation if it borrowed, else free."""
@@ -140,11 +151,22 @@ class Work:
         self.actions.append(Preempt(jid, for_job))
         self.gone.add(jid)
         self.changed.pop(jid, None)
+        if r.job.cores:
+            return ()  # a share frees no node alone (see preempt_node)
         if r.borrowed is not None and r.borrowed not in self.closed:
             self.reserved(r.borrowed).give(r.nodes)
         else:
             self.free.give(r.nodes)
         return r.nodes
+
+    def preempt_node(self, node: NodeId, *, for_job: JobId | None = None) -> None:
+        """Preempt every share on shared ``node``; the node becomes free."""
+        shared, room = self.snap.shares, self.shares
+        assert shared is not None and room is not None
+        for jid in list(shared.loads[node].jobs):
+            self.preempt(jid, for_job=for_job)
+        room.drop(node)
+        self.free.give((node,))
 
     def shrink(self, jid: JobId, k: int, *, for_job: JobId | None) -> tuple[NodeId, ...]:
         """Take ``k`` nodes (its highest ids) from malleable ``jid``; return them."""

@@ -1,0 +1,262 @@
+"""Shares of a node: jobs that use some of one node's cores and GPUs, next to each other.
+
+A job with ``cores > 0`` (:attr:`Job.cores <metaq_py.policy.model.Job.cores>`) is a *share*:
+it runs on one node and uses ``cores`` of its cores and ``gpus`` of its GPUs. Every other job
+takes whole nodes, as it always did. A node holding shares is a *shared node*: it is out of the
+free pool from its first share's start until its last share ends, and whole-node jobs never
+use it meanwhile (they wait for whole free nodes).
+
+:class:`NodeShape` is what one node has (every node of a cluster has the same shape);
+:class:`NodeLoad` is one shared node: its free core and GPU ids and the shares on it;
+:class:`SharedNodes` is every shared node of a :class:`~metaq_py.cluster.Cluster`, kept by it
+and handed to decisions in the :class:`~metaq_py.policy.model.Snapshot`; :class:`ShareRoom`
+is one decision's working view of them (what its own starts have taken so far).
+
+Cores held back for GPUs (``NodeShape.cores_per_gpu``, as mpi_jm suggests, to keep a GPU
+task's cores and caches free of CPU-only work): shares without GPUs may together use at most
+``cores - gpus * cores_per_gpu`` cores of a node; shares with GPUs may use any free core.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from metaq_py.policy.model import JobId, NodeId
+
+__all__ = ["NodeLoad", "NodeShape", "Placement", "ShareRoom", "SharedNode", "SharedNodes"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeShape:
+    """What one node offers shares: ``cores`` cores and ``gpus`` GPUs, of which
+    ``cores_per_gpu`` cores per GPU are held back from shares without GPUs."""
+
+    cores: int
+    gpus: int = 0
+    cores_per_gpu: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cores < 1 or self.gpus < 0 or self.cores_per_gpu < 0:
+            raise ValueError(f"a node shape needs at least 1 core and no negative counts, got "
+                             f"{self.cores} cores, {self.gpus} GPUs, {self.cores_per_gpu} "
+                             f"cores per GPU")
+
+    @property
+    def cpu_only(self) -> int:
+        """The most cores shares without GPUs may use on one node together."""
+        return max(0, self.cores - self.gpus * self.cores_per_gpu)
+
+    def fits(self, cores: int, gpus: int) -> bool:
+        """Whether a share of ``cores`` cores and ``gpus`` GPUs fits on an empty node."""
+        return 1 <= cores <= self.cores and 0 <= gpus <= self.gpus and \
+            (gpus > 0 or cores <= self.cpu_only)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a share runs: its ``node`` and the ids of its ``cores`` and ``gpus`` there
+    (``0 .. cores-1`` and ``0 .. gpus-1`` of the node's shape)."""
+
+    node: NodeId
+    cores: tuple[int, ...]
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedNode:
+    """A shared node as one candidate for preemption (every share on it goes)."""
+
+    node: NodeId
+
+
+class NodeLoad:
+    """One shared node: its free core and GPU ids (ascending), the cores shares without GPUs
+    may still take (``cpu_room``), and each share's placement and expected ends."""
+
+    __slots__ = ("cpu_room", "end", "free_cores", "free_gpus", "jobs", "node", "true_end")
+
+    def __init__(self, node: NodeId, shape: NodeShape) -> None:
+        self.node = node
+        self.free_cores: list[int] = list(range(shape.cores))
+        self.free_gpus: list[int] = list(range(shape.gpus))
+        self.cpu_room = shape.cpu_only
+        self.jobs: dict[JobId, tuple[Placement, float, float]] = {}
+        """Each share: its placement, end by walltime and true end (its end where unknown)."""
+        self.end = -math.inf
+        """The latest walltime end of the shares on the node: when it is expected free."""
+        self.true_end = -math.inf
+        """The latest true end of the shares (their walltime end where unknown)."""
+
+    def fits(self, cores: int, gpus: int) -> bool:
+        """Whether a share of ``cores`` cores and ``gpus`` GPUs fits here now."""
+        return cores <= len(self.free_cores) and gpus <= len(self.free_gpus) and \
+            (gpus > 0 or cores <= self.cpu_room)
+
+    def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float) -> Placement:
+        """Give a share the lowest free ids (the caller checked :meth:`fits`)."""
+        given_cores = tuple(self.free_cores[:cores])
+        given_gpus = tuple(self.free_gpus[:gpus])
+        del self.free_cores[:cores]
+        del self.free_gpus[:gpus]
+        if not gpus:
+            self.cpu_room -= cores
+        placed = Placement(self.node, given_cores, given_gpus)
+        self.jobs[jid] = (placed, end, true_end)
+        self.end = max(self.end, end)
+        self.true_end = max(self.true_end, true_end)
+        return placed
+
+    def remove(self, jid: JobId) -> Placement:
+        """A share ended: its ids are free again."""
+        placed, _, _ = self.jobs.pop(jid)
+        self.free_cores = sorted(self.free_cores + list(placed.cores))
+        self.free_gpus = sorted(self.free_gpus + list(placed.gpus))
+        if not placed.gpus:
+            self.cpu_room += len(placed.cores)
+        self.end = max((e for _, e, _ in self.jobs.values()), default=-math.inf)
+        self.true_end = max((t for _, _, t in self.jobs.values()), default=-math.inf)
+        return placed
+
+    def expected_end(self, oracle: bool) -> float:
+        """When the node is expected to be free: by walltime, or truly with ``oracle``."""
+        return self.true_end if oracle else self.end
+
+
+class SharedNodes:
+    """Every shared node of a cluster whose nodes have ``shape`` (kept by the Cluster; read
+    only by decisions). ``loads`` holds each shared node; ``open`` those with a free core,
+    the only ones a share may still join."""
+
+    __slots__ = ("loads", "open", "shape")
+
+    def __init__(self, shape: NodeShape) -> None:
+        self.shape = shape
+        self.loads: dict[NodeId, NodeLoad] = {}
+        self.open: dict[NodeId, NodeLoad] = {}
+
+    def __len__(self) -> int:
+        return len(self.loads)
+
+    def add(self, node: NodeId, jid: JobId, cores: int, gpus: int, end: float,
+            true_end: float) -> Placement:
+        """Place a share on ``node`` (a free node, which becomes shared, or a shared node
+        with room: the caller checked)."""
+        load = self.loads.get(node)
+        if load is None:
+            load = self.loads[node] = self.open[node] = NodeLoad(node, self.shape)
+        placed = load.add(jid, cores, gpus, end, true_end)
+        if not load.free_cores:
+            self.open.pop(node, None)
+        return placed
+
+    def remove(self, node: NodeId, jid: JobId) -> bool:
+        """A share on ``node`` ended; ``True`` when it was the last one (the node is free)."""
+        load = self.loads[node]
+        load.remove(jid)
+        if not load.jobs:
+            del self.loads[node]
+            self.open.pop(node, None)
+            return True
+        self.open[node] = load
+        return False
+
+
+class ShareRoom:
+    """One decision's view of the shared nodes: the snapshot's, less what this decision's
+    starts took, plus the free nodes it opened for shares. Never mutates the snapshot's.
+
+    ``taken`` maps a node to the cores, GPUs and CPU-only cores this decision gave shares on
+    it, and its latest end so far; ``full`` remembers the share sizes no node had room for,
+    so that a long queue of such shares costs one comparison each.
+    """
+
+    __slots__ = ("dropped", "full", "opened", "oracle", "shape", "shared", "taken")
+
+    def __init__(self, shared: SharedNodes, oracle: bool) -> None:
+        self.shared = shared
+        self.shape = shared.shape
+        self.oracle = oracle
+        self.taken: dict[NodeId, list[float]] = {}
+        self.opened: list[NodeId] = []
+        self.full: list[tuple[int, int]] = []
+        self.dropped: set[NodeId] = set()
+        """Shared nodes this decision preempted whole (free nodes now)."""
+
+    def _room(self, node: NodeId) -> tuple[int, int, int, float]:
+        """``(free cores, free GPUs, CPU-only room, expected end)`` of a node now."""
+        load = self.shared.loads.get(node)
+        if load is None:  # opened by this decision
+            c, g, cpu, end = self.shape.cores, self.shape.gpus, self.shape.cpu_only, -math.inf
+        else:
+            c, g, cpu = len(load.free_cores), len(load.free_gpus), load.cpu_room
+            end = load.expected_end(self.oracle)
+        t = self.taken.get(node)
+        if t is not None:
+            c, g, cpu, end = c - int(t[0]), g - int(t[1]), cpu - int(t[2]), max(end, t[3])
+        return c, g, cpu, end
+
+    def _nodes(self) -> Iterator[NodeId]:
+        dropped = self.dropped
+        for node in self.shared.open:
+            if node not in dropped:
+                yield node
+        yield from self.opened
+
+    def drop(self, node: NodeId) -> None:
+        """A shared node was preempted whole by this decision: it is a free node now."""
+        self.dropped.add(node)
+
+    def any_open(self) -> bool:
+        """Whether some shared node may still have room for a share."""
+        if self.opened:
+            return True
+        dropped = self.dropped
+        if not dropped:
+            return bool(self.shared.open)
+        return any(n not in dropped for n in self.shared.open)
+
+    def join(self, cores: int, gpus: int, end: float, *, shadow: float,
+             extend: bool = True) -> NodeId | None:
+        """A shared node where a share of ``cores`` and ``gpus`` ending at ``end`` may run
+        now, or ``None``. The share must not hold a node past ``shadow`` that would have been
+        free by then (EASY's protection of its head); with ``extend`` false it must not hold
+        the node past its expected end at all (conservative backfilling's promise)."""
+        for c, g in self.full:
+            if cores >= c and gpus >= g:
+                return None
+        roomy = False
+        for node in self._nodes():
+            c, g, cpu, node_end = self._room(node)
+            if cores > c or gpus > g or (not gpus and cores > cpu):
+                continue
+            roomy = True
+            if end <= node_end or (extend and (end <= shadow or node_end > shadow)):
+                return node
+        if not roomy:
+            self.full.append((cores, gpus))
+        return None
+
+    def open_node(self, node: NodeId) -> None:
+        """A free node taken for a share by this decision becomes shared."""
+        self.opened.append(node)
+
+    def take(self, node: NodeId, cores: int, gpus: int, end: float) -> None:
+        """Record a share started on ``node``."""
+        t = self.taken.get(node)
+        if t is None:
+            t = self.taken[node] = [0.0, 0.0, 0.0, -math.inf]
+        t[0] += cores
+        t[1] += gpus
+        if not gpus:
+            t[2] += cores
+        t[3] = max(t[3], end)
+
+    def releases(self, now: float) -> list[tuple[float, int]]:
+        """``(time, 1)`` for each shared node: when its last share is expected to end."""
+        oracle, taken, dropped = self.oracle, self.taken, self.dropped
+        out = [(max(load.expected_end(oracle), now), 1)
+               for n, load in self.shared.loads.items() if n not in taken and n not in dropped]
+        out += [(max(self._room(n)[3], now), 1) for n in taken]
+        return out
