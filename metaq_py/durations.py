@@ -29,12 +29,17 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
+from metaq_py.errors import MetaqError
+
 __all__ = ["MAX_DURATION", "DurationError", "format_duration", "format_time", "parse_duration",
            "parse_time"]
 
 
-class DurationError(ValueError):
-    """A duration or time that cannot be read. ``str()`` is one sentence, without location."""
+class DurationError(MetaqError, ValueError):
+    """A duration or time that cannot be read. ``str()`` is one sentence, without location.
+
+    A ``ValueError`` for the parsers that catch it, and a :class:`~metaq_py.errors.MetaqError`
+    so that one reaching the command line uncaught is still printed as that one sentence."""
 
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"

@@ -75,6 +75,11 @@ def run(
         "--fs-events/--no-fs-events",
         help="Wake at once on file-system events (watchdog) when the queue changes; without "
              "them, changes are found by polling every poll_interval of metaq.yaml.")] = True,
+    end_signal: Annotated[str, typer.Option(
+        "--end-signal", metavar="SIGNAL",
+        help="The stop signal that means the wall clock is ending (as the batch script's "
+             "--signal sends it): TERM, USR1, INT, HUP, USR2 or ALRM. Every stop signal "
+             "requeues the tasks; this one also brings the end forward.")] = "USR1",
 ) -> None:
     """Backfill the queue's tasks into this batch job's nodes until nothing left fits.
 
@@ -90,7 +95,8 @@ def run(
                 launch_pause=_seconds(launch_pause, "--launch-pause"),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
                 srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
-                warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events)
+                warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events,
+                end_signal=end_signal.upper().removeprefix("SIG"))
         except typer.BadParameter as e:
             raise MetaqError(str(e)) from None
         runner = Runner(q, detect_batch(overrides=overrides), options=options)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec, read_head
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.fileio import NAME_MAX, name_problem, write_all
 from metaq_py.queue.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.logbook import Logbook, read_logbook
@@ -98,6 +98,9 @@ class QueueAdmin:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
         rel = _relpath(sub, src.name)
+        too_long = name_problem(src.name, path=q.root / folder / rel)
+        if too_long is not None:
+            raise TaskError(str(src), None, too_long)
         where = self.locate(folder, rel, states=(PENDING, HOLD, WORKING))
         if where is not None:
             raise QueueError(f"a task {folder}/{rel} is already in the queue ({where.state}: "
@@ -257,14 +260,31 @@ def _user() -> str:
         return str(os.getuid())
 
 
+MAX_FOLDER_NAME = NAME_MAX - len(".planted-000000")
+"""The longest sub-folder name (bytes) ``--folder`` takes: room is left for the suffix
+:func:`~metaq_py.queue.folders.make_folders` gives a planted file it moves aside."""
+
+
 def _relpath(sub: str | None, name: str) -> str:
+    """The task's path inside its task folder: ``--folder`` ``sub`` and the script's
+    ``name``, each part a visible name that the file system can hold, with no control
+    characters (a newline in a name breaks every listing of the queue)."""
     parts = [p for p in Path(sub).parts] if sub else []
     if sub and (Path(sub).is_absolute() or any(p in ("..", ".") or p.startswith(".")
                                                for p in parts)):
         raise QueueError(f"--folder {sub!r} must be a relative path inside the task folder, "
                          f"without hidden parts or ..")
+    for part in parts:
+        if not part.isprintable():
+            raise QueueError(f"--folder {sub!r} holds a control character (such as a newline); "
+                             f"use printable names")
+        if len(os.fsencode(part)) > MAX_FOLDER_NAME:
+            raise QueueError(f"--folder: the part {part[:20]!r}... is {len(os.fsencode(part))} "
+                             f"bytes long; a folder name may have at most {MAX_FOLDER_NAME}")
     if name.startswith("."):
         raise QueueError(f"{name!r} is a hidden name, which the queue never runs; rename it")
+    if not name.isprintable():
+        raise QueueError(f"{name!r} holds a control character (such as a newline); rename it")
     return "/".join([*parts, name])
 
 

@@ -23,7 +23,7 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["COMPANION_ROOM", "MAX_TASK_NAME", "PATH_MAX", "Refused", "create_new",
+__all__ = ["COMPANION_ROOM", "MAX_TASK_NAME", "NAME_MAX", "PATH_MAX", "Refused", "create_new",
            "name_problem", "read_regular", "replace_file", "write_all"]
 
 NAME_MAX = 255

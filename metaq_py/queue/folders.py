@@ -23,8 +23,12 @@ from pathlib import Path
 
 from metaq_py.queue.fileio import Refused, read_regular
 
-__all__ = ["CANCEL_SUFFIX", "REASON_LIMIT", "REASON_SUFFIX", "companion", "free_name",
-           "make_folders", "read_reason", "subfolders", "task_files"]
+__all__ = ["CANCEL_SUFFIX", "PLANTED", "REASON_LIMIT", "REASON_SUFFIX", "companion", "free_name",
+           "make_folders", "read_reason", "set_aside", "subfolders", "task_files"]
+
+PLANTED = ".planted-"
+"""What a thing found where the queue keeps one of its own is renamed with, aside in its own
+folder: ``<name>.planted-<6 hex digits>`` (see :func:`set_aside`)."""
 
 REASON_LIMIT = 64 * 1024
 """The largest ``.reason`` or cancel request (bytes) that is read."""
@@ -89,10 +93,19 @@ def make_folders(root: Path, folder: Path) -> None:
         except FileNotFoundError:
             pass
         else:
-            os.rename(here, f"{here}.planted-{secrets.token_hex(3)}")
+            set_aside(here)
         os.makedirs(here, exist_ok=True)
         if not stat.S_ISDIR(os.lstat(here).st_mode):
             raise OSError(f"{here} is not a folder")
+
+
+def set_aside(path: str | os.PathLike[str]) -> str:
+    """Rename what is at ``path`` (a planted folder, link or FIFO where the queue keeps a file
+    or folder of its own) to ``<path>.planted-<hex>`` beside it, where ``metaq doctor`` lists
+    it; nothing in it is opened, followed or deleted. Returns the new name."""
+    aside = f"{os.fspath(path)}{PLANTED}{secrets.token_hex(3)}"
+    os.rename(path, aside)
+    return aside
 
 
 def subfolders(path: Path) -> list[str]:

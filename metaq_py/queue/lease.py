@@ -10,6 +10,7 @@ reuses the lease files of its tasks that have left (:class:`LeaseFiles`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import math
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec
 from metaq_py.queue.fileio import Refused, create_new, read_regular, write_all
-from metaq_py.queue.folders import subfolders, task_files
+from metaq_py.queue.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
 
 __all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "read_lease",
@@ -97,7 +98,7 @@ def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: s
     tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
     create_new(tmp, data)
     try:
-        os.replace(tmp, path)
+        _rename_over(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
@@ -141,7 +142,7 @@ class LeaseFiles:
                 # Written over in place and then cut to length, not truncated first: freeing
                 # the file's block and allocating another costs as much as a new file.
                 _write_at(fd, data, cut=True)
-                os.replace(spare, path)
+                _rename_over(spare, path)
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(spare)
@@ -173,6 +174,18 @@ class LeaseFiles:
 _SPARE_NUMBERS = itertools.count()
 """Spare names are unique in this process, so that two :class:`LeaseFiles` of one job (two
 ``Queue`` objects on one queue) never share one."""
+
+
+def _rename_over(src: Path, dst: Path) -> None:
+    """Rename the file ``src`` over ``dst``; a folder planted at ``dst`` (which a rename
+    cannot replace) is set aside first."""
+    try:
+        os.replace(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        set_aside(dst)
+        os.replace(src, dst)
 
 
 def _write_at(fd: int, data: bytes, *, cut: bool = False) -> None:

@@ -23,6 +23,7 @@ from metaq_py.queue.folders import (
     companion,
     free_name,
     make_folders,
+    set_aside,
 )
 from metaq_py.queue.lease import LeaseFiles, lease_path
 from metaq_py.queue.logbook import (
@@ -84,13 +85,17 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
 
 
 def _unlink_quietly(path: Path) -> None:
-    """Remove ``path`` if it is there (a name too long to exist is not there)."""
+    """Remove ``path`` if it is there (a name too long to exist is not there). A folder
+    planted at a companion's name is set aside, never emptied."""
     try:
         path.unlink()
     except (FileNotFoundError, NotADirectoryError):
         pass
     except OSError as e:
-        if e.errno != errno.ENAMETOOLONG:
+        if e.errno in (errno.EISDIR, errno.EPERM):
+            with contextlib.suppress(FileNotFoundError):
+                set_aside(path)
+        elif e.errno != errno.ENAMETOOLONG:
             raise
 
 

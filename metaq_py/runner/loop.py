@@ -42,7 +42,7 @@ from collections.abc import Callable
 from metaq_py.batch import BatchError, BatchSystem
 from metaq_py.clock import Clock
 from metaq_py.cluster import Cluster
-from metaq_py.durations import format_duration
+from metaq_py.durations import format_duration, format_time
 from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.queue.store import Queue
@@ -107,6 +107,9 @@ class Runner:
             alloc = batch.allocation()
         except BatchError as e:
             raise RunnerError(f"cannot learn this job's allocation: {e}") from None
+        if alloc.end_time is not None and alloc.end_time <= clock.now():
+            raise RunnerError(f"job {alloc.jobid} ended at {format_time(alloc.end_time)} "
+                              f"(so its batch system says); there is no time left to run a task")
         events = EventWriter(queue.events(alloc.jobid), now=clock.now, warn=say, buffered=True)
         self.ctx = ctx = Context(
             queue=queue, batch=batch, alloc=alloc, options=options, clock=clock, events=events,
