@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import filelock
 
@@ -125,8 +126,9 @@ class Allocator:
             return self._refuse(Refuse("settings", str(e)), dry_run=dry_run, known=known)
         if dry_run:
             return Pass(decision, command=command, known=known)
-        fields = {"nodes": decision.nodes, "walltime": decision.walltime, "command": command,
-                  "reason": decision.reason, "system": self.system}
+        fields: dict[str, Any] = {"nodes": decision.nodes, "walltime": decision.walltime,
+                                  "command": command, "reason": decision.reason,
+                                  "system": self.system}
         try:
             jobid = submit(request)
         except BatchError as e:
