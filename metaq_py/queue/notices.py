@@ -35,6 +35,7 @@ import math
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -186,9 +187,11 @@ def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeFile:
     if not 0 < walltime <= MAX_WALLTIME:
         raise NoticeError(f"{where}: the notice's 'walltime' must be more than zero and at "
                           f"most {format_duration(MAX_WALLTIME)}, not {walltime!r}")
-    if arrival - issued > MAX_AHEAD:
+    # Judged from its stated issue time and from now: a notice written to claim that it was
+    # issued in the far future would otherwise announce work at any distance.
+    if arrival - issued > MAX_AHEAD or arrival - time.time() > MAX_AHEAD:
         raise NoticeError(f"{where}: the notice announces work more than "
-                          f"{format_duration(MAX_AHEAD)} after it was issued")
+                          f"{format_duration(MAX_AHEAD)} ahead")
     who = obj.get("who", "unknown")
     if not isinstance(who, str) or len(who) > 64 or _UNPRINTABLE.search(who):
         raise NoticeError(f"{where}: the notice's 'who' must be a user name of printable "

@@ -227,3 +227,33 @@ def test_hostile_queue(tmp_path: Path, name: str, plant: Plant, expect: Expect) 
     assert world.ran("good.sh"), f"the good task did not run: {world.lines[-5:]}"
     expect(world)
     assert (world.victim / "notes.txt").read_text() == "secret\n"
+
+
+def _notice(w: World, name: str, *, arrival: float, issued: float) -> None:
+    (w.q.root / "notices" / f"{name}.json").write_text(json.dumps(
+        {"name": name, "nodes": 2, "arrival": arrival, "walltime": 3600, "issued": issued}))
+
+
+@pytest.mark.parametrize("mechanism", ["CUA&SPAA", "CUP&PAA"])
+def test_12_a_far_notice_neither_holds_the_runner_nor_its_nodes(tmp_path: Path,
+                                                                mechanism: str) -> None:
+    """Finding 12: notices at 9999-12-31 (one honest about its issue time, one claiming to
+    be issued the day before) are set aside, and one due in 20 days does not keep a runner
+    without --linger: it stops once its tasks are done, well within the hang limit."""
+    from datetime import datetime
+
+    w = make_world(tmp_path, nodes=4, mechanism=mechanism)
+    far = datetime(9999, 12, 31, 23, 59).timestamp()
+    now = time.time()
+    _notice(w, "far", arrival=far, issued=now)
+    _notice(w, "sly", arrival=far, issued=far - 86400)
+    _notice(w, "later", arrival=now + 20 * 86400, issued=now)
+    age(w.q)
+    t0 = time.monotonic()
+    run_world(w)
+    assert time.monotonic() - t0 < 10
+    assert w.ran("good.sh")
+    assert w.run.stop_reason.startswith("nothing left"), w.run.stop_reason
+    for name in ("far", "sly"):
+        assert "ahead" in (w.q.root / f"notices/rejected/{name}.json.reason").read_text()
+    assert (w.q.root / "notices/later.json").is_file()
