@@ -207,6 +207,7 @@ class ShareRoom:
     def drop(self, node: NodeId) -> None:
         """A shared node was preempted whole by this decision: it is a free node now."""
         self.dropped.add(node)
+        self.full.clear()
 
     def any_open(self) -> bool:
         """Whether some shared node may still have room for a share."""
@@ -241,6 +242,7 @@ class ShareRoom:
     def open_node(self, node: NodeId) -> None:
         """A free node taken for a share by this decision becomes shared."""
         self.opened.append(node)
+        self.full.clear()  # room the sizes found none of
 
     def take(self, node: NodeId, cores: int, gpus: int, end: float) -> None:
         """Record a share started on ``node``."""
