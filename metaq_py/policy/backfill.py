@@ -423,6 +423,10 @@ def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> N
             if node is not None:
                 work.start(job, (node,))
                 continue
+        if pool.count == 0:
+            # nothing more starts on a free node now, whatever is reserved later, and a share
+            # joining a node within its end touches no reservation: only joins are left
+            continue
         k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
         if k:
             nodes = pool.take(k)

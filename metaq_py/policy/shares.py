@@ -20,7 +20,6 @@ task's cores and caches free of CPU-only work): shares without GPUs may together
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from metaq_py.policy.model import JobId, NodeId
@@ -197,13 +196,6 @@ class ShareRoom:
             c, g, cpu, end = c - int(t[0]), g - int(t[1]), cpu - int(t[2]), max(end, t[3])
         return c, g, cpu, end
 
-    def _nodes(self) -> Iterator[NodeId]:
-        dropped = self.dropped
-        for node in self.shared.open:
-            if node not in dropped:
-                yield node
-        yield from self.opened
-
     def drop(self, node: NodeId) -> None:
         """A shared node was preempted whole by this decision: it is a free node now."""
         self.dropped.add(node)
@@ -228,7 +220,26 @@ class ShareRoom:
             if cores >= c and gpus >= g:
                 return None
         roomy = False
-        for node in self._nodes():
+        taken, dropped, oracle = self.taken, self.dropped, self.oracle
+        # the snapshot's open nodes, read directly (this loop is the cost of a share's start)
+        for node, load in self.shared.open.items():
+            c, g, cpu = len(load.free_cores), len(load.free_gpus), load.cpu_room
+            if cores > c or gpus > g or (not gpus and cores > cpu):
+                continue
+            node_end = load.true_end if oracle else load.end
+            if taken:
+                t = taken.get(node)
+                if t is not None:
+                    c, g, cpu = c - int(t[0]), g - int(t[1]), cpu - int(t[2])
+                    if cores > c or gpus > g or (not gpus and cores > cpu):
+                        continue
+                    node_end = max(node_end, t[3])
+            if dropped and node in dropped:
+                continue
+            roomy = True
+            if end <= node_end or (extend and (end <= shadow or node_end > shadow)):
+                return node
+        for node in self.opened:
             c, g, cpu, node_end = self._room(node)
             if cores > c or gpus > g or (not gpus and cores > cpu):
                 continue
