@@ -133,7 +133,10 @@ class TaskSpec:
     first within a folder. ``setup``: seconds spent before useful work starts, paid again on
     every restart. ``retries``: how many times a failed run is tried again (``None``: the
     queue's default). ``notice`` ties an on-demand task to an advance notice. ``path`` is where
-    the script was read from. ``lines`` maps each directive key given to its line number, for
+    the script was read from. ``cpus`` above 0 makes the task a *share* of one node: that many
+    of its cores, beside other shares, with ``gpus`` of its GPUs; 0 (no ``CPUS``) keeps whole
+    nodes, as METAQ did. ``exclusive`` keeps whole nodes to the task (``EXCLUSIVE``: the
+    default already, said out loud). ``lines`` maps each directive key given to its line number, for
     error messages; it takes no part in comparisons.
     """
 
@@ -153,6 +156,8 @@ class TaskSpec:
     notice: str | None = None
     retries: int | None = None
     resize: Resize | None = None
+    cpus: int = 0
+    exclusive: bool = False
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -237,6 +242,16 @@ def _set_min_nodes(spec: dict, key: str, words: list[str]) -> None:
 
 def _set_gpus(spec: dict, key: str, words: list[str]) -> None:
     spec["gpus"] = _integer(key, words, least=0, most=MAX_NODES)
+
+
+def _set_cpus(spec: dict, key: str, words: list[str]) -> None:
+    spec["cpus"] = _integer(key, words, least=1, most=MAX_NODES)
+
+
+def _set_exclusive(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise _Bad(f"{key} takes no value")
+    spec["exclusive"] = True
 
 
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
@@ -341,6 +356,9 @@ KEYS: dict[str, _Setter] = {
     "NOTICE": _set_notice,
     "RETRIES": _set_retries,
     "RESIZE": _set_resize,
+    # Shares of a node (mpi_jm, HyperQueue): some cores and GPUs of one node.
+    "CPUS": _set_cpus,
+    "EXCLUSIVE": _set_exclusive,
 }
 """Every directive key, mapped to the function that reads its value."""
 
@@ -452,6 +470,13 @@ def _checked(values: dict, seen: dict[str, int], path: str) -> TaskSpec:
         if key in seen and kind is not needs:
             raise TaskError(path, seen[key], f"{key} applies only to {needs} tasks; add "
                                              f"'{PREFIX} TYPE {needs}' or remove it")
+    if "CPUS" in seen:
+        for key, bad in (("EXCLUSIVE", "EXCLUSIVE" in seen), ("NODES", nodes != 1),
+                         ("TYPE", kind is not Kind.RIGID)):
+            if bad:
+                raise TaskError(path, seen[key], f"CPUS asks for a share of one node, which "
+                                                 f"a rigid task on one node gets; remove {key} "
+                                                 f"or CPUS")
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")
@@ -590,7 +615,11 @@ def format_directives(spec: TaskSpec) -> str:
     if spec.resize is not None:
         r = spec.resize
         out.append(("RESIZE", r.mode if r.signal is None else f"{r.mode} {r.signal}"))
-    return "".join(f"{PREFIX} {key} {value}\n" for key, value in out)
+    if spec.cpus:
+        out.append(("CPUS", str(spec.cpus)))
+    if spec.exclusive:
+        out.append(("EXCLUSIVE", ""))
+    return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
 
 
 def with_path(spec: TaskSpec, path: str) -> TaskSpec:

@@ -319,3 +319,37 @@ def test_lower_case_directives_are_found_for_a_warning() -> None:
     data = b"#!/bin/sh\n#metaq NODES 2\n#METAQ NODES 1\n#Metaq GPUS 1\necho\n#metaq late\n"
     assert miscased_directives(data) == [2, 4]
     assert parse_header(data, path="t.sh").nodes == 1
+
+
+# --- shares of a node (CPUS, EXCLUSIVE) ----------------------------------------------------
+
+
+def test_cpus_asks_for_a_share_and_gpus_alone_keeps_whole_nodes() -> None:
+    share = parse("#!/bin/bash\n#METAQ GPUS 1\n#METAQ CPUS 8\nrun\n")
+    assert (share.nodes, share.cpus, share.gpus, share.exclusive) == (1, 8, 1, False)
+    metaq = parse("#!/bin/bash\n#METAQ NODES 2\n#METAQ GPUS 4\nrun\n")
+    assert (metaq.nodes, metaq.cpus, metaq.gpus) == (2, 0, 4)
+    alone = parse("#!/bin/bash\n#METAQ GPUS 1\nrun\n")
+    assert alone.cpus == 0, "GPUS without CPUS keeps its METAQ meaning: whole nodes"
+    assert parse("#!/bin/bash\n#METAQ EXCLUSIVE\nrun\n").exclusive
+
+
+@pytest.mark.parametrize(("header", "line", "words"), [
+    ("#METAQ CPUS 0", 2, "at least 1"),
+    ("#METAQ CPUS eight", 2, "whole number"),
+    ("#METAQ EXCLUSIVE yes", 2, "takes no value"),
+    ("#METAQ CPUS 4\n#METAQ NODES 2", 3, "remove NODES or CPUS"),
+    ("#METAQ CPUS 4\n#METAQ EXCLUSIVE", 3, "remove EXCLUSIVE or CPUS"),
+    ("#METAQ TYPE malleable\n#METAQ CPUS 4", 2, "remove TYPE or CPUS"),
+])
+def test_bad_shares_are_refused_on_their_line(header: str, line: int, words: str) -> None:
+    e = error(f"#!/bin/bash\n{header}\nrun\n")
+    assert e.line == line and words in str(e)
+
+
+@given(st.integers(1, 512), st.integers(0, 8), st.booleans())
+def test_shares_round_trip_through_format_directives(cpus: int, gpus: int,
+                                                     exclusive: bool) -> None:
+    spec = TaskSpec(path="t", gpus=gpus, cpus=0 if exclusive else cpus, exclusive=exclusive)
+    again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t")
+    assert again == spec
