@@ -11,6 +11,7 @@ from __future__ import annotations
 # Command modules register themselves on `app` when imported.
 from metaq_py.cli import (  # noqa: F401
     alloc_commands,
+    doctor_commands,
     experiment_commands,
     queue_commands,
     report_commands,

@@ -49,6 +49,7 @@ from metaq_py.queue.fileio import Refused, create_new, read_regular
 __all__ = [
     "EXPIRE_AFTER",
     "NOTICES",
+    "NOTICE_FOLDERS",
     "RELEASE_AFTER",
     "NodeLimit",
     "NoticeError",
@@ -58,12 +59,16 @@ __all__ = [
     "format_notice",
     "load_notices",
     "parse_notice",
+    "read_notice_file",
     "read_notices",
+    "set_notice_aside",
     "write_notice",
 ]
 
 NOTICES = "notices"
 CANCELLED, EXPIRED, REJECTED = "cancelled", "expired", "rejected"
+NOTICE_FOLDERS = (CANCELLED, EXPIRED, REJECTED)
+"""The folders inside ``notices/``, where past notices are kept."""
 SUFFIX = ".json"
 REASON_SUFFIX = ".reason"
 
@@ -371,6 +376,18 @@ def _notice_files(folder: Path) -> Iterator[Path]:
             if e.is_dir(follow_symlinks=False):
                 continue
         yield Path(e.path)
+
+
+def read_notice_file(path: Path) -> NoticeFile:
+    """The notice in the file ``path``; :class:`NoticeError` (one sentence) when it is not
+    a readable notice, ``FileNotFoundError`` when it is gone. Reads only."""
+    return _read(path)
+
+
+def set_notice_aside(path: Path, reason: str) -> Path | None:
+    """Move the notice file ``path`` to ``notices/rejected/`` with ``reason`` beside it;
+    ``None`` when it is gone."""
+    return _move_aside(path, REJECTED, reason)
 
 
 def _read(path: Path) -> NoticeFile:
