@@ -131,3 +131,22 @@ def test_a_processor_trace_converts_with_both_header_sizes(tmp_path: Path) -> No
     bad = CliRunner().invoke(app, ["trace", "convert", str(source), str(tmp_path / "x.swf"),
                                    "--unit", "cores"])
     assert bad.exit_code == 1 and "--unit must be processors or nodes" in bad.output
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789|:-T.;=/ _[]+EDSRQabcNUnknow\n")),
+               max_size=300))
+def test_garbage_logs_parse_or_raise_one_trace_error(text: str) -> None:
+    from sim.trace.columns import TraceError
+    from sim.trace.pbs import parse_pbs
+    from sim.trace.sacct import parse_sacct
+
+    lines = list(enumerate(text.split("\n"), start=1))
+    for parse in (parse_sacct, parse_pbs):
+        try:
+            table, notes = parse(lines, source="log")
+        except TraceError as error:
+            assert str(error).startswith("log") and str(error).endswith(".")
+        else:
+            assert all(isinstance(note, str) for note in notes)
+            assert len(table) <= len(lines)
