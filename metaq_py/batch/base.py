@@ -10,13 +10,16 @@ line; :class:`BatchSystem` is the base the SLURM, PBS and local adapters share.
 from __future__ import annotations
 
 import math
+import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from metaq_py.errors import MetaqError
 
-__all__ = ["SYSTEMS", "Allocation", "BatchError", "BatchOverrides", "BatchSystem", "Clock"]
+__all__ = ["SYSTEMS", "Allocation", "BatchError", "BatchOverrides", "BatchSystem", "Clock",
+           "node_cores"]
 
 SYSTEMS = ("slurm", "pbs", "local")
 """The batch systems metaq knows, by the names used on the command line and in records."""
@@ -42,7 +45,9 @@ class Allocation:
     are concrete host names in the batch system's order, each once. ``gpu_ids`` are the device
     ids usable on every node, in the numbering processes on the nodes see (what goes into
     ``CUDA_VISIBLE_DEVICES``). ``end_time`` is when the batch system ends the job, in Unix
-    seconds, or ``None`` when it has no limit.
+    seconds, or ``None`` when it has no limit. ``cores_per_node`` is how many cores each node
+    offers shares of a node (:func:`node_cores`), and ``cores_per_gpu`` how many of them per
+    GPU are held back from shares without GPUs.
     """
 
     system: str
@@ -51,6 +56,8 @@ class Allocation:
     nodes: tuple[str, ...]
     gpu_ids: tuple[str, ...]
     end_time: float | None
+    cores_per_node: int = 1
+    cores_per_gpu: int = 0
 
     @property
     def gpus_per_node(self) -> int:
@@ -87,6 +94,8 @@ class BatchOverrides:
     gpus_per_node: int | None = None
     end_time: float | None = None
     walltime: float | None = None
+    cores_per_node: int | None = None
+    cores_per_gpu: int | None = None
 
     def __post_init__(self) -> None:
         if self.system is not None and self.system not in SYSTEMS:
@@ -104,6 +113,10 @@ class BatchOverrides:
             raise BatchError(
                 f"the GPUs-per-node override is {self.gpus_per_node}; it must be 0 or more"
             )
+        for name, value, least in (("cores-per-node", self.cores_per_node, 1),
+                                   ("cores-per-GPU", self.cores_per_gpu, 0)):
+            if value is not None and value < least:
+                raise BatchError(f"the {name} override is {value}; it must be at least {least}")
         if self.walltime is not None and not (self.walltime > 0 and math.isfinite(self.walltime)):
             raise BatchError(f"the walltime override is {self.walltime}; it must be positive")
         if self.end_time is not None and self.walltime is not None:
@@ -151,6 +164,8 @@ class BatchSystem(ABC):
             nodes=nodes,
             gpu_ids=gpu_ids,
             end_time=self.end_time(),
+            cores_per_node=self.overrides.cores_per_node or node_cores(self.env),
+            cores_per_gpu=self.overrides.cores_per_gpu or 0,
         )
 
     def end_time(self) -> float | None:
@@ -204,3 +219,20 @@ class BatchSystem(ABC):
     @abstractmethod
     def _query_end_time(self) -> float | None:
         """When the batch system will end this job (``None``: no limit)."""
+
+
+_FIRST_COUNT = re.compile(r"^\s*([0-9]+)")
+
+
+def node_cores(env: Mapping[str, str]) -> int:
+    """How many cores a node of this job offers: from the batch system (``SLURM_CPUS_ON_NODE``,
+    the first count of ``SLURM_JOB_CPUS_PER_NODE`` such as ``64(x2)``, PBS's ``NCPUS``), else
+    the cores this process may run on (``os.sched_getaffinity``), else ``os.cpu_count()``."""
+    for name in ("SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "NCPUS"):
+        found = _FIRST_COUNT.match(env.get(name, ""))
+        if found and int(found.group(1)) > 0:
+            return int(found.group(1))
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -65,6 +65,12 @@ def run(
     machine: Annotated[str | None, typer.Option(help="Override the machine name.")] = None,
     gpus_per_node: Annotated[int | None, typer.Option(
         help="Override the GPUs per node (device ids 0..N-1).")] = None,
+    cores_per_node: Annotated[int | None, typer.Option(
+        help="The cores each node offers shares of a node (#METAQ CPUS); default: from the "
+             "batch system, else the cores this process may use.")] = None,
+    cores_per_gpu: Annotated[int | None, typer.Option(
+        help="Cores per GPU held back from shares without GPUs, to keep GPU tasks' cores "
+             "free (default 0).")] = None,
     release_after: Annotated[str, typer.Option(
         help="On-demand mechanisms: release a reservation this long after its estimated "
              "arrival.")] = "10m",
@@ -89,6 +95,8 @@ def run(
         try:
             overrides = BatchOverrides(system=batch, machine=machine, jobid=jobid, nnodes=nodes,
                                        gpus_per_node=gpus_per_node,
+                                       cores_per_node=cores_per_node,
+                                       cores_per_gpu=cores_per_gpu,
                                        walltime=_seconds(walltime, "--walltime"))
             options = RunOptions(
                 mechanism=mechanism, linger=linger, max_tasks=max_tasks,

@@ -13,8 +13,13 @@ loaded modules carry over, as in METAQ) plus:
 ``METAQ_NODELIST``, ``METAQ_NNODES``, ``METAQ_HOSTFILE``
     its hosts, comma-separated, their number, and a file naming them one per line (for
     ``srun --nodelist=$METAQ_NODELIST -N $METAQ_NNODES`` or ``mpirun -hostfile``);
-``CUDA_VISIBLE_DEVICES``
-    its GPU ids on each node, when the runner assigns GPUs;
+``CUDA_VISIBLE_DEVICES`` (or ``ROCR_VISIBLE_DEVICES``)
+    its GPU ids on each node, when the runner assigns GPUs: ``ROCR_VISIBLE_DEVICES`` on AMD
+    nodes (where the batch job set it, as SLURM does there), else ``CUDA_VISIBLE_DEVICES``;
+    never both, since HIP reads both and would apply the ids twice;
+``METAQ_CPUS``, ``METAQ_NCPUS``
+    a share of a node's core ids (comma-separated, numbered ``0 ..`` on its node) and their
+    number (``HQ_CPUS`` in HyperQueue's words); unset for whole-node tasks;
 ``METAQ_CHECKPOINT_FILE``, ``METAQ_RESIZE_FILE``
     the file to touch after a checkpoint and the file the runner writes a new node list to
     before a resize signal;
@@ -47,7 +52,7 @@ from collections.abc import Mapping
 from metaq_py.launch.slurm_step import slurm_task_env
 from metaq_py.launch.spec import LaunchSpec
 
-__all__ = ["task_command", "task_environment"]
+__all__ = ["gpu_variable", "task_command", "task_environment"]
 
 
 def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
@@ -89,5 +94,15 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
         METAQ_LOG=os.path.abspath(spec.log),
     )
     if spec.gpus is not None:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(spec.gpus)
+        env[gpu_variable(base)] = ",".join(spec.gpus)
+    if spec.cores is not None:
+        env["METAQ_CPUS"] = ",".join(map(str, spec.cores))
+        env["METAQ_NCPUS"] = str(len(spec.cores))
     return env
+
+
+def gpu_variable(base: Mapping[str, str]) -> str:
+    """The variable naming a task's GPUs: ``ROCR_VISIBLE_DEVICES`` where the batch job set it
+    (AMD nodes), else ``CUDA_VISIBLE_DEVICES``."""
+    return "ROCR_VISIBLE_DEVICES" if base.get("ROCR_VISIBLE_DEVICES") is not None \
+        else "CUDA_VISIBLE_DEVICES"

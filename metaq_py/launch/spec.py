@@ -34,7 +34,8 @@ class LaunchSpec:
     (``METAQ_TASK``). ``nodes`` are the host names it may use, ``gpus`` the device ids it may
     use on each of them: ``None`` leaves ``CUDA_VISIBLE_DEVICES`` as the batch job set it,
     while a tuple (even an empty one, which hides every GPU) sets it exactly; the runner
-    passes a tuple on GPU allocations so that no task touches another's devices. ``attempt``
+    passes a tuple on GPU allocations so that no task touches another's devices. ``cores``
+    are the core ids of a share of a node (``METAQ_CPUS``; ``None`` for whole nodes). ``attempt``
     counts from 1; ``resume`` says the task was interrupted before and should continue from
     its checkpoint.
 
@@ -60,6 +61,7 @@ class LaunchSpec:
     attempt: int = 1
     resume: bool = False
     gpus: tuple[str, ...] | None = None
+    cores: tuple[int, ...] | None = None
     tee: Path | None = None
     shared_hostfile: Path | None = None
     cwd: Path | None = None
@@ -93,6 +95,12 @@ class LaunchSpec:
             bad = [g for g in self.gpus if not _NAME.match(g)]
             if bad:
                 raise LaunchError(f"{who} was given the GPU id {bad[0]!r}, which is not a device")
+        if self.cores is not None:
+            object.__setattr__(self, "cores", tuple(self.cores))
+            if not self.cores or len(self.nodes) != 1 or any(
+                    isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in self.cores):
+                raise LaunchError(f"{who} was given the cores {list(self.cores)}; a share of a "
+                                  f"node needs one node and core ids of 0 or more")
         if self.attempt < 1:
             raise LaunchError(f"{who} has attempt number {self.attempt}; attempts count from 1")
         for key, value in self.env.items():

@@ -166,7 +166,13 @@ class Decider:
                  lenders: Iterable[str]) -> None:
         live.node_ids = tuple(node_ids)
         live.hosts = self.ctx.hosts(live.node_ids)
-        live.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(node_ids),
-                                   self.ctx.alloc.gpu_ids)
+        placed = self.cluster.placements.get(live.id)
+        if placed is not None:  # a share: the ids the Cluster gave it on its node
+            ids = self.ctx.alloc.gpu_ids
+            live.gpu_ids = tuple(ids[i] for i in placed.gpus) if ids else None
+            live.cores = placed.cores
+        else:
+            live.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(node_ids),
+                                       self.ctx.alloc.gpu_ids)
         live.lenders = tuple(lenders)
         self.roster.add(live)

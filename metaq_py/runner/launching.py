@@ -104,7 +104,8 @@ class Launcher:
                 script=claim.path, task=claim.id, nodes=live.hosts,
                 log=self.logs / claim.folder / f"{claim.relpath}.log",
                 rundir=self.runs / claim.folder / claim.relpath, attempt=live.attempt,
-                resume=live.resume, gpus=live.gpu_ids, tee=tee, shared_hostfile=shared,
+                resume=live.resume, gpus=live.gpu_ids, cores=live.cores, tee=tee,
+                shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
             self._make_room(spec)
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
@@ -115,7 +116,9 @@ class Launcher:
         self.watch(live)
         self.ctx.events.write(
             "start", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
-            gpus=live.gpus, project=claim.spec.project, kind=str(live.job.kind),
+            gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
+            cores=None if live.cores is None else list(live.cores),
+            project=claim.spec.project, kind=str(live.job.kind),
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
 

@@ -112,6 +112,7 @@ class LiveTask:
     kill_at: float | None = None
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
+    cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
 
     @property
     def id(self) -> str:

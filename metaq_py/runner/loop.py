@@ -45,6 +45,7 @@ from metaq_py.cluster import Cluster
 from metaq_py.durations import format_duration, format_time
 from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
+from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -115,7 +116,8 @@ class Runner:
             queue=queue, batch=batch, alloc=alloc, options=options, clock=clock, events=events,
             say=say, host=socket.gethostname(),
             end=alloc.end_time if alloc.end_time is not None else math.inf)
-        self.cluster = cluster = Cluster(alloc.nnodes)
+        self.cluster = cluster = Cluster(alloc.nnodes, shape=NodeShape(
+            alloc.cores_per_node, alloc.gpus_per_node, alloc.cores_per_gpu))
         self.wakeups = wakeups = wakeups or Wakeups(queue, options, say=say)
         self.roster = roster = Roster(ctx, cluster, unwatch=wakeups.unwatch_rundir)
         self.offers = Offers(ctx)

@@ -5,9 +5,10 @@ them from the queue's :class:`~metaq_py.queue.index.Task` values. It also decide
 allocation can never run (too many nodes or GPUs, another machine): those are *skipped*, never
 rejected, because another batch job of the same queue may be able to run them.
 
-GPUs: a task asks for ``GPUS`` in total. Nodes are never shared, so a task on ``k`` nodes may use
+GPUs: a task asks for ``GPUS`` in total. A whole-node task on ``k`` nodes may use
 ``k * gpus_per_node`` GPUs, and it gets ``ceil(GPUS / k)`` device ids on each of its nodes. A
-malleable task's smallest size is raised until its GPUs fit.
+malleable task's smallest size is raised until its GPUs fit. A share of a node (``CPUS``) is a
+one-node job with ``cores`` and ``gpus``; the Cluster picks its core and GPU ids.
 
 :class:`Offers` is the *offer window*: at each decision, the waiting tasks the scheduler is
 shown, as policy jobs, with a cache so that a decision costs the window and not the queue.
@@ -23,6 +24,7 @@ from operator import is_
 from typing import TYPE_CHECKING
 
 from metaq_py.policy.model import Job, Kind
+from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
@@ -38,11 +40,20 @@ queue order, plus every waiting on-demand task. Like SLURM's ``bf_max_job_test``
 cost of a decision on a queue of 100,000 tasks; a task further back waits until it moves up."""
 
 
-def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str) -> str | None:
-    """Why this allocation can never run ``task`` (one sentence), or ``None`` if it could."""
+def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
+                shape: NodeShape | None = None) -> str | None:
+    """Why this allocation can never run ``task`` (one sentence), or ``None`` if it could.
+    ``shape`` is what a node offers shares (``None``: not known, so no share fits)."""
     spec = task.spec
     if spec.machine is not None and spec.machine != machine:
         return f"it must run on machine {spec.machine}, and this is {machine}"
+    if spec.cpus:
+        if shape is None or not shape.fits(spec.cpus, spec.gpus):
+            have = "an unknown number of" if shape is None else \
+                f"{shape.cores} cores ({shape.cpu_only} for tasks without GPUs) and {shape.gpus}"
+            return (f"it asks for {spec.cpus} cores and {spec.gpus} GPUs of one node, and a "
+                    f"node here has {have} GPUs")
+        return None
     smallest = _smallest(task, gpus_per_node)
     if smallest is None:
         return (f"it needs {spec.gpus} GPUs, more than its {spec.nodes} node(s) have here "
@@ -55,8 +66,14 @@ def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str) ->
 def job_of(task: Task, *, gpus_per_node: int) -> Job:
     """The policy's view of a waiting task that :func:`fit_problem` accepted."""
     spec = task.spec
-    smallest = _smallest(task, gpus_per_node) or spec.nodes
     cp = spec.checkpoint
+    if spec.cpus:  # a share of one node (fit_problem checked it fits one)
+        return Job(
+            id=task.id, kind=spec.type, size=1, walltime=task.walltime, submit=task.submit,
+            priority=spec.priority, rank=task.rank, setup=spec.setup,
+            checkpoint_interval=cp.interval if cp else None,
+            checkpoint_cost=cp.cost if cp else 0.0, cores=spec.cpus, gpus=spec.gpus)
+    smallest = _smallest(task, gpus_per_node) or spec.nodes
     return Job(
         id=task.id, kind=spec.type, size=spec.nodes, min_size=smallest,
         walltime=task.walltime, submit=task.submit, priority=spec.priority, rank=task.rank,
@@ -135,6 +152,9 @@ class Offers:
         self.skipped: dict[str, str] = {}
         self.count = 0
         self._pass = 0
+        self.shape = NodeShape(ctx.alloc.cores_per_node, ctx.alloc.gpus_per_node,
+                                   ctx.alloc.cores_per_gpu)
+        """What a node of this allocation offers shares of a node."""
 
     def waiting(self, pass_no: int) -> list[Job]:
         """The waiting tasks this allocation could run, as policy jobs in queue order: the
@@ -223,7 +243,8 @@ class Offers:
         hit = cache.get(task.id)
         if hit is None or hit[0] is not task:
             problem = fit_problem(task, nnodes=alloc.nnodes,
-                                  gpus_per_node=alloc.gpus_per_node, machine=alloc.machine)
+                                  gpus_per_node=alloc.gpus_per_node, machine=alloc.machine,
+                                  shape=self.shape)
             if problem is not None:
                 if self.skipped.get(task.id) != problem:
                     self.ctx.say(f"skipping {task.id}: {problem}")

@@ -533,3 +533,34 @@ def test_a_failed_start_leaves_no_open_files(tmp_path: Path) -> None:
         with pytest.raises(LaunchError):
             launch(spec_for(tmp_path, no_shebang, tee=tmp_path / "u.log"))
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_share_sees_its_cores_and_its_gpus_under_the_nodes_variable(
+        tmp_path: Path) -> None:
+    path = script(tmp_path, "dump.py", DUMP_ENV)
+    spec = spec_for(tmp_path, path, gpus=("2",), cores=(4, 5), nodes=("n1",))
+    finished(launch(spec, base_env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": "0,1"}))
+    env = json.loads(spec.log.read_text())
+    assert (env["CUDA_VISIBLE_DEVICES"], env["METAQ_CPUS"], env["METAQ_NCPUS"]) == \
+        ("2", "4,5", "2")
+    amd = spec_for(tmp_path, path, gpus=("3",), cores=(0,), nodes=("n1",),
+                   log=tmp_path / "amd.log")
+    finished(launch(amd, base_env={"PATH": os.environ["PATH"], "ROCR_VISIBLE_DEVICES": "0,1"}))
+    env = json.loads(amd.log.read_text())
+    assert env["ROCR_VISIBLE_DEVICES"] == "3" and "CUDA_VISIBLE_DEVICES" not in env, \
+        "AMD nodes: one variable only, or HIP applies the ids twice"
+
+
+def test_whole_node_tasks_get_no_cores_variable(tmp_path: Path) -> None:
+    path = script(tmp_path, "dump.py", DUMP_ENV)
+    spec = spec_for(tmp_path, path)
+    finished(launch(spec, base_env={"PATH": os.environ["PATH"]}))
+    assert "METAQ_CPUS" not in json.loads(spec.log.read_text())
+
+
+@pytest.mark.parametrize("cores", [(), (-1,), (True,), (0, 1, "two")])
+def test_bad_cores_are_refused(tmp_path: Path, cores: tuple) -> None:
+    with pytest.raises(LaunchError, match="core ids of 0 or more"):
+        spec_for(tmp_path, tmp_path / "x", cores=cores, nodes=("n1",))
+    with pytest.raises(LaunchError, match="needs one node"):
+        spec_for(tmp_path, tmp_path / "x", cores=(0,))
