@@ -51,3 +51,14 @@ def test_four_one_gpu_shares_run_at_once_on_two_nodes(tmp_path: Path) -> None:
     starts = [e for e in events if e.get("event") == "start"]
     assert len(starts) == 4 and all(len(e["cores"]) == 1 and len(e["gpu_ids"]) == 1
                                     for e in starts)
+
+
+def test_the_node_shape_comes_from_the_batch_system_else_the_process() -> None:
+    import os
+
+    from metaq_py.batch.base import node_cores
+
+    assert node_cores({"SLURM_CPUS_ON_NODE": "64"}) == 64
+    assert node_cores({"SLURM_JOB_CPUS_PER_NODE": "128(x2),64"}) == 128
+    assert node_cores({"NCPUS": "32"}) == 32
+    assert node_cores({"SLURM_CPUS_ON_NODE": "junk"}) == len(os.sched_getaffinity(0))
