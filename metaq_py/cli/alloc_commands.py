@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from metaq_py.cli.app import QueueOpt, app, open_queue, reported
+from metaq_py.cli.shared import QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import QueueError
 

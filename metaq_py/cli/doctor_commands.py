@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from metaq_py.cli.app import JsonOpt, QueueOpt, app, open_queue, reported
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.queue.doctor import Anomaly, examine, repair
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from rich.table import Table
 
-from metaq_py.cli.app import app, console
+from metaq_py.cli.shared import app, console
 
 if TYPE_CHECKING:
     from sim.run.spec import TraceSource

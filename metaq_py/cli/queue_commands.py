@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.live_view import live_section, print_live
+from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.when import in_words, iso_local
 from metaq_py.directives import TaskSpec, late_directives, miscased_directives, read_head
 from metaq_py.durations import format_duration

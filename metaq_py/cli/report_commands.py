@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from metaq_py.cli.app import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
+from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.durations import (
     DurationError,
     format_duration,

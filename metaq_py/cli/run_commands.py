@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
-from metaq_py.cli.app import JsonOpt, QueueOpt, app, open_queue, reported
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from metaq_py.cli.app import app, console
+from metaq_py.cli.shared import app, console
 
 trace_app = typer.Typer(help="Job traces: convert a site's log to the Standard Workload Format.",
                         no_args_is_help=True)

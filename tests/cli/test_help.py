@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from metaq_py.cli import app
+from metaq_py.cli import COMMANDS, MODULES, app
+from tests.imports import imported_by
 
 
 def summaries() -> dict[str, str]:
@@ -35,3 +37,32 @@ def test_the_command_list_shows_every_summary_whole() -> None:
     assert done.returncode == 0, done.stderr
     for summary in summaries().values():
         assert summary in done.stdout
+
+
+def test_the_command_table_names_the_module_that_registers_each_command() -> None:
+    registered = {
+        (c.name or c.callback.__name__): c.callback.__module__.rsplit(".", 1)[-1]
+        for c in app.registered_commands
+        if c.callback is not None
+    }
+    groups = {
+        g.name: g.typer_instance.registered_commands[0].callback.__module__.rsplit(".", 1)[-1]
+        for g in app.registered_groups
+        if g.typer_instance is not None and g.name is not None
+    }
+    assert {**registered, **groups} == COMMANDS
+    assert set(COMMANDS.values()) == set(MODULES)
+
+
+@pytest.mark.parametrize(("argv", "absent"), [
+    (["status", "-q", "Q"], {"sim_commands", "experiment_commands", "alloc_commands",
+                             "run_commands", "report_commands"}),
+    (["simulate", "--help"], {"queue_commands", "run_commands", "alloc_commands"}),
+])
+def test_a_command_imports_only_its_own_module(
+    tmp_path: Path, argv: list[str], absent: set[str]
+) -> None:
+    imported_by("init", "Q", cwd=tmp_path)
+    imported = imported_by(*argv, cwd=tmp_path)
+    assert f"metaq_py.cli.{COMMANDS[argv[0]]}" in imported
+    assert imported.isdisjoint(f"metaq_py.cli.{m}" for m in absent)

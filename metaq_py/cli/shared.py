@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from metaq_py.errors import MetaqError
-from metaq_py.queue.store import Queue
+
+if TYPE_CHECKING:
+    from metaq_py.queue.store import Queue
 
 app = typer.Typer(
     name="metaq",
@@ -25,6 +27,13 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _group() -> None:
+    # A Typer app with one registered command runs it without its name; `metaq status` loads
+    # only its own module (metaq_py/cli/__init__.py), so the app must stay a group of commands.
+    pass
 
 QueueOpt = Annotated[
     Path,
@@ -50,6 +59,8 @@ def reported() -> Iterator[None]:
 
 def open_queue(queue: Path) -> Queue:
     """The queue at ``queue``, or a :class:`MetaqError` saying why it is not one."""
+    from metaq_py.queue.store import Queue  # not every command opens a queue
+
     q = Queue(queue)
     q.require()
     return q
