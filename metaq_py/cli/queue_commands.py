@@ -2,24 +2,27 @@
 release, cancel and retry.
 
 Every command finds the queue through ``--queue``, else ``METAQ_QUEUE``, else ``./queue``.
-Only ``init``, ``submit``, ``hold``, ``release``, ``cancel`` and ``retry`` write; ``check``,
-``status``, ``ls`` and ``show`` never touch the queue, so they work on a read-only copy.
+Only ``init``, ``submit``, ``hold``, ``release``, ``cancel`` and ``retry`` move tasks; ``check``,
+``status``, ``ls`` and ``show`` work on a read-only copy. ``status`` keeps its caches in the
+queue's ``jobs/.summary/`` folder where it may write (see :mod:`metaq_py.report.summary`).
 Errors are printed as one sentence on standard error, with exit status 1.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import sys
 import time
-from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from metaq_py.cli.live_view import live_section, print_live
+from metaq_py.cli.live_view import count_tables, live_section, print_live, watch
 from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.when import in_words, iso_local
 from metaq_py.directives import TaskSpec, late_directives, miscased_directives, read_head
@@ -29,6 +32,7 @@ from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import PENDING, STATES, Queue
+from metaq_py.report.summary import queue_counts
 
 
 @app.command()
@@ -114,58 +118,56 @@ def check(
 
 
 @app.command()
-def status(json_out: JsonOpt = False, queue: QueueOpt = Path("queue")) -> None:
+def status(
+    json_out: JsonOpt = False,
+    watch_: Annotated[bool, typer.Option(
+        "--watch", help="Keep the view live, refreshed as the queue changes (Ctrl-C stops).")
+    ] = False,
+    interval: Annotated[float, typer.Option(
+        help="With --watch: the most seconds between two refreshes.", min=0.5)] = 5.0,
+    queue: QueueOpt = Path("queue"),
+) -> None:
     """Count the tasks per state, folder and project, and show what runs now.
 
     Running tasks with their hosts and time left, live allocations with their reserved and
-    lent nodes, notices, and the allocations metaq alloc submitted with their state."""
+    lent nodes, notices, and the allocations metaq alloc submitted with their state. With
+    --watch, a live view that adds a progress bar per campaign folder."""
     with reported():
         q = open_queue(queue)
+        if watch_:
+            if json_out:
+                raise QueueError("--watch shows a live view for people; leave out --json")
+            try:
+                watch(q, console, interval=interval)
+            except KeyboardInterrupt:
+                raise typer.Exit(0) from None
+            return
         live = live_section(q, now=time.time())
-        counts: dict[str, Counter[str]] = {s: Counter() for s in STATES}
-        projects: dict[str, Counter[str]] = defaultdict(Counter)
-        invalid = []
-        for state in STATES:
-            for e in QueueAdmin(q).entries(state):
-                counts[state][e.folder] += 1
-                project = (e.spec.project if e.spec else None) or "-"
-                projects[project][state] += 1
-                if state == PENDING and e.spec is None:
-                    invalid.append({"task": e.id, "reason": e.reason})
+        counts = queue_counts(q)
         if json_out:
             typer.echo(json.dumps({
                 "queue": str(q.root),
-                "states": {s: dict(sorted(c.items())) for s, c in counts.items()},
-                "totals": {s: sum(c.values()) for s, c in counts.items()},
-                "projects": {p: dict(c) for p, c in sorted(projects.items())},
-                "invalid": invalid,
+                "states": {s: dict(sorted(c.items())) for s, c in counts.states.items()},
+                "totals": counts.totals(),
+                "projects": {p: dict(c) for p, c in sorted(counts.projects.items())},
+                "campaigns": {f: dict(c) for f, c in sorted(counts.campaigns.items())},
+                "invalid": counts.invalid,
                 **live,
             }, indent=2))
             return
-        folders = sorted({f for c in counts.values() for f in c},
-                         key=lambda f: (q.config.folders.index(f)
-                                        if f in q.config.folders else 99, f))
-        table = Table(title=f"queue {q.root}")
-        table.add_column("folder")
-        for s in STATES:
-            table.add_column(s, justify="right")
-        for f in folders:
-            table.add_row(f, *(str(counts[s][f] or "") for s in STATES))
-        table.add_row("[bold]total[/]", *(f"[bold]{sum(counts[s].values())}[/]" for s in STATES))
-        console.print(table)
-        if projects:
-            pt = Table(title="by project")
-            pt.add_column("project")
-            for s in STATES:
-                pt.add_column(s, justify="right")
-            for p, c in sorted(projects.items()):
-                pt.add_row(p, *(str(c[s] or "") for s in STATES))
-            console.print(pt)
+        for table in count_tables(q, counts):
+            console.print(table)
         print_live(live, console)
-        for item in invalid:
+        for item in counts.invalid:
             typer.echo(f"invalid: {item['reason']}", err=True)
         for problem in live["problems"]:
             typer.echo(f"warning: {problem}", err=True)
+
+
+LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
+LS_PAGE = 50
+"""Rows whose widths set the columns of ``ls``: the first screen is printed as soon as they
+are read, and the rest follows as it is read."""
 
 
 @app.command("ls")
@@ -175,30 +177,66 @@ def ls_(
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """List the tasks in one state (waiting tasks in the order they will be picked)."""
+    """List the tasks in one state (waiting tasks in the order they will be picked).
+
+    Rows are printed as they are read, so a long history starts showing at once."""
     with reported():
         q = open_queue(queue)
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
-        entries = list(QueueAdmin(q).entries(state))
-        if json_out:
-            typer.echo(json.dumps([_entry_json(e) for e in entries], indent=2))
-            return
-        table = Table(title=f"{state} in {q.root}")
-        for col in ("task", "type", "nodes", "gpus", "time", "project", "note"):
-            table.add_column(col)
-        for e in entries:
-            s = e.spec
-            note = e.reason or (f"{e.machine} job {e.jobid}" if e.jobid else "")
-            if e.attempts:
-                note = f"{e.attempts} attempt(s) " + note
-            if s is None:
-                table.add_row(e.id, "", "", "", "", "", note)
-                continue
-            wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
-            nodes = f"{s.min_nodes}-{s.nodes}" if s.min_nodes != s.nodes else str(s.nodes)
-            table.add_row(e.id, s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
-        console.print(table)
+        entries = QueueAdmin(q).entries(state)
+        try:
+            if json_out:
+                _stream_json(_entry_json(e) for e in entries)
+            else:
+                typer.echo(f"{state} in {q.root}")
+                _stream_rows((_ls_row(e) for e in entries), LS_COLUMNS)
+        except BrokenPipeError:
+            # The reader (head, less) has seen enough: stop quietly, as ls would.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _ls_row(e: Entry) -> tuple[str, ...]:
+    s = e.spec
+    note = e.reason or (f"{e.machine} job {e.jobid}" if e.jobid else "")
+    if e.attempts:
+        note = f"{e.attempts} attempt(s) " + note
+    if s is None:
+        return (e.id, "", "", "", "", "", note)
+    wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
+    nodes = f"{s.min_nodes}-{s.nodes}" if s.min_nodes != s.nodes else str(s.nodes)
+    return (e.id, s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
+
+
+def _stream_rows(rows: Iterator[tuple[str, ...]], header: tuple[str, ...]) -> None:
+    """Print ``rows`` under ``header`` in aligned columns, as they come: the widths are
+    those of the first :data:`LS_PAGE` rows (a longer cell later pushes its row along)."""
+    page = list(itertools.islice(rows, LS_PAGE))
+    widths = [max(len(c) for c in col) for col in zip(header, *page, strict=False)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    out = sys.stdout
+    out.write(line(header) + "\n" + "  ".join("-" * w for w in widths) + "\n")
+    for row in itertools.chain(page, rows):
+        out.write(line(row) + "\n")
+        if out.isatty():
+            out.flush()
+    out.flush()
+
+
+def _stream_json(items: Iterator[dict[str, Any]]) -> None:
+    """Print ``items`` as one JSON array (as ``json.dumps(..., indent=2)`` would), item by
+    item."""
+    out = sys.stdout
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2).replace("\n", "\n  ")
+        out.write(("[\n  " if first else ",\n  ") + text)
+        first = False
+    out.write("[]\n" if first else "\n]\n")
+    out.flush()
 
 
 @app.command()

@@ -61,6 +61,7 @@ from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import QueueWatcher
 
 __all__ = ["DONE_STATES", "STATES", "Claim", "Layout", "Moved", "Queue", "Task"]
@@ -487,9 +488,12 @@ class Queue(Layout):
         lease_files = None if claim is None else self._lease_files.get((claim.machine,
                                                                          claim.jobid))
         rel = os.path.relpath(src, self.root).split(os.sep)
-        return move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                         spares=self.spares, lease_files=lease_files,
-                         old_reason=rel[0] in DONE_STATES)
+        moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
+                          spares=self.spares, lease_files=lease_files,
+                          old_reason=rel[0] in DONE_STATES)
+        if moved is not None:  # the summary metaq status reads (see queue/tally.py)
+            note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
+        return moved
 
     def _history(self, claim: Claim, event: str, **fields: object) -> Logbook:
         """The logbook of ``claim``'s task with ``event`` added to its history."""

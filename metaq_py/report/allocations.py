@@ -28,7 +28,7 @@ from typing import Any
 from metaq_py.queue.lease import Claim
 from metaq_py.report.joblog import JobLog
 
-__all__ = ["JobView", "RunningTask", "dead_jobs", "job_view", "live_jobs"]
+__all__ = ["JobView", "RunningTask", "dead_jobs", "job_view", "live_jobs", "live_views"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +176,19 @@ def live_jobs(logs: Iterable[JobLog], claims: Iterable[Claim], *, now: float,
               stale_after: float) -> list[JobView]:
     """The jobs running metaq now (see the module's description of *live*), by job id."""
     logs = list(logs)
-    dead = dead_jobs(logs)
+    return live_views((job_view(log) for log in logs), dead_jobs(logs), claims, now=now,
+                      stale_after=stale_after)
+
+
+def live_views(views: Iterable[JobView | None], dead: set[str], claims: Iterable[Claim], *,
+               now: float, stale_after: float) -> list[JobView]:
+    """Of the replayed jobs ``views``, those live now, given the job ids reclaimed as
+    ``dead`` and the ``claims`` (see :func:`live_jobs`)."""
     beats: dict[str, list[float]] = {}
     for c in claims:
         beats.setdefault(c.jobid, []).append(c.heartbeat)
     out = []
-    for log in logs:
-        view = job_view(log)
+    for view in views:
         if view is None or view.stopped is not None or view.jobid in dead:
             continue
         if view.end is not None and view.end <= now:
