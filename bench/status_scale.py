@@ -90,7 +90,7 @@ def build(root: Path, tasks: int, jobs: int, scratch: Path) -> None:
         folder = root / "jobs" / jobid
         folder.mkdir()
         (folder / "events.jsonl").write_text(events.replace("tmpl", jobid))
-    tally.flush()
+    tally.close_writers()
 
 
 def timed_run(args: list[str]) -> float:
