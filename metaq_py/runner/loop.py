@@ -117,7 +117,7 @@ class Runner:
             say=say, host=socket.gethostname(),
             end=alloc.end_time if alloc.end_time is not None else math.inf)
         self.cluster = cluster = Cluster(alloc.nnodes, shape=NodeShape(
-            alloc.cores_per_node, alloc.gpus_per_node, alloc.cores_per_gpu))
+            alloc.cores_per_node, alloc.gpus_per_node, alloc.cores_per_gpu, alloc.gpu_cores))
         self.wakeups = wakeups = wakeups or Wakeups(queue, options, say=say)
         self.roster = roster = Roster(ctx, cluster, unwatch=wakeups.unwatch_rundir)
         self.offers = Offers(ctx)
