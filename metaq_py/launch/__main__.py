@@ -4,8 +4,9 @@ In ``srun_wrap`` mode the runner starts ``srun ... python -m metaq_py.launch STE
 SCRIPT``. Here, on the task's first node and inside the one-task step, SLURM has just set the
 step's node and task counts (one of each). This records the step's id in ``STEP_FILE`` (so
 that the runner can signal the script through ``scancel``), sets the counts to the task's
-(``METAQ_NNODES`` nodes, see :mod:`metaq_py.launch.slurm_step`) and replaces itself with
-the script.
+(``METAQ_NNODES`` nodes, see :mod:`metaq_py.launch.slurm_step`), binds a share of a node to
+its cores (``METAQ_CPUS``) where SLURM did not (:func:`~metaq_py.launch.binding.bind_here`)
+and replaces itself with the script.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from metaq_py.launch.binding import bind_here, parse_cpu_list
 from metaq_py.launch.slurm_step import slurm_task_env
 
 
@@ -29,6 +31,15 @@ def main(argv: list[str]) -> int:
         print("python -m metaq_py.launch: METAQ_NNODES is not a node count", file=sys.stderr)
         return 2
     step = f"{os.environ.get('SLURM_JOB_ID', '')}.{os.environ.get('SLURM_STEP_ID', '')}"
+    cpus = os.environ.get("METAQ_CPUS")
+    if cpus:
+        try:
+            why = bind_here(parse_cpu_list(cpus))
+        except ValueError as e:
+            why = str(e)
+        if why is not None:
+            print(f"metaq: the share {os.environ.get('METAQ_TASK', '')} is not bound: {why}",
+                  file=sys.stderr)
     try:
         with open(step_file, "w") as f:
             f.write(step + "\n")

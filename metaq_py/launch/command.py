@@ -13,13 +13,15 @@ loaded modules carry over, as in METAQ) plus:
 ``METAQ_NODELIST``, ``METAQ_NNODES``, ``METAQ_HOSTFILE``
     its hosts, comma-separated, their number, and a file naming them one per line (for
     ``srun --nodelist=$METAQ_NODELIST -N $METAQ_NNODES`` or ``mpirun -hostfile``);
-``CUDA_VISIBLE_DEVICES`` (or ``ROCR_VISIBLE_DEVICES``)
+``CUDA_VISIBLE_DEVICES`` (or ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``)
     its GPU ids on each node, when the runner assigns GPUs: ``ROCR_VISIBLE_DEVICES`` on AMD
-    nodes (where the batch job set it, as SLURM does there), else ``CUDA_VISIBLE_DEVICES``;
-    never both, since HIP reads both and would apply the ids twice;
-``METAQ_CPUS``, ``METAQ_NCPUS``
-    a share of a node's core ids (comma-separated, numbered ``0 ..`` on its node) and their
-    number (``HQ_CPUS`` in HyperQueue's words); unset for whole-node tasks;
+    nodes and ``ZE_AFFINITY_MASK`` on Intel nodes (where the batch job set that variable, as
+    SLURM does on AMD nodes), else ``CUDA_VISIBLE_DEVICES``; only one of them, since HIP
+    reads both of AMD's and would apply the ids twice;
+``METAQ_CPUS``, ``METAQ_NCPUS``, ``METAQ_CPU_MASK``
+    a share of a node's core ids (comma-separated, numbered ``0 ..`` on its node), their
+    number (``HQ_CPUS`` in HyperQueue's words) and their mask for a script's own ``srun
+    --cpu-bind=mask_cpu:$METAQ_CPU_MASK``; unset for whole-node tasks;
 ``METAQ_CHECKPOINT_FILE``, ``METAQ_RESIZE_FILE``
     the file to touch after a checkpoint and the file the runner writes a new node list to
     before a resize signal;
@@ -37,6 +39,9 @@ In ``srun_wrap`` mode the command is ``srun --nodelist=FIRST --nodes=1 --ntasks=
   nodes and reaches the others with its own ``srun --nodelist=$METAQ_NODELIST``;
 - ``--exact`` keeps the wrapper step to one CPU, and ``--overlap`` lets the script's own steps
   use the CPUs it holds (without it they wait for them forever);
+- a share of a node adds ``--cpus-per-task=N --cpu-bind=mask_cpu:MASK`` (its cores), and the
+  wrapper binds the script to them itself where SLURM does not bind
+  (:mod:`metaq_py.launch.binding`);
 - the runner's Python records the step's id, re-applies the node-count fix inside the step
   and then becomes the script (``execve``); it must exist at the same path on the compute
   nodes, as it normally does on a shared file system;
@@ -49,6 +54,7 @@ import os
 import sys
 from collections.abc import Mapping
 
+from metaq_py.launch.binding import cpu_mask, srun_binding
 from metaq_py.launch.slurm_step import slurm_task_env
 from metaq_py.launch.spec import LaunchSpec
 
@@ -68,6 +74,7 @@ def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
         "--exact",
         "--overlap",
         f"--job-name={spec.task}",
+        *(srun_binding(spec.cores) if spec.cores is not None else ()),
         *spec.srun_args,
         sys.executable,
         "-m",
@@ -98,11 +105,19 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
     if spec.cores is not None:
         env["METAQ_CPUS"] = ",".join(map(str, spec.cores))
         env["METAQ_NCPUS"] = str(len(spec.cores))
+        env["METAQ_CPU_MASK"] = cpu_mask(spec.cores)
     return env
 
 
 def gpu_variable(base: Mapping[str, str]) -> str:
-    """The variable naming a task's GPUs: ``ROCR_VISIBLE_DEVICES`` where the batch job set it
-    (AMD nodes), else ``CUDA_VISIBLE_DEVICES``."""
-    return "ROCR_VISIBLE_DEVICES" if base.get("ROCR_VISIBLE_DEVICES") is not None \
-        else "CUDA_VISIBLE_DEVICES"
+    """The variable naming a task's GPUs: ``ROCR_VISIBLE_DEVICES`` (AMD nodes) or
+    ``ZE_AFFINITY_MASK`` (Intel nodes) where the batch job set it, else
+    ``CUDA_VISIBLE_DEVICES``."""
+    for name in _VENDOR_VARIABLES:
+        if base.get(name) is not None:
+            return name
+    return "CUDA_VISIBLE_DEVICES"
+
+
+_VENDOR_VARIABLES = ("ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+"""The GPU variables of AMD and Intel nodes, looked for in this order."""

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from metaq_py.launch.binding import cpu_list, machine_cpus, pinned
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
@@ -338,15 +339,16 @@ def launch(
     else:
         out_fd = log_fd
     try:
-        popen = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out_fd,
-            stderr=subprocess.STDOUT,
-            cwd=spec.cwd,
-            env=env,
-            start_new_session=True,
-        )
+        with _bound(spec):
+            popen = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out_fd,
+                stderr=subprocess.STDOUT,
+                cwd=spec.cwd,
+                env=env,
+                start_new_session=True,
+            )
     except OSError as e:
         if tee is not None:
             tee.abandon()
@@ -361,6 +363,19 @@ def launch(
         spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
         mark=env[MARK_VARIABLE],
     )
+
+
+def _bound(spec: LaunchSpec) -> contextlib.AbstractContextManager[None]:
+    """Pins the fork of a locally bound share to its cores (see :mod:`metaq_py.launch.binding`);
+    a :class:`LaunchError` when this machine has no such cores."""
+    if not spec.bind or spec.srun_wrap or spec.cores is None:
+        return contextlib.nullcontext()
+    cpus = machine_cpus()
+    if max(spec.cores) >= len(cpus):
+        raise LaunchError(f"task {spec.task!r} is to be bound to the cores "
+                          f"{cpu_list(spec.cores)}, and this machine lets it use "
+                          f"{len(cpus)} CPUs")
+    return pinned([cpus[c] for c in spec.cores])
 
 
 def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:

@@ -35,7 +35,9 @@ class LaunchSpec:
     use on each of them: ``None`` leaves ``CUDA_VISIBLE_DEVICES`` as the batch job set it,
     while a tuple (even an empty one, which hides every GPU) sets it exactly; the runner
     passes a tuple on GPU allocations so that no task touches another's devices. ``cores``
-    are the core ids of a share of a node (``METAQ_CPUS``; ``None`` for whole nodes). ``attempt``
+    are the core ids of a share of a node (``METAQ_CPUS``; ``None`` for whole nodes), and
+    ``bind`` pins a locally started script to them (see :mod:`metaq_py.launch.binding`; a
+    wrapped SLURM step is always bound). ``attempt``
     counts from 1; ``resume`` says the task was interrupted before and should continue from
     its checkpoint.
 
@@ -62,6 +64,7 @@ class LaunchSpec:
     resume: bool = False
     gpus: tuple[str, ...] | None = None
     cores: tuple[int, ...] | None = None
+    bind: bool = False
     tee: Path | None = None
     shared_hostfile: Path | None = None
     cwd: Path | None = None
@@ -101,6 +104,8 @@ class LaunchSpec:
                     isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in self.cores):
                 raise LaunchError(f"{who} was given the cores {list(self.cores)}; a share of a "
                                   f"node needs one node and core ids of 0 or more")
+        if self.bind and self.cores is None:
+            raise LaunchError(f"{who} is to be bound to its cores but was given none")
         if self.attempt < 1:
             raise LaunchError(f"{who} has attempt number {self.attempt}; attempts count from 1")
         for key, value in self.env.items():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.launch.binding import machine_cpus
 from metaq_py.queue.folders import make_folders
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.store import FAILED
@@ -58,6 +59,8 @@ class Launcher:
         self.next_launch = ctx.clock.now()
         self.redecide = False
         self.spares: Spares | None = None
+        self._binding: bool | None = None
+        """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
     def open(self) -> None:
         """Make this job's run folder and start making spares (a helper thread)."""
@@ -104,7 +107,8 @@ class Launcher:
                 script=claim.path, task=claim.id, nodes=live.hosts,
                 log=self.logs / claim.folder / f"{claim.relpath}.log",
                 rundir=self.runs / claim.folder / claim.relpath, attempt=live.attempt,
-                resume=live.resume, gpus=live.gpu_ids, cores=live.cores, tee=tee,
+                resume=live.resume, gpus=live.gpu_ids, cores=live.cores,
+                bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
             self._make_room(spec)
@@ -118,9 +122,31 @@ class Launcher:
             "start", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
             gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
             cores=None if live.cores is None else list(live.cores),
+            bound=None if live.cores is None else spec.bind or spec.srun_wrap,
             project=claim.spec.project, kind=str(live.job.kind),
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
+
+    def _binds(self) -> bool:
+        """Whether a share started here is pinned to its cores on this machine; said once when
+        it is not (see :mod:`metaq_py.launch.binding`). A wrapped SLURM step is bound in its
+        step instead."""
+        if self._binding is None:
+            alloc, why = self.ctx.alloc, None
+            if self.ctx.options.srun:
+                self._binding = False
+                return False
+            if alloc.system != "local":
+                why = (f"their scripts run on the batch node; start {alloc.system} steps with "
+                       f"`metaq run --srun`, or bind them in the script "
+                       f"(srun --cpu-bind=mask_cpu:$METAQ_CPU_MASK)")
+            elif alloc.cores_per_node > len(machine_cpus()):
+                why = (f"a pretend node has {alloc.cores_per_node} cores and this machine "
+                       f"lets metaq use {len(machine_cpus())}")
+            self._binding = why is None
+            if why is not None:
+                self.ctx.say(f"shares of a node are not bound to their cores: {why}")
+        return self._binding
 
     def _make_room(self, spec: LaunchSpec) -> None:
         """Give ``spec`` its run folder and its log from the spares made ahead of time, where

@@ -1,0 +1,113 @@
+"""Binding a share of a node to its cores: which CPUs its processes may run on.
+
+A share's cores (:attr:`LaunchSpec.cores <metaq_py.launch.spec.LaunchSpec.cores>`) are
+numbered ``0 ..`` among the CPUs the batch job holds on the node, in ascending order of the
+operating system's CPU ids: on a node the job holds whole (what metaq's allocations normally
+are) they are the CPU ids themselves.
+
+- **Local launches** (the script runs on this machine): the CPUs are those this runner may use
+  (``os.sched_getaffinity``). The launching thread pins itself to the share's CPUs just for the
+  ``fork`` (:func:`pinned`): the child inherits the mask and keeps it across ``exec``, with no
+  code run in the child and no extra process. A pretend node with more cores than this machine
+  is not bound (the runner says so once).
+- **SLURM steps** (``srun_wrap``): ``srun --cpus-per-task=N --cpu-bind=mask_cpu:MASK``
+  (:func:`srun_binding`) asks SLURM to bind the step, which it does where its task plugin
+  binds (``task/affinity``, ``task/cgroup``); with ``task/none`` it only warns ("cluster
+  configuration lacks support for cpu binding"). So the wrapper in the step
+  (``python -m metaq_py.launch``) binds the script itself before ``exec`` (:func:`bind_here`),
+  unless SLURM already narrowed the step to as many CPUs as the share has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+
+__all__ = ["bind_here", "cpu_list", "cpu_mask", "machine_cpus", "parse_cpu_list", "pinned",
+           "srun_binding"]
+
+
+def cpu_mask(cpus: Sequence[int]) -> str:
+    """The hexadecimal mask of ``cpus`` as SLURM's ``mask_cpu`` reads it (``0x...``)."""
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    return f"0x{mask:x}"
+
+
+def cpu_list(cpus: Sequence[int]) -> str:
+    """``cpus`` in the kernel's list form (``0-3,8``), as ``Cpus_allowed_list`` prints it."""
+    out: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """The CPU ids of a list such as ``0-3,8,10-11`` (ascending, each once); ``ValueError``
+    with one sentence naming the bad part."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"{part!r} in the CPU list {text!r} is not a CPU id or range")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first or last - first > 1 << 16:
+            raise ValueError(f"{part!r} in the CPU list {text!r} is not an ascending range")
+        cpus.update(range(first, last + 1))
+    return tuple(sorted(cpus))
+
+
+def machine_cpus() -> tuple[int, ...]:
+    """The CPU ids this process may run on, ascending (the node's cores ``0 ..`` map onto
+    them in this order)."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return tuple(range(os.cpu_count() or 1))
+
+
+def srun_binding(cores: Sequence[int]) -> list[str]:
+    """The ``srun`` options that give a one-task step a share's ``cores``."""
+    return [f"--cpus-per-task={len(cores)}", f"--cpu-bind=mask_cpu:{cpu_mask(cores)}"]
+
+
+@contextlib.contextmanager
+def pinned(cpus: Sequence[int]) -> Iterator[None]:
+    """Run the body with the calling thread pinned to ``cpus``, then restore its mask.
+
+    On Linux ``sched_setaffinity(0, ...)`` sets the calling thread's mask only, and a child
+    forked by that thread inherits it: a ``Popen`` in the body starts bound, while the
+    runner's other threads are never touched.
+    """
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def bind_here(cores: Sequence[int]) -> str | None:
+    """Inside a wrapped SLURM step: bind this process to the share's ``cores`` (numbered
+    among the CPUs the step may use). Returns why it did not, or ``None`` when bound (or
+    when SLURM already bound the step to as many CPUs as the share has)."""
+    allowed = machine_cpus()
+    if len(allowed) == len(cores):
+        return None  # SLURM bound the step itself (task/affinity or task/cgroup)
+    if max(cores) >= len(allowed):
+        return (f"the cores {cpu_list(cores)} are not all among the {len(allowed)} CPUs this "
+                f"step may use ({cpu_list(allowed)})")
+    try:
+        os.sched_setaffinity(0, [allowed[c] for c in cores])
+    except OSError as e:
+        return f"cannot bind to the cores {cpu_list(cores)}: {e.strerror}"
+    return None

@@ -1,0 +1,136 @@
+"""Binding shares of a node to their cores: real processes read their own
+``Cpus_allowed_list``; the CPU lists and masks are checked by hypothesis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from metaq_py.launch import LaunchError, launch, task_command, task_environment
+from metaq_py.launch.binding import (
+    cpu_list,
+    cpu_mask,
+    machine_cpus,
+    parse_cpu_list,
+    pinned,
+    srun_binding,
+)
+from metaq_py.launch.command import gpu_variable
+from tests.launch.test_launch import finished, script, spec_for
+
+ALLOWED = f"""#!{sys.executable}
+import os, sys
+for line in open("/proc/self/status"):
+    if line.startswith("Cpus_allowed_list:"):
+        print(line.split(":", 1)[1].strip())
+"""
+
+CPUS = machine_cpus()
+needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="this machine lets us use one CPU")
+
+
+@given(st.sets(st.integers(0, 300), min_size=1))
+def test_a_cpu_list_reads_back_as_the_same_cpus(cpus: set[int]) -> None:
+    text = cpu_list(sorted(cpus))
+    assert parse_cpu_list(text) == tuple(sorted(cpus))
+    assert int(cpu_mask(sorted(cpus)), 16) == sum(1 << c for c in cpus)
+
+
+@pytest.mark.parametrize("bad", ["", "a", "3-1", "1,,2", "-2", "0x3"])
+def test_a_bad_cpu_list_is_one_sentence(bad: str) -> None:
+    with pytest.raises(ValueError, match="in the CPU list"):
+        parse_cpu_list(bad)
+
+
+def test_the_kernel_list_form() -> None:
+    assert parse_cpu_list("0-3,8,10-11") == (0, 1, 2, 3, 8, 10, 11)
+    assert cpu_list((11, 0, 1, 2, 3, 8, 10)) == "0-3,8,10-11"
+    assert cpu_mask((0, 2)) == "0x5" and srun_binding((4, 5)) == [
+        "--cpus-per-task=2", "--cpu-bind=mask_cpu:0x30"]
+
+
+@needs_two
+def test_pinning_the_fork_binds_the_child_and_leaves_the_thread_as_it_was(
+        tmp_path: Path) -> None:
+    before = os.sched_getaffinity(0)
+    with pinned([CPUS[1]]):
+        done = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getaffinity(0))"],
+                              capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str({CPUS[1]})
+    assert os.sched_getaffinity(0) == before
+
+
+@needs_two
+def test_two_bound_shares_run_on_their_own_cores(tmp_path: Path) -> None:
+    path = script(tmp_path, "allowed.py", ALLOWED)
+    procs = [launch(spec_for(tmp_path, path, task=f"todo/s{c}", nodes=("n1",), cores=(c,),
+                             bind=True, log=tmp_path / f"s{c}.log",
+                             rundir=tmp_path / f"run{c}"))
+             for c in (0, 1)]
+    seen = []
+    for c, proc in zip((0, 1), procs, strict=True):
+        assert finished(proc).ok
+        seen.append(parse_cpu_list((tmp_path / f"s{c}.log").read_text()))
+    assert seen == [(CPUS[0],), (CPUS[1],)]
+    assert not set(seen[0]) & set(seen[1])
+
+
+def test_an_unbound_share_keeps_the_runners_cpus(tmp_path: Path) -> None:
+    path = script(tmp_path, "allowed.py", ALLOWED)
+    proc = launch(spec_for(tmp_path, path, nodes=("n1",), cores=(0,)))
+    assert finished(proc).ok
+    assert parse_cpu_list(proc.log.read_text()) == CPUS
+
+
+def test_binding_to_cores_this_machine_lacks_is_refused(tmp_path: Path) -> None:
+    path = script(tmp_path, "allowed.py", ALLOWED)
+    with pytest.raises(LaunchError, match="this machine lets it use"):
+        launch(spec_for(tmp_path, path, nodes=("n1",), cores=(len(CPUS) + 3,), bind=True))
+    with pytest.raises(LaunchError, match="bound to its cores but was given none"):
+        spec_for(tmp_path, path, bind=True)
+
+
+def test_a_wrapped_share_asks_srun_for_its_cores(tmp_path: Path) -> None:
+    path = script(tmp_path, "t.sh", "#!/bin/bash\n")
+    spec = spec_for(tmp_path, path, nodes=("n2",), cores=(2, 3), srun_wrap=True)
+    command = task_command(spec)
+    assert command[command.index("--overlap") + 2:][:2] == [
+        "--cpus-per-task=2", "--cpu-bind=mask_cpu:0xc"]
+    env = task_environment(spec, {})
+    assert (env["METAQ_CPUS"], env["METAQ_NCPUS"], env["METAQ_CPU_MASK"]) == ("2,3", "2", "0xc")
+
+
+@needs_two
+def test_the_step_entry_point_binds_a_share_where_slurm_did_not(tmp_path: Path) -> None:
+    path = script(tmp_path, "allowed.py", ALLOWED)
+    env = {**os.environ, "METAQ_NNODES": "1", "METAQ_CPUS": "1", "METAQ_TASK": "todo/a"}
+    done = subprocess.run([sys.executable, "-m", "metaq_py.launch", str(tmp_path / "step"),
+                           str(path)], env=env, capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+    assert parse_cpu_list(done.stdout) == (CPUS[1],)
+    env["METAQ_CPUS"] = str(len(CPUS) + 5)
+    done = subprocess.run([sys.executable, "-m", "metaq_py.launch", str(tmp_path / "step"),
+                           str(path)], env=env, capture_output=True, text=True, check=True)
+    assert "the share todo/a is not bound" in done.stderr
+    assert parse_cpu_list(done.stdout) == CPUS
+
+
+def test_the_gpu_variable_fits_the_vendor() -> None:
+    assert gpu_variable({}) == "CUDA_VISIBLE_DEVICES"
+    assert gpu_variable({"ROCR_VISIBLE_DEVICES": "0,1"}) == "ROCR_VISIBLE_DEVICES"
+    assert gpu_variable({"ZE_AFFINITY_MASK": "0"}) == "ZE_AFFINITY_MASK"
+
+
+def test_json_of_the_environment_has_one_gpu_variable(tmp_path: Path) -> None:
+    path = script(tmp_path, "t.sh", "#!/bin/bash\n")
+    env = task_environment(spec_for(tmp_path, path, nodes=("n1",), gpus=("1",), cores=(0,)),
+                           {"ZE_AFFINITY_MASK": "0,1"})
+    assert env["ZE_AFFINITY_MASK"] == "1" and "CUDA_VISIBLE_DEVICES" not in env
+    assert json.loads(json.dumps(env))["METAQ_CPU_MASK"] == "0x1"
