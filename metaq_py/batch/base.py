@@ -16,7 +16,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from metaq_py.batch.topology import HOSTNAME_BLOCK, blocks_of, gpu_cores, nvidia_affinity
 from metaq_py.errors import MetaqError
+from metaq_py.launch.binding import machine_cpus
 
 __all__ = ["SYSTEMS", "Allocation", "BatchError", "BatchOverrides", "BatchSystem", "Clock",
            "node_cores"]
@@ -47,7 +49,9 @@ class Allocation:
     ``CUDA_VISIBLE_DEVICES``). ``end_time`` is when the batch system ends the job, in Unix
     seconds, or ``None`` when it has no limit. ``cores_per_node`` is how many cores each node
     offers shares of a node (:func:`node_cores`), and ``cores_per_gpu`` how many of them per
-    GPU are held back from shares without GPUs.
+    GPU are held back from shares without GPUs. ``gpu_cores`` names, per GPU (in ``gpu_ids``
+    order), the node's cores next to it (``()``: not known; see
+    :mod:`metaq_py.batch.topology`).
     """
 
     system: str
@@ -58,6 +62,7 @@ class Allocation:
     end_time: float | None
     cores_per_node: int = 1
     cores_per_gpu: int = 0
+    gpu_cores: tuple[tuple[int, ...], ...] = ()
 
     @property
     def gpus_per_node(self) -> int:
@@ -157,6 +162,9 @@ class BatchSystem(ABC):
         nodes = self._chosen_nodes()
         count = self.overrides.gpus_per_node
         gpu_ids = tuple(str(i) for i in range(count)) if count is not None else self._gpu_ids()
+        # Pretend GPUs (an override) have no topology; real ones may.
+        near = gpu_cores(nvidia_affinity(), gpu_ids, machine_cpus()) \
+            if gpu_ids and count is None else ()
         return Allocation(
             system=self.system,
             machine=self.overrides.machine or self._machine(),
@@ -166,7 +174,14 @@ class BatchSystem(ABC):
             end_time=self.end_time(),
             cores_per_node=self.overrides.cores_per_node or node_cores(self.env),
             cores_per_gpu=self.overrides.cores_per_gpu or 0,
+            gpu_cores=near,
         )
+
+    def blocks(self, nodes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+        """The indexes of ``nodes`` grouped into blocks of neighbouring nodes: by the batch
+        system's switches where it knows them, else by hostname order (asked when the runner
+        first places a task on several nodes, not at start-up)."""
+        return blocks_of(nodes, self._switches(), HOSTNAME_BLOCK)
 
     def end_time(self) -> float | None:
         """When this job ends, asked afresh (an operator may have changed the limit)."""
@@ -199,6 +214,11 @@ class BatchSystem(ABC):
                 )
             nodes = nodes[: o.nnodes]
         return nodes
+
+    def _switches(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The batch system's leaf switches and their hosts (``[]``: not known, so blocks
+        follow hostname order)."""
+        return []
 
     @abstractmethod
     def _jobid(self) -> str:

@@ -9,7 +9,9 @@
 - end time: ``squeue -h -j ID -o %e`` (local time, format forced with
   ``SLURM_TIME_FORMAT=standard``), falling back on ``-o %L`` (time left) when ``%e`` gives no
   date. This is the real limit, including any change an operator made after submission;
-- liveness: ``squeue -h -j ID -o %T``; a job SLURM no longer knows is dead.
+- liveness: ``squeue -h -j ID -o %T``; a job SLURM no longer knows is dead;
+- blocks of neighbouring nodes: the leaf switches of ``scontrol show topology``
+  (``topology/tree``), else hostname order (see :mod:`metaq_py.batch.topology`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 
 from metaq_py.batch.base import BatchError, BatchSystem
 from metaq_py.batch.commands import ask, excerpt, run_query
+from metaq_py.batch.topology import parse_slurm_topology
 from metaq_py.durations import DurationError, parse_duration
 
 __all__ = ["DEAD_STATES", "SlurmBatch", "parse_end_time", "parse_time_left"]
@@ -104,6 +107,21 @@ class SlurmBatch(BatchSystem):
                 total += int(number)
             return total
         return 0
+
+    def _switches(self) -> list[tuple[str, tuple[str, ...]]]:
+        # `scontrol show topology` fails ("No topology information available") where SLURM
+        # has no topology plugin: blocks then follow hostname order.
+        try:
+            reply = run_query(["scontrol", "show", "topology"], timeout=20)
+            if reply.returncode != 0:
+                return []
+            out = []
+            for switch, nodes in parse_slurm_topology(reply.stdout):
+                hosts = ask(["scontrol", "show", "hostnames", nodes]).stdout.split()
+                out.append((switch, tuple(hosts)))
+            return out
+        except BatchError:
+            return []
 
     def _machine(self) -> str:
         return self.env.get("SLURM_CLUSTER_NAME") or "slurm"

@@ -30,11 +30,14 @@ __all__ = ["NodeLoad", "NodeShape", "Placement", "ShareRoom", "SharedNode", "Sha
 @dataclass(frozen=True, slots=True)
 class NodeShape:
     """What one node offers shares: ``cores`` cores and ``gpus`` GPUs, of which
-    ``cores_per_gpu`` cores per GPU are held back from shares without GPUs."""
+    ``cores_per_gpu`` cores per GPU are held back from shares without GPUs. ``near`` names,
+    per GPU, the cores next to it (``()``: not known): a share's cores are then taken next to
+    its GPUs first, and a share without GPUs takes cores next to no free GPU first."""
 
     cores: int
     gpus: int = 0
     cores_per_gpu: int = 0
+    near: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.cores < 1 or self.gpus < 0 or self.cores_per_gpu < 0:
@@ -74,10 +77,12 @@ class NodeLoad:
     """One shared node: its free core and GPU ids (ascending), the cores shares without GPUs
     may still take (``cpu_room``), and each share's placement and expected ends."""
 
-    __slots__ = ("cpu_room", "end", "free_cores", "free_gpus", "jobs", "node", "true_end")
+    __slots__ = ("cpu_room", "end", "free_cores", "free_gpus", "jobs", "near", "node",
+                 "true_end")
 
     def __init__(self, node: NodeId, shape: NodeShape) -> None:
         self.node = node
+        self.near = shape.near
         self.free_cores: list[int] = list(range(shape.cores))
         self.free_gpus: list[int] = list(range(shape.gpus))
         self.cpu_room = shape.cpu_only
@@ -94,11 +99,17 @@ class NodeLoad:
             (gpus > 0 or cores <= self.cpu_room)
 
     def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float) -> Placement:
-        """Give a share the lowest free ids (the caller checked :meth:`fits`)."""
-        given_cores = tuple(self.free_cores[:cores])
+        """Give a share the lowest free ids, its cores next to its GPUs first where the
+        shape says which are (the caller checked :meth:`fits`)."""
         given_gpus = tuple(self.free_gpus[:gpus])
-        del self.free_cores[:cores]
         del self.free_gpus[:gpus]
+        if self.near:
+            given_cores = self._near_cores(cores, given_gpus)
+            taken = set(given_cores)
+            self.free_cores = [c for c in self.free_cores if c not in taken]
+        else:
+            given_cores = tuple(self.free_cores[:cores])
+            del self.free_cores[:cores]
         if not gpus:
             self.cpu_room -= cores
         placed = Placement(self.node, given_cores, given_gpus)
@@ -106,6 +117,16 @@ class NodeLoad:
         self.end = max(self.end, end)
         self.true_end = max(self.true_end, true_end)
         return placed
+
+    def _near_cores(self, cores: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
+        """``cores`` free cores: next to ``gpus`` first, then (for every share) those next to
+        no GPU still free, then the rest; ascending."""
+        near = self.near
+        mine = {c for g in gpus if g < len(near) for c in near[g]}
+        others = {c for g in self.free_gpus if g < len(near) for c in near[g]}
+        ranked = sorted(self.free_cores,
+                        key=lambda c: (c not in mine, c in others, c))
+        return tuple(sorted(ranked[:cores]))
 
     def remove(self, jid: JobId) -> Placement:
         """A share ended: its ids are free again."""

@@ -153,7 +153,7 @@ class Offers:
         self.count = 0
         self._pass = 0
         self.shape = NodeShape(ctx.alloc.cores_per_node, ctx.alloc.gpus_per_node,
-                                   ctx.alloc.cores_per_gpu)
+                               ctx.alloc.cores_per_gpu, ctx.alloc.gpu_cores)
         """What a node of this allocation offers shares of a node."""
 
     def waiting(self, pass_no: int) -> list[Job]:

@@ -101,6 +101,7 @@ SLURM_ENV = {
     "SLURM_CLUSTER_NAME": "perlmutter",
     "SLURM_GPUS_ON_NODE": "4",
     "CUDA_VISIBLE_DEVICES": "0,1,2,3",
+    "SLURM_CPUS_ON_NODE": "128",
 }
 
 
@@ -119,6 +120,7 @@ def test_slurm_allocation_from_a_recorded_job(fake_bin: FakeBin) -> None:
         nodes=("nid0001", "nid0002", "nid0003"),
         gpu_ids=("0", "1", "2", "3"),
         end_time=datetime(2030, 1, 2, 3, 4, 5).timestamp(),
+        cores_per_node=128,
     )
     assert alloc.gpus_per_node == 4
     assert alloc.time_left(alloc.end_time - 90) == 90
@@ -336,6 +338,7 @@ def test_overrides_replace_what_the_batch_system_would_say(fake_bin: FakeBin) ->
         nodes=("a", "b"),
         gpu_ids=("0", "1"),
         end_time=NOW + 600,
+        cores_per_node=128,
     )
     assert fake_bin.calls("scontrol") == []
     assert fake_bin.calls("squeue") == []
@@ -415,6 +418,8 @@ def test_torque_allocation_from_a_recorded_job(fake_bin: FakeBin, tmp_path: Path
         nodes=("node03", "node01", "node02"),
         gpu_ids=(),
         end_time=NOW + 3540,
+        # a Torque job says nothing of its cores: those this process may use
+        cores_per_node=len(os.sched_getaffinity(0)),
     )
     assert ["-f", "4567.torque01.cluster.example"] in fake_bin.calls("qstat")
 
