@@ -33,8 +33,9 @@ class Roster:
         self._unwatch = unwatch
         self.live: dict[str, LiveTask] = {}
         self.to_launch: list[LiveTask] = []
-        self.draining: dict[int, str] = {}
-        """Node id -> the task that still holds it physically."""
+        self.draining: dict[int, set[str]] = {}
+        """Node id -> the tasks that still hold it physically (several shares of one node may
+        be stopping at once: the node is free only when the last of them has let go)."""
 
     def add(self, live: LiveTask) -> None:
         """``live`` is claimed and placed: it waits for its launch."""
@@ -66,13 +67,16 @@ class Roster:
     def hold_hosts(self, live: LiveTask, node_ids: tuple[int, ...]) -> None:
         """Keep ``node_ids`` out of use until ``live`` has let go of them."""
         for n in node_ids:
-            self.draining[n] = live.id
+            self.draining.setdefault(n, set()).add(live.id)
 
     def let_go(self, live: LiveTask, node_ids: tuple[int, ...] | None = None) -> None:
         """``live`` no longer holds ``node_ids`` (``None``: any of them)."""
         for n in list(self.draining) if node_ids is None else node_ids:
-            if self.draining.get(n) == live.id:
-                del self.draining[n]
+            holders = self.draining.get(n)
+            if holders is not None and live.id in holders:
+                holders.discard(live.id)
+                if not holders:
+                    del self.draining[n]
 
     def ready(self) -> LiveTask | None:
         """The first task waiting to launch whose hosts are all physically free."""

@@ -62,3 +62,104 @@ def test_the_node_shape_comes_from_the_batch_system_else_the_process() -> None:
     assert node_cores({"SLURM_JOB_CPUS_PER_NODE": "128(x2),64"}) == 128
     assert node_cores({"NCPUS": "32"}) == 32
     assert node_cores({"SLURM_CPUS_ON_NODE": "junk"}) == len(os.sched_getaffinity(0))
+
+
+# --------------------------------------------------------------------------- on demand
+
+
+def _share_runner(q, **options: object):
+    from metaq_py.batch import BatchOverrides, detect_batch
+    from metaq_py.runner.loop import Runner, RunOptions
+
+    batch = detect_batch(overrides=BatchOverrides(system="local", nnodes=1, gpus_per_node=2,
+                                                  cores_per_node=2), env={})
+    options.setdefault("margin", 0.5)
+    return Runner(q, batch, options=RunOptions(handle_signals=False, **options),
+                  say=lambda line: None)
+
+
+def _when(predicate, timeout: float = 20.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_paa_preempts_every_share_of_the_node_and_each_resumes_once(tmp_path: Path) -> None:
+    import threading
+
+    from tests.runner_helpers import events, make_queue, of, task, where
+
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    out.mkdir()
+    # one share takes 1.5 s to stop, the other none: the node is not free until both have
+    # (whichever of them was preempted first)
+    for name, stop in (("a", "1.5"), ("b", "0")):
+        task(q, f"{name}.sh", f"""
+            echo "start $METAQ_ATTEMPT $METAQ_RESUME" >> {out}/{name}
+            [ "$METAQ_RESUME" = 1 ] && exit 0
+            trap 'sleep {stop}; echo saved >> {out}/{name}; date +%s.%N > {out}/{name}.gone; \
+exit 0' TERM
+            sleep 60 & wait
+        """, CPUS=1, GPUS=1, CHECKPOINT="10m 1s")
+
+    def arrive() -> None:
+        _when(lambda: (out / "a").exists() and (out / "b").exists())
+        task(q, "urgent.sh", f"date +%s.%N > {out}/urgent", TYPE="ondemand", NODES=1,
+             MIN_WC_TIME="10s")
+
+    threading.Thread(target=arrive, daemon=True).start()
+    _share_runner(q, mechanism="N&PAA", grace=5.0).run()
+    for name in ("a", "b"):
+        assert (out / name).read_text().splitlines() == ["start 1 0", "saved", "start 2 1"]
+        assert where(q, f"{name}.sh") == "finished"
+    evs = events(q)
+    preempted = of(evs, "preempt", for_task="todo/urgent.sh")
+    assert sorted(e["task"] for e in preempted) == ["todo/a.sh", "todo/b.sh"]
+    for name in ("a", "b"):
+        assert len(of(evs, "start", task=f"todo/{name}.sh")) == 2  # resumed exactly once
+    urgent = float((out / "urgent").read_text())
+    assert urgent >= float((out / "a.gone").read_text()), "it started while a was stopping"
+    assert urgent >= float((out / "b.gone").read_text())
+
+
+def test_a_notice_collects_a_node_once_its_last_share_has_ended(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from metaq_py.queue.notices import write_notice
+    from tests.runner_helpers import events, make_queue, of, task, where
+
+    q = make_queue(tmp_path / "q")
+    for name, seconds in (("a", 1), ("b", 3)):
+        task(q, f"{name}.sh", f"sleep {seconds}", CPUS=1, GPUS=1, MIN_WC_TIME="20s")
+    noticed: list[float] = []
+
+    def arrive() -> None:
+        _when(lambda: len(of(events(q), "start")) == 2)
+        noticed.append(now := time.time())
+        write_notice(q.root, name="obs", nodes=1, arrival=now + 3.0, walltime=60, now=now)
+        _when(lambda: bool(of(events(q), "reserve")))
+        task(q, "alert.sh", "true", TYPE="ondemand", NOTICE="obs", MIN_WC_TIME="10s")
+
+    threading.Thread(target=arrive, daemon=True).start()
+    _share_runner(q, mechanism="CUA&SPAA").run()
+    evs = events(q)
+    ends = {e["task"]: e for e in of(evs, "end")}
+    reserve = of(evs, "reserve", notice="obs")
+    assert reserve and reserve[0]["hosts"] == ["local0"]
+    # announced while both shares ran; collected once the last of them had ended
+    assert noticed[0] < ends["todo/a.sh"]["time"] <= ends["todo/b.sh"]["time"]
+    assert reserve[0]["time"] >= ends["todo/b.sh"]["time"]
+    assert not of(evs, "preempt")
+    assert ends["todo/a.sh"]["outcome"] == ends["todo/b.sh"]["outcome"] == "finished"
+    alert = of(evs, "start", task="todo/alert.sh")
+    assert len(alert) == 1 and alert[0]["notice"] == "obs"
+    assert alert[0]["time"] >= ends["todo/b.sh"]["time"]
+    assert all(len(of(evs, "start", task=f"todo/{n}.sh")) == 1 for n in "ab")
+    assert where(q, "alert.sh") == "finished"
