@@ -131,3 +131,39 @@ def test_a_killed_runner_leaves_leases_the_next_one_reclaims(slurm: SlurmCluster
     runs = out.read_text().splitlines()
     assert runs == [f"1 0 {first}", f"2 1 {second}"]
     assert _finished(q) == ["todo/work.sh"] and not q.leases()
+
+
+SHARE = """
+    me=$(basename "$METAQ_TASK" .sh)
+    touch {seen}/$me.mark
+    i=0
+    while [ "$(ls {seen} | grep -c mark)" -lt 2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+    echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $(ls {seen} | grep -c mark) \\
+$(grep Cpus_allowed_list /proc/self/status | cut -f2)" > {seen}/$me.out
+"""
+
+
+def test_one_gpu_shares_run_at_once_each_on_its_own_cores(slurm: SlurmCluster,
+                                                           tmp_path: Path) -> None:
+    from metaq_py.launch.binding import parse_cpu_list
+
+    q = make_queue(tmp_path / "q")
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    shares = 2  # as many 1-GPU shares as a pretend node (and this machine) has cores
+    for i in range(shares):
+        task(q, f"s{i}.sh", SHARE.format(seen=seen), CPUS=1, GPUS=1)
+    jobid = slurm.sbatch("-N", "1", "--exclusive", "-t", "5", "-o", tmp_path / "job.out",
+                         JOBSCRIPT, "--srun", "--gpus-per-node", str(shares),
+                         "--launch-pause", "0", cwd=tmp_path, env=_env(q))
+    end = slurm.wait(jobid, timeout=120)
+    assert end.state == "COMPLETED", (tmp_path / "job.out").read_text()
+    got = [(seen / f"s{i}.out").read_text().split() for i in range(shares)]
+    assert len({node for node, *_ in got}) == 1, f"all on one node: {got}"
+    assert sorted(gpu for _, gpu, _, _ in got) == [str(g) for g in range(shares)]
+    assert all(int(marks) == shares for _, _, marks, _ in got), "they ran at the same time"
+    cores = [set(parse_cpu_list(allowed)) for *_, allowed in got]
+    assert all(len(c) == 1 for c in cores) and len(set.union(*cores)) == shares, cores
+    starts = [e for e in _events(q, jobid) if e["event"] == "start"]
+    assert sorted(e["cores"][0] for e in starts) == list(range(shares))
+    assert all(e["bound"] is True for e in starts)
