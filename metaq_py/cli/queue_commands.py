@@ -255,6 +255,7 @@ def show(
         data = _entry_json(found)
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []
+        data["running"] = _placement(q, found) if found.state == "working" else None
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
@@ -263,7 +264,47 @@ def show(
             typer.echo(f"reason: {found.reason}")
         if found.spec is not None:
             _print_spec(found.spec, header=False, words=True)
+        if data["running"]:
+            _print_placement(data["running"])
         _print_history(data["submitted"], data["history"], now=time.time())
+
+
+def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
+    """Where a running task runs, from the last ``start`` event of its job: its hosts, cores
+    (``None``: whole nodes) and GPU ids."""
+    if not e.jobid:
+        return None
+    path = q.job_dir(e.jobid) / "events.jsonl"
+    last = None
+    try:
+        with open(path) as f:
+            for line in f:
+                if '"start"' in line and e.relpath in line:
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue  # a line cut short by a crash
+                    if ev.get("event") == "start" and \
+                            str(ev.get("task", "")).endswith("/" + e.relpath):
+                        last = ev
+    except OSError:
+        return None
+    if last is None:
+        return None
+    return {"hosts": last.get("hosts", []), "cores": last.get("cores"),
+            "gpu_ids": last.get("gpu_ids", []), "bound": last.get("bound")}
+
+
+def _print_placement(where: dict[str, Any]) -> None:
+    """The running task's hosts, cores and GPUs, one line each."""
+    from metaq_py.launch.binding import cpu_list
+
+    typer.echo(f"running on: {', '.join(where['hosts'])}")
+    cores = where.get("cores")
+    bound = "" if not cores else (" (bound)" if where.get("bound") else " (not bound)")
+    typer.echo(f"cores: {cpu_list(cores) + bound if cores else 'whole nodes'}")
+    gpus = where.get("gpu_ids")
+    typer.echo(f"GPUs: {','.join(map(str, gpus)) if gpus else 'none given'}")
 
 
 def _move_command(verb: str, tasks: list[str], queue: Path) -> None:

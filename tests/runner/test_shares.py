@@ -163,3 +163,32 @@ def test_a_notice_collects_a_node_once_its_last_share_has_ended(tmp_path: Path) 
     assert alert[0]["time"] >= ends["todo/b.sh"]["time"]
     assert all(len(of(evs, "start", task=f"todo/{n}.sh")) == 1 for n in "ab")
     assert where(q, "alert.sh") == "finished"
+
+
+def test_show_prints_a_running_shares_cores_and_gpus(tmp_path: Path) -> None:
+    import threading
+
+    from tests.runner_helpers import make_queue, task
+
+    q = make_queue(tmp_path / "q")
+    flag = tmp_path / "flag"
+    for name in ("a", "b"):
+        task(q, f"{name}.sh", f"touch {tmp_path}/{name}.up; while [ ! -e {flag} ]; do "
+             f"sleep 0.05; done", CPUS=1, GPUS=1)
+    run = threading.Thread(target=_share_runner(q).run, daemon=True)
+    run.start()
+    try:
+        assert _when(lambda: (tmp_path / "a.up").exists() and (tmp_path / "b.up").exists())
+        shown = {name: metaq("show", f"todo/{name}.sh", "--queue", str(q.root))
+                 for name in ("a", "b")}
+        as_json = json.loads(metaq("show", "todo/b.sh", "--json", "--queue", str(q.root)).stdout)
+    finally:
+        flag.touch()
+        run.join(30)
+    lines = {name: done.stdout.splitlines() for name, done in shown.items()}
+    assert all(done.returncode == 0 for done in shown.values())
+    assert all("running on: local0" in ls for ls in lines.values())
+    got = sorted((next(x for x in ls if x.startswith("cores:")),
+                  next(x for x in ls if x.startswith("GPUs:"))) for ls in lines.values())
+    assert got == [("cores: 0 (bound)", "GPUs: 0"), ("cores: 1 (bound)", "GPUs: 1")]
+    assert as_json["running"]["hosts"] == ["local0"] and len(as_json["running"]["cores"]) == 1
