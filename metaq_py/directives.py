@@ -47,6 +47,7 @@ __all__ = [
     "late_directives",
     "miscased_directives",
     "parse_header",
+    "parse_indices",
     "read_head",
     "read_task",
     "with_path",
@@ -79,6 +80,15 @@ MAX_RETRIES = 100
 
 MAX_WALL_CLOCK = 366 * 86400.0
 """The longest ``MIN_WC_TIME``, ``SETUP`` and ``CHECKPOINT`` interval: a year."""
+
+MAX_ARRAY = 100_000
+"""The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
+
+REPEATABLE = ("AFTER", "AFTER_ANY")
+"""The keys that may be given on several lines: each line adds names."""
+
+INDEX = "{index}"
+"""In an ``AFTER`` name of an array task, the task's own index (``AFTER prop.sh[{index}]``)."""
 
 MAX_SIGNAL_LEAD = 2 * 3600.0
 """The longest warning a ``SIGNAL`` may ask for (seconds): two hours. The runner waits this
@@ -136,8 +146,11 @@ class TaskSpec:
     the script was read from. ``cpus`` above 0 makes the task a *share* of one node: that many
     of its cores, beside other shares, with ``gpus`` of its GPUs; 0 (no ``CPUS``) keeps whole
     nodes, as METAQ did. ``exclusive`` keeps whole nodes to the task (``EXCLUSIVE``: the
-    default already, said out loud). ``lines`` maps each directive key given to its line number, for
-    error messages; it takes no part in comparisons.
+    default already, said out loud). ``after`` names the tasks (identities, arrays or globs)
+    that must have finished before this one may start, ``after_any`` those that must have
+    ended, whatever their outcome. ``array`` is the ``ARRAY`` index list, as written, for a
+    script that is to be queued once per index. ``lines`` maps each directive key given to
+    its line number, for error messages; it takes no part in comparisons.
     """
 
     path: str
@@ -158,6 +171,9 @@ class TaskSpec:
     resize: Resize | None = None
     cpus: int = 0
     exclusive: bool = False
+    after: tuple[str, ...] = ()
+    after_any: tuple[str, ...] = ()
+    array: str | None = None
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -336,6 +352,49 @@ def _set_resize(spec: dict, key: str, words: list[str]) -> None:
     spec["resize"] = Resize(mode=mode, signal=sig)
 
 
+def _set_after(spec: dict, key: str, words: list[str]) -> None:
+    if not words:
+        raise _Bad(f"{key} needs the name of a task, an array or a glob, such as {key} prop.sh")
+    for word in words:
+        if ".." in word.split("/") or word.startswith("/"):
+            raise _Bad(f"{key} {word!r} must name a task inside the queue, without .. or a "
+                       f"leading /")
+    name = "after" if key == "AFTER" else "after_any"
+    spec[name] = (*spec.get(name, ()), *words)
+
+
+def _set_array(spec: dict, key: str, words: list[str]) -> None:
+    text = _one(key, words, "indices such as 0-999, 1-99:2 or 1,5,7")
+    try:
+        parse_indices(text)
+    except ValueError as e:
+        raise _Bad(f"{key} {e}") from None
+    spec["array"] = text
+
+
+def parse_indices(text: str) -> tuple[int, ...]:
+    """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
+    items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
+    ``ValueError`` with one sentence saying what is wrong."""
+    out: dict[int, None] = {}
+    for item in text.split(","):
+        rng, _, step_text = item.partition(":")
+        first, dash, last = rng.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or \
+                (step_text and not (dash and step_text.isdigit())):
+            raise ValueError(f"{item!r} is not an index list item; write N, A-B or A-B:STEP "
+                             f"(e.g. 0-999, 1-99:2, 1,5,7)")
+        lo = int(first)
+        hi = int(last) if dash else lo
+        step = int(step_text) if step_text else 1
+        if hi < lo or step < 1:
+            raise ValueError(f"{item!r} counts down or steps by 0; write the smaller index first")
+        if len(out) + (hi - lo) // step + 1 > MAX_ARRAY:
+            raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
+        out.update(dict.fromkeys(range(lo, hi + 1, step)))
+    return tuple(out)
+
+
 _Setter = Callable[[dict, str, list[str]], None]
 
 KEYS: dict[str, _Setter] = {
@@ -359,6 +418,10 @@ KEYS: dict[str, _Setter] = {
     # Shares of a node (mpi_jm, HyperQueue): some cores and GPUs of one node.
     "CPUS": _set_cpus,
     "EXCLUSIVE": _set_exclusive,
+    # Campaigns: arrays and dependencies (SLURM's --array and --dependency).
+    "ARRAY": _set_array,
+    "AFTER": _set_after,
+    "AFTER_ANY": _set_after,
 }
 """Every directive key, mapped to the function that reads its value."""
 
@@ -422,7 +485,7 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
         setter = KEYS.get(key)
         if setter is None:
             raise TaskError(path, number, _unknown_key(key))
-        if key in seen:
+        if key in seen and key not in REPEATABLE:
             raise TaskError(path, number, f"{key} is given again (first on line {seen[key]}); "
                                           f"keep only one")
         if _CONTROL.search("".join(args)):
@@ -619,6 +682,12 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("CPUS", str(spec.cpus)))
     if spec.exclusive:
         out.append(("EXCLUSIVE", ""))
+    if spec.array is not None:
+        out.append(("ARRAY", spec.array))
+    if spec.after:
+        out.append(("AFTER", " ".join(spec.after)))
+    if spec.after_any:
+        out.append(("AFTER_ANY", " ".join(spec.after_any)))
     return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
 
 

@@ -21,8 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec, read_head
+from metaq_py.directives import INDEX, TaskSpec, parse_indices, read_head
 from metaq_py.errors import QueueError, TaskError
+from metaq_py.queue.arrays import make_array
+from metaq_py.queue.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.fileio import NAME_MAX, name_problem, write_all
 from metaq_py.queue.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
 from metaq_py.queue.judge import Head, judge
@@ -72,6 +74,29 @@ class Entry:
         return f"{self.folder}/{self.relpath}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A script about to be submitted: its bytes, spec (``--after`` and ``--array`` in it),
+    where it goes, its indices if it is an array, and the ``AFTER`` names given on the
+    command line (``extra``), which its queued copy gets as a line of their own."""
+
+    src: Path
+    data: bytes
+    spec: TaskSpec
+    folder: str
+    rel: str
+    indices: tuple[int, ...] | None
+    extra: tuple[str, ...]
+
+    @property
+    def ident(self) -> str:
+        return f"{self.folder}/{self.rel}"
+
+
+def _for_index(name: str, index: int | None) -> str:
+    return name if index is None else name.replace(INDEX, str(index))
+
+
 class QueueAdmin:
     """The people's commands on ``queue``. Cheap to create; it keeps nothing of its own."""
 
@@ -81,33 +106,96 @@ class QueueAdmin:
     # --- submitting ------------------------------------------------------------------------
 
     def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
-               sub: str | None = None, hold: bool = False) -> Path:
-        """Validate ``script`` and copy it into the queue: into ``folder`` (default ``todo``,
-        or the last task folder), below sub-folder ``sub``, or into ``hold/`` with ``hold``.
-        The copy is written under a hidden temporary name in the same folder and then linked
-        to its real name, so no scan ever sees half a file and an existing task is never
-        overwritten. Raises :class:`TaskError` or :class:`QueueError`; nothing is written then.
+               sub: str | None = None, hold: bool = False, array: str | None = None,
+               after: tuple[str, ...] = ()) -> Path:
+        """Submit one script (see :meth:`submit_all`)."""
+        return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
+                               after=after)[0]
+
+    def submit_all(self, scripts: list[str] | list[Path], *, folder: str | None = None,
+                   sub: str | None = None, hold: bool = False, array: str | None = None,
+                   after: tuple[str, ...] = ()) -> list[Path]:
+        """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
+        (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
+        ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per
+        index (:mod:`metaq_py.queue.arrays`); ``after`` adds ``AFTER`` names. Every ``AFTER``
+        and ``AFTER_ANY`` name is resolved against the queue and the scripts submitted along
+        (:mod:`metaq_py.queue.deps`): an unknown name or a cycle refuses them all.
+
+        A plain task is written under a hidden temporary name in its folder and then linked to
+        its real name, so no scan ever sees half a file and an existing task is never
+        overwritten. Raises :class:`TaskError` or :class:`QueueError`; nothing is written then
+        (of a later script's failure to be written, only that script and those after it).
         """
         q = self.queue
         q.require()
-        src = Path(script)
-        data, head = _read_whole(src)
-        judge(src, root=q.root, config=q.config, head=head).accepted()
         folder = folder or self.default_folder
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
+        plans = [self._plan(Path(s), folder, sub, array, after) for s in scripts]
+        coming = {p.ident: p.indices for p in plans}
+        if len(coming) < len(plans):
+            raise QueueError("two of the scripts would have the same name in the queue; "
+                             "submit them with different --folder")
+        resolver = Resolver(q, coming)
+        edges: dict[str, list[str]] = {}
+        for p in plans:
+            names = (*p.spec.after, *p.spec.after_any)
+            first = p.indices[0] if p.indices else None
+            deps = [d for n in names for d in resolver.resolve(_for_index(n, first))]
+            edges[p.ident] = [d if d in coming else d.rpartition("/")[0] for d in deps]
+        cycle = find_cycle(edges)
+        if cycle is not None:
+            raise QueueError(f"these tasks would wait for each other for ever: "
+                             f"{' -> '.join(cycle)}; drop one AFTER")
+        return [self._write(p, resolver, hold) for p in plans]
+
+    def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
+              after: tuple[str, ...]) -> _Plan:
+        q = self.queue
+        data, head = _read_whole(src)
+        spec = judge(src, root=q.root, config=q.config, head=head).accepted()
+        spec = replace(spec, after=(*spec.after, *after), array=array or spec.array)
         rel = _relpath(sub, src.name)
         too_long = name_problem(src.name, path=q.root / folder / rel)
         if too_long is not None:
             raise TaskError(str(src), None, too_long)
         where = self.locate(folder, rel, states=(PENDING, HOLD, WORKING))
-        if where is not None:
-            raise QueueError(f"a task {folder}/{rel} is already in the queue ({where.state}: "
-                             f"{where.path}); use --folder or another name")
-        dst = q.path_of(HOLD if hold else PENDING, folder, rel)
+        if where is not None or (q.root / folder / rel).is_dir() or \
+                (q.root / HOLD / folder / rel).is_dir():
+            what = f" ({where.state}: {where.path})" if where is not None else ""
+            raise QueueError(f"a task {folder}/{rel} is already in the queue{what}; use "
+                             f"--folder or another name")
+        indices = None
+        if spec.array is not None:
+            try:
+                indices = parse_indices(spec.array)
+            except ValueError as e:
+                raise QueueError(f"--array {e}") from None
+        elif any(INDEX in n for n in (*spec.after, *spec.after_any)):
+            raise TaskError(str(src), spec.line_of("AFTER"), f"{INDEX} stands for the index "
+                            f"of an array task, and this script is not an array")
+        return _Plan(src, data, spec, folder, rel, indices, after)
+
+    def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
+        q = self.queue
+        dst = q.path_of(HOLD if hold else PENDING, p.folder, p.rel)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        mode = (os.stat(src).st_mode & 0o755) | 0o700
+        mode = (os.stat(p.src).st_mode & 0o755) | 0o700
+
+        def resolved(names: tuple[str, ...], index: int | None) -> tuple[str, ...]:
+            return tuple(d for n in names for d in resolver.resolve(_for_index(n, index)))
+
+        if p.indices is not None:
+            assert p.spec.array is not None
+            return make_array(
+                p.data, p.spec, dst=dst, array_id=p.ident, indices_text=p.spec.array,
+                mode=mode, now=q.clock.now(),
+                resolve=lambda i: (resolved(p.spec.after, i), resolved(p.spec.after_any, i)))
+        data = p.data
+        if p.spec.after or p.spec.after_any:
+            data = rewrite_after(data, lambda names: resolved(names, None), p.extra)
         tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
@@ -119,7 +207,7 @@ class QueueAdmin:
         try:
             os.link(tmp, dst)
         except FileExistsError:
-            raise QueueError(f"a task {folder}/{rel} appeared at {dst} meanwhile; nothing was "
+            raise QueueError(f"a task {p.ident} appeared at {dst} meanwhile; nothing was "
                              f"written") from None
         finally:
             tmp.unlink(missing_ok=True)

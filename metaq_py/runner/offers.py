@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.policy.model import Job, Kind
 from metaq_py.policy.shares import NodeShape
+from metaq_py.queue.deps import Dependencies
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
@@ -137,7 +138,8 @@ class Offers:
     ``cache`` maps a task id to the task object it was worked out from and its policy job
     (``None``: this allocation can never run it, see :func:`fit_problem`); an entry holds only
     for that very object, since a rescan of the queue makes new ones. ``last_window`` is the
-    last window offered, kept for the next decision; ``ondemand`` every waiting on-demand
+    last window offered, kept for the next decision; ``blocked`` the tasks waiting for a
+    dependency; ``ondemand`` every waiting on-demand
     task, looked at even beyond the window. ``arrived`` says in which pass each on-demand
     task was first offered (its ``arrival`` event), ``skipped`` why each task that can never
     run here is left alone, and ``count`` how many jobs the last look offered."""
@@ -151,6 +153,11 @@ class Offers:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.count = 0
+        self.blocked: dict[str, str] = {}
+        """Why each waiting task that the last look did not offer waits for a dependency."""
+        self.deps = Dependencies(ctx.queue)
+        """Whether a waiting task's dependencies (``AFTER``) are met: a task still waiting
+        for one is not offered, and one whose dependency failed goes to ``failed/``."""
         self._pass = 0
         self.shape = NodeShape(ctx.alloc.cores_per_node, ctx.alloc.gpus_per_node,
                                ctx.alloc.cores_per_gpu, ctx.alloc.gpu_cores)
@@ -163,6 +170,8 @@ class Offers:
         stamped on the on-demand tasks that arrive now."""
         self._pass = pass_no
         pending = self.ctx.queue.settled_scan().tasks  # pending() without its copy of the list
+        self.deps.new_look()
+        self.blocked = {}
         self._sync(pending)
         jobs: list[Job] = []
         skipped: dict[str, str] = {}
@@ -193,7 +202,8 @@ class Offers:
             later = [t for t in self.ondemand.values() if t.order >= rest.order]
             for task in sorted(later, key=_queue_order):
                 self._offer(task, jobs, skipped)
-        self.skipped = skipped
+        # Tasks waiting for a dependency may run here later: they are not skipped for good.
+        self.skipped = {k: v for k, v in skipped.items() if k not in self.blocked}
         self.count = len(jobs)
         return jobs
 
@@ -240,6 +250,15 @@ class Offers:
         """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
         its reason to ``skipped`` (said once, when it is first found)."""
         cache, alloc = self.cache, self.ctx.alloc
+        if task.spec.after or task.spec.after_any:
+            # Never cached as a job until its dependencies are met (they stay met then).
+            ready = self.deps.check(task)
+            if not ready.ready:
+                skipped[task.id] = ready.words  # so the window is looked at again next time
+                self.blocked[task.id] = ready.words
+                if ready.failed is not None and self.deps.fail(task, ready) is not None:
+                    self.ctx.say(f"{task.id} moved to failed/: {ready.failed}")
+                return
         hit = cache.get(task.id)
         if hit is None or hit[0] is not task:
             problem = fit_problem(task, nnodes=alloc.nnodes,

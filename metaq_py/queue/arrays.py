@@ -1,0 +1,165 @@
+"""Task arrays: one script queued once per index (``metaq submit --array 0-999 run.sh``, or
+``#METAQ ARRAY 0-999`` in the script), as SLURM's job arrays.
+
+An array is a folder in its task folder, named after the script, holding one small task file
+per index, named by the index::
+
+    todo/run.sh/.array     what the array is: script, indices, submit time (JSON, hidden)
+    todo/run.sh/.script    the script as submitted (hidden: never a task itself)
+    todo/run.sh/0          index 0: the script's #METAQ lines and an exec of .script
+    todo/run.sh/1 ...
+
+Each index is an ordinary task of identity ``todo/run.sh/<index>``: the runner claims it by
+one atomic rename and runs it exactly once, knowing nothing of arrays. Its file is a few
+lines of ``/bin/sh`` that set ``METAQ_ARRAY_INDEX`` and ``METAQ_ARRAY_ID`` (the array's
+identity, ``todo/run.sh``) and ``exec`` the submitted script, whatever its interpreter. So
+the script itself is stored once, and the index files are made cheaply: all of them are
+written into a hidden folder beside their place, which one ``rename`` then puts in place, so
+no scan sees half an array and a failed submission leaves nothing behind. Their modification
+times go up with the index, so the indices wait in index order.
+
+People name a whole array by its identity or script name (``todo/run.sh``, ``run.sh``), and
+some of its indices as ``run.sh[17]``, ``run.sh[0-9]`` or ``run.sh[*]`` (see :func:`split_ref`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from metaq_py.directives import TaskSpec, format_directives, parse_indices
+from metaq_py.errors import QueueError
+from metaq_py.queue.fileio import write_all
+
+__all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "index_file", "make_array", "read_array",
+           "split_ref"]
+
+ARRAY_FILE = ".array"
+SCRIPT_FILE = ".script"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayInfo:
+    """An array as its ``.array`` file tells it: its identity ``id`` (``todo/run.sh``), the
+    ``script`` name it was submitted as, its ``indices`` in order and its ``submit`` time."""
+
+    id: str
+    script: str
+    indices: tuple[int, ...]
+    submit: float
+
+    def member(self, index: int) -> str:
+        """The identity of the task of ``index``."""
+        return f"{self.id}/{index}"
+
+
+def read_array(root: Path, array_id: str) -> ArrayInfo | None:
+    """The array of identity ``array_id`` (``folder/relpath``), or ``None`` if that is not an
+    array (no readable ``.array`` there)."""
+    try:
+        with open(root / array_id / ARRAY_FILE, "rb") as f:
+            data = json.loads(f.read(1 << 20))
+        return ArrayInfo(array_id, str(data["script"]), parse_indices(str(data["indices"])),
+                         float(data["submit"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """``run.sh[0-9]`` -> (``run.sh``, ``0-9``); a ref without a trailing ``[...]`` has no
+    selector. ``*`` selects every index."""
+    if ref.endswith("]") and "[" in ref:
+        base, _, sel = ref[:-1].rpartition("[")
+        if base and "[" not in base and (sel == "*" or _index_list(sel)):
+            return base, sel
+    return ref, None
+
+
+def _index_list(text: str) -> bool:
+    try:
+        parse_indices(text)
+    except ValueError:
+        return False
+    return True
+
+
+def index_file(spec: TaskSpec, *, script: Path, index: int, array_id: str,
+               after: tuple[str, ...], after_any: tuple[str, ...]) -> bytes:
+    """The task file of one index: the script's directives (``ARRAY`` left out, the
+    dependencies as resolved for this index) and an ``exec`` of the stored script."""
+    header = format_directives(replace(spec, array=None, after=after, after_any=after_any))
+    return (f"#!/bin/sh\n{header}"
+            f"# index {index} of the task array {array_id} (metaq submit --array)\n"
+            f"METAQ_ARRAY_INDEX={index} METAQ_ARRAY_ID={shlex.quote(array_id)}\n"
+            f"export METAQ_ARRAY_INDEX METAQ_ARRAY_ID\n"
+            f"exec {shlex.quote(str(script))} \"$@\"\n").encode()
+
+
+Resolve = Callable[[int], tuple[tuple[str, ...], tuple[str, ...]]]
+"""For an index, the resolved ``AFTER`` and ``AFTER_ANY`` names of its task."""
+
+
+def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices_text: str,
+               mode: int, now: float, resolve: Resolve) -> Path:
+    """Make the array folder ``dst`` (which must not exist) for the script ``data``: its
+    ``.array``, ``.script`` and one task file per index, all written in a hidden folder beside
+    ``dst`` and then renamed into place at once. Returns ``dst``."""
+    indices = parse_indices(indices_text)
+    tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+    os.mkdir(tmp, 0o777)
+    try:
+        script = dst.absolute() / SCRIPT_FILE
+        _write(tmp / SCRIPT_FILE, data, mode)
+        meta = {"script": Path(spec.path).name, "indices": indices_text, "submit": now}
+        _write(tmp / ARRAY_FILE, json.dumps(meta).encode(), 0o644)
+        plain = None
+        if not any("{index}" in n for n in (*spec.after, *spec.after_any)):
+            after, after_any = resolve(indices[0])
+            plain = index_file(spec, script=script, index=0, array_id=array_id,
+                               after=after, after_any=after_any)
+        base_ns = int(now * 1e9)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        for n, i in enumerate(indices):
+            if plain is not None:
+                # Only the two index lines differ from index 0's file.
+                body = plain.replace(b"index 0 of", f"index {i} of".encode(), 1).replace(
+                    b"METAQ_ARRAY_INDEX=0 ", f"METAQ_ARRAY_INDEX={i} ".encode(), 1)
+            else:
+                after, after_any = resolve(i)
+                body = index_file(spec, script=script, index=i, array_id=array_id,
+                                  after=after, after_any=after_any)
+            fd = os.open(tmp / str(i), flags, mode)
+            try:
+                write_all(fd, body)
+                # Submit times one microsecond apart, in index order: the queue order.
+                at = base_ns + n * 1000
+                os.utime(fd, ns=(at, at))
+            finally:
+                os.close(fd)
+        os.rename(tmp, dst)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno in (errno.EEXIST, errno.ENOTEMPTY):  # dst appeared meanwhile
+            raise QueueError(f"{array_id} appeared in the queue meanwhile; nothing was "
+                             f"written") from None
+        raise QueueError(f"cannot write the array {array_id}: {e.strerror or e}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dst
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        write_all(fd, data)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
