@@ -29,9 +29,19 @@ from metaq_py.directives import TaskSpec, late_directives, miscased_directives, 
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
+from metaq_py.queue.arrays import format_indices, read_array
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import read_logbook
-from metaq_py.queue.store import PENDING, STATES, Queue
+from metaq_py.queue.store import (
+    CANCELLED,
+    FAILED,
+    HOLD,
+    PENDING,
+    REJECTED,
+    STATES,
+    WORKING,
+    Queue,
+)
 from metaq_py.report.summary import queue_counts
 
 
@@ -55,23 +65,36 @@ def submit(
         "--priority", help="Submit into the priority folder.")] = False,
     folder: Annotated[str | None, typer.Option(
         "--folder", help="Sub-folder inside the task folder, such as alice/run7.")] = None,
+    array: Annotated[str | None, typer.Option(
+        "--array", help="Queue one task per index: 0-999, 1-99:2 or 1,5,7 "
+                        "(as #METAQ ARRAY).")] = None,
+    after: Annotated[list[str] | None, typer.Option(
+        "--after", help="Wait until this task, array or glob has finished "
+                        "(as #METAQ AFTER; repeatable).")] = None,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Check each script and copy it into the queue, all or nothing.
 
-    If any script is bad, none is submitted."""
+    If any script is bad, or names an unknown task or a cycle in AFTER, none is submitted.
+    An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX."""
     with reported():
         q = open_queue(queue)
         target = "priority" if priority else None
         if target is not None and target not in q.config.folders:
             raise QueueError(f"this queue has no priority folder; its task folders are "
                              f"{', '.join(q.config.folders)}")
-        for script in scripts:  # validate them all first
-            judge(script, root=q.root, config=q.config).accepted()
         admin = QueueAdmin(q)
-        for script in scripts:
-            dst = admin.submit(script, folder=target, sub=folder, hold=hold)
-            typer.echo(f"submitted {script} as {dst.relative_to(q.root)}")
+        made = admin.submit_all(scripts, folder=target, sub=folder, hold=hold, array=array,
+                                after=tuple(after or ()))
+        for script, dst in zip(scripts, made, strict=True):
+            rel = dst.relative_to(q.root)
+            info = admin.array_of(str(rel)) if dst.is_dir() else None
+            if info is not None:
+                span = format_indices(list(info.indices))
+                typer.echo(f"submitted {script} as the array {rel}[{span}] "
+                           f"({len(info.indices)} tasks)")
+            else:
+                typer.echo(f"submitted {script} as {rel}")
 
 
 @app.command()
@@ -175,11 +198,14 @@ def ls_(
     state: Annotated[str, typer.Argument(
         help=f"One of: {', '.join(STATES)}.")] = PENDING,
     json_out: JsonOpt = False,
+    each: Annotated[bool, typer.Option(
+        "--each", help="One row per index of an array, not one per array.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """List the tasks in one state (waiting tasks in the order they will be picked).
 
-    Rows are printed as they are read, so a long history starts showing at once."""
+    Rows are printed as they are read, so a long history starts showing at once. The
+    indices of an array that come together are one row, such as todo/run.sh[0-999]."""
     with reported():
         q = open_queue(queue)
         if state not in STATES:
@@ -190,7 +216,8 @@ def ls_(
                 _stream_json(_entry_json(e) for e in entries)
             else:
                 typer.echo(f"{state} in {q.root}")
-                _stream_rows((_ls_row(e) for e in entries), LS_COLUMNS)
+                rows = (_ls_row(e) for e in entries) if each else _array_rows(entries, q.root)
+                _stream_rows(rows, LS_COLUMNS)
         except BrokenPipeError:
             # The reader (head, less) has seen enough: stop quietly, as ls would.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -206,6 +233,42 @@ def _ls_row(e: Entry) -> tuple[str, ...]:
     wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
     nodes = f"{s.min_nodes}-{s.nodes}" if s.min_nodes != s.nodes else str(s.nodes)
     return (e.id, s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
+
+
+def _array_rows(entries: Iterator[Entry], root: Path) -> Iterator[tuple[str, ...]]:
+    """The rows of ``ls``, with each run of indices of one array that come one after the
+    other made into one row: ``todo/run.sh[0-999]``, noting how many tasks it holds."""
+    arrays: dict[str, bool] = {}
+    run: list[Entry] = []
+    run_id = ""
+
+    def array_of(e: Entry) -> str:
+        parent, _, last = e.id.rpartition("/")
+        if not last.isdigit() or "/" not in parent:
+            return ""
+        if parent not in arrays:
+            arrays[parent] = read_array(root, parent) is not None
+        return parent if arrays[parent] else ""
+
+    def flush() -> Iterator[tuple[str, ...]]:
+        if len(run) == 1:
+            yield _ls_row(run[0])
+        elif run:
+            first = _ls_row(run[0])
+            span = format_indices([int(e.id.rpartition("/")[2]) for e in run])
+            yield (f"{run_id}[{span}]", *first[1:-1], f"{len(run)} tasks of an array")
+
+    for e in entries:
+        ident = array_of(e)
+        if run and ident != run_id:
+            yield from flush()
+            run = []
+        if ident:
+            run_id = ident
+            run.append(e)
+        else:
+            yield _ls_row(e)
+    yield from flush()
 
 
 def _stream_rows(rows: Iterator[tuple[str, ...]], header: tuple[str, ...]) -> None:
@@ -307,18 +370,28 @@ def _print_placement(where: dict[str, Any]) -> None:
     typer.echo(f"GPUs: {','.join(map(str, gpus)) if gpus else 'none given'}")
 
 
-def _move_command(verb: str, tasks: list[str], queue: Path) -> None:
+_MOVE_STATES = {"hold": (PENDING,), "release": (HOLD,), "cancel": (PENDING, HOLD, WORKING),
+                "retry": (FAILED, REJECTED, CANCELLED)}
+"""The states each move takes a task from: an array ref selects its indices in them."""
+
+
+def _move_command(verb: str, tasks: list[str], queue: Path,
+                  states: tuple[str, ...] | None = None) -> None:
     with reported():
         q = open_queue(queue)
-        action = getattr(QueueAdmin(q), verb)
+        admin = QueueAdmin(q)
+        action = getattr(admin, verb)
         for ref in tasks:
-            moved = action(ref)
-            typer.echo(f"{verb}: {ref} -> {moved.path.relative_to(q.root)}"
-                       + (" (the running job will stop it)" if moved.state == "working" else ""))
+            for e in admin.select(ref, states=states or _MOVE_STATES[verb]):
+                moved = action(e.id)
+                typer.echo(f"{verb}: {e.id} -> {moved.path.relative_to(q.root)}"
+                           + (" (the running job will stop it)" if moved.state == "working"
+                              else ""))
 
 
 TasksArg = Annotated[list[str], typer.Argument(
-    help="Tasks, as <folder>/<path> (e.g. todo/run.sh) or file paths.")]
+    help="Tasks, as <folder>/<path> (e.g. todo/run.sh) or file paths; an array as a whole "
+         "(run.sh) or some of its indices (run.sh[17], run.sh[0-9]).")]
 
 
 @app.command()
@@ -340,9 +413,14 @@ def cancel(tasks: TasksArg, queue: QueueOpt = Path("queue")) -> None:
 
 
 @app.command()
-def retry(tasks: TasksArg, queue: QueueOpt = Path("queue")) -> None:
+def retry(
+    tasks: TasksArg,
+    failed: Annotated[bool, typer.Option(
+        "--failed", help="Only tasks in failed/ (not rejected or cancelled ones).")] = False,
+    queue: QueueOpt = Path("queue"),
+) -> None:
     """Send failed, rejected or cancelled tasks back to their folder (checked again first)."""
-    _move_command("retry", tasks, queue)
+    _move_command("retry", tasks, queue, states=(FAILED,) if failed else None)
 
 
 # --- presentation --------------------------------------------------------------------------

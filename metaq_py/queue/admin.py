@@ -23,7 +23,7 @@ from pathlib import Path
 
 from metaq_py.directives import INDEX, TaskSpec, parse_indices, read_head
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.arrays import make_array
+from metaq_py.queue.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.fileio import NAME_MAX, name_problem, write_all
 from metaq_py.queue.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
@@ -283,10 +283,54 @@ class QueueAdmin:
                 return Entry(state, folder, relpath, path, None)
         return None
 
+    def array_of(self, ref: str) -> ArrayInfo | None:
+        """The array ``ref`` names without its ``[...]``: its identity (``todo/run.sh``) or
+        its script's name in a task folder (``run.sh``); ``None`` if it names none."""
+        base = split_ref(ref)[0].strip("/")
+        folders = self.queue.config.folders
+        names = [base] if base.split("/", 1)[0] in folders else [f"{f}/{base}" for f in folders]
+        for name in names:
+            info = read_array(self.queue.root, name)
+            if info is not None:
+                return info
+        return None
+
+    def select(self, ref: str, *, states: tuple[str, ...]) -> list[Entry]:
+        """The tasks in ``states`` that ``ref`` names: one task (see :meth:`find`), or the
+        indices of an array (``run.sh``, ``run.sh[*]``, ``run.sh[17]``, ``run.sh[0-9]``)
+        that are in ``states``. Raises :class:`QueueError` when that is none."""
+        info = self.array_of(ref)
+        if info is None:
+            return [self.find(ref, states=states)]
+        sel = split_ref(ref)[1]
+        indices = info.indices if sel in (None, "*") else parse_indices(sel or "")
+        folder, _, rel = info.id.partition("/")
+        found = [e for i in indices
+                 if (e := self.locate(folder, f"{rel}/{i}", states=states)) is not None]
+        if not found:
+            wanted = " or ".join(_STATE_WORDS[s] for s in states)
+            raise QueueError(f"no task of the array {info.id} named by {ref!r} is {wanted}")
+        return found
+
     def find(self, ref: str, *, states: tuple[str, ...] = STATES) -> Entry:
         """The task a person means by ``ref``: its identity ``<folder>/<relpath>`` (such as
-        ``todo/sub/run.sh``), or a path to its file anywhere in the queue."""
-        folder, rel = self._parse_ref(ref)
+        ``todo/sub/run.sh``), a path to its file anywhere in the queue, or one index of an
+        array (``run.sh[17]``)."""
+        info = self.array_of(ref)
+        sel = split_ref(ref)[1]
+        if info is not None and sel is not None and sel.isdigit():
+            ref = f"{info.id}/{int(sel)}"
+        try:
+            folder, rel = self._parse_ref(ref)
+        except QueueError:
+            if len(Path(ref).parts) != 1 or ref in ("..", "."):
+                raise
+            # A bare name (run.sh): the task of that name in a task folder.
+            for f in self.queue.config.folders:
+                here = self.locate(f, ref, states=states)
+                if here is not None:
+                    return here
+            folder, rel = self.default_folder, ref
         e = self.locate(folder, rel, states=states)
         if e is None:
             wanted = " or ".join(_STATE_WORDS[s] for s in states)

@@ -5,7 +5,8 @@ task's state and reason, its place in the pick order, the live allocations (repl
 runners' event logs and leases by :mod:`metaq_py.report.allocations`) and the live notices. For a
 waiting task each live allocation is checked in turn: machine, nodes and GPUs (the runner's own
 :func:`~metaq_py.runner.offers.fit_problem`), then the wall clock left, then whether enough of its
-nodes are idle or only held for a notice.
+nodes are idle or only held for a notice. A task waiting for a dependency (``AFTER``) is
+told which one, and where that one is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.deps import Dependencies
 from metaq_py.queue.index import Task
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import PENDING, WORKING, Queue
@@ -86,6 +88,16 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
         why = bad.reason if bad else "it could not be read"
         return [_sentence(f"it is not a valid task and will be moved to rejected/: {why}")]
     t = order[pos]
+    if t.spec.after or t.spec.after_any:
+        ready = Dependencies(q).check(t)
+        if not ready.ready:
+            after = ", ".join((*t.spec.after, *(f"{n} (to end)" for n in t.spec.after_any)))
+            return [_sentence(ready.words),
+                    _sentence(f"it starts once every task it names has "
+                              f"{'ended' if not t.spec.after else 'finished'}: {after}"
+                              if ready.failed is None else
+                              "the next runner moves it to failed/; 'metaq retry' the "
+                              "dependency first, then this task")]
     claims = q.leases()
     jobs = live_jobs(read_job_logs(q.root), claims, now=now, stale_after=q.config.stale_after)
     reasons: list[str] = []
