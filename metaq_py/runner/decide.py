@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 from collections.abc import Iterable
 
 from metaq_py.cluster import Cluster, ClusterError
@@ -32,6 +33,7 @@ from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
 from metaq_py.runner.live_task import LiveTask, Why
 from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
+from metaq_py.runner.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.resizing import Resizer
 from metaq_py.runner.roster import Roster
 
@@ -78,6 +80,8 @@ class Decider:
         ``claimed`` holds the on-demand tasks claimed ahead of their start (before anything
         is stopped for them); whatever is left there at the end goes back to the queue."""
         claimed: dict[str, LiveTask] = {}
+        actions = tuple(actions)
+        named = named_nodes(actions)
         victims: dict[str | None, list[str]] = {}
         roster = self.roster
         slots = self.max_tasks - len(roster.live) - len(roster.to_launch)
@@ -86,6 +90,7 @@ class Decider:
                 job: Job | None = None
                 if isinstance(action, Start):
                     task, job = self.offers.offered(action.job)
+                    action = self._in_one_block(action, job, named)
                     if job.kind is not Kind.ONDEMAND:
                         if slots <= 0:
                             continue  # the cap: decide again when a task ends
@@ -135,6 +140,22 @@ class Decider:
                 events.write("release", notice=action.notice, reason="expired")
         self._give_back(claimed)
         return True
+
+    def _in_one_block(self, start: Start, job: Job, named: Counter[int]) -> Start:
+        """``start`` moved inside one block of neighbouring nodes where it spans several and
+        one block has room (see :mod:`metaq_py.runner.placing`); ``named`` is kept up to
+        date. Only batch tasks on free nodes move: a share has one node, and an on-demand
+        task or a borrower takes the nodes held for it."""
+        if len(start.nodes) <= 1 or job.cores or job.kind is Kind.ONDEMAND \
+                or start.borrowed is not None:
+            return start
+        usable = usable_for(start.nodes, named, self.cluster.free, self.roster.draining)
+        moved = in_one_block(start.nodes, self.roster.blocks.blocks, usable)
+        if moved is None:
+            return start
+        named.subtract(start.nodes)
+        named.update(moved)
+        return Start(start.job, moved)
 
     def _give_back(self, claimed: dict[str, LiveTask]) -> bool:
         """Requeue tasks claimed ahead for a start that did not come (no attempt counted);

@@ -120,6 +120,7 @@ class Launcher:
         self.watch(live)
         self.ctx.events.write(
             "start", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
+            blocks=self.roster.blocks.spanned(live.node_ids),
             gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
             cores=None if live.cores is None else list(live.cores),
             bound=None if live.cores is None else spec.bind or spec.srun_wrap,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.runner.context import Context
 from metaq_py.runner.live_task import LiveTask, Why
+from metaq_py.runner.placing import NodeBlocks
 
 __all__ = ["Roster"]
 
@@ -36,6 +37,8 @@ class Roster:
         self.draining: dict[int, set[str]] = {}
         """Node id -> the tasks that still hold it physically (several shares of one node may
         be stopping at once: the node is free only when the last of them has let go)."""
+        self.blocks = NodeBlocks(lambda: ctx.batch.blocks(ctx.alloc.nodes))
+        """The allocation's blocks of neighbouring nodes (asked when first needed)."""
 
     def add(self, live: LiveTask) -> None:
         """``live`` is claimed and placed: it waits for its launch."""
