@@ -19,6 +19,7 @@ from metaq_py.directives import (
     format_directives,
     late_directives,
     parse_header,
+    parse_indices,
     read_task,
 )
 from metaq_py.errors import TaskError
@@ -353,3 +354,36 @@ def test_shares_round_trip_through_format_directives(cpus: int, gpus: int,
     spec = TaskSpec(path="t", gpus=gpus, cpus=0 if exclusive else cpus, exclusive=exclusive)
     again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t")
     assert again == spec
+
+
+def test_after_is_repeatable_and_array_takes_an_index_list() -> None:
+    spec = parse_header(b"#!/bin/sh\n#METAQ AFTER a.sh b[3]\n#METAQ AFTER todo/c*\n"
+                        b"#METAQ AFTER_ANY d.sh\n#METAQ ARRAY 0-9:3,20\ntrue\n", path="t")
+    assert spec.after == ("a.sh", "b[3]", "todo/c*") and spec.after_any == ("d.sh",)
+    assert spec.array == "0-9:3,20" and parse_indices(spec.array) == (0, 3, 6, 9, 20)
+    again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t")
+    assert again == spec
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    (b"#METAQ ARRAY 9-1", "counts down"),
+    (b"#METAQ ARRAY 1-", "not an index list item"),
+    (b"#METAQ ARRAY 0-1:0", "steps by 0"),
+    (b"#METAQ ARRAY 0-200000", "more than"),
+    (b"#METAQ AFTER", "needs the name"),
+    (b"#METAQ AFTER ../x.sh", "inside the queue"),
+    (b"#METAQ ARRAY 1\n#METAQ ARRAY 2", "given again"),
+])
+def test_bad_arrays_and_dependencies_name_the_line(line: bytes, problem: str) -> None:
+    with pytest.raises(TaskError, match=problem) as e:
+        parse_header(b"#!/bin/sh\n" + line + b"\ntrue\n", path="t")
+    assert ", line " in str(e.value)
+
+
+@given(st.text(alphabet="0123456789-,:", max_size=20))
+def test_parse_indices_raises_value_error_or_gives_sorted_unique(text: str) -> None:
+    try:
+        out = parse_indices(text)
+    except ValueError:
+        return
+    assert len(set(out)) == len(out) and all(i >= 0 for i in out)

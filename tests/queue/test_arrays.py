@@ -1,0 +1,90 @@
+"""Task arrays: one task file per index, made at once, each a plain task for the runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from metaq_py.directives import parse_indices
+from metaq_py.errors import QueueError
+from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.arrays import format_indices, read_array, split_ref
+from metaq_py.queue.store import Queue
+
+
+@pytest.fixture
+def q(tmp_path: Path) -> Queue:
+    return Queue.init(tmp_path / "q")
+
+
+def script(path: Path, body: str, directives: str = "") -> Path:
+    path.write_text(f"#!/usr/bin/env python3\n{directives}{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_an_array_is_one_task_per_index_in_index_order(q: Queue, tmp_path: Path) -> None:
+    src = script(tmp_path / "prop.py", "import os; print(os.environ['METAQ_ARRAY_INDEX'], "
+                 "os.environ['METAQ_ARRAY_ID'])", "#METAQ NODES 2\n#METAQ PROJECT lat\n")
+    dst = QueueAdmin(q).submit(src, array="1-9:2,20")
+    assert dst == q.root / "todo/prop.py" and dst.is_dir()
+    tasks = q.scan().tasks
+    assert [t.id for t in tasks] == [f"todo/prop.py/{i}" for i in (1, 3, 5, 7, 9, 20)]
+    assert all(t.spec.nodes == 2 and t.spec.project == "lat" and t.spec.array is None
+               for t in tasks)
+    info = read_array(q.root, "todo/prop.py")
+    assert info is not None and info.indices == (1, 3, 5, 7, 9, 20)
+    # Any interpreter: the index file execs the stored script with the index in its env.
+    out = subprocess.run([str(q.root / "todo/prop.py/7")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["7", "todo/prop.py"]
+    assert not [n for n in os.listdir(q.root / "todo") if n.startswith(".")]
+
+
+def test_the_array_directive_in_the_script_makes_an_array(q: Queue, tmp_path: Path) -> None:
+    src = script(tmp_path / "a.sh", "true", "#METAQ ARRAY 0-2\n")
+    QueueAdmin(q).submit(src)
+    assert [t.relpath for t in q.scan().tasks] == ["a.sh/0", "a.sh/1", "a.sh/2"]
+
+
+def test_a_failed_array_submission_leaves_nothing(q: Queue, tmp_path: Path) -> None:
+    QueueAdmin(q).submit(script(tmp_path / "p.sh", "true"), array="0-2")
+    # Index 3 names prop index 3, which does not exist: refused, nothing written.
+    src = script(tmp_path / "c.sh", "true", "#METAQ AFTER p.sh[{index}]\n")
+    with pytest.raises(QueueError, match="index 3"):
+        QueueAdmin(q).submit(src, array="0-3")
+    assert sorted(os.listdir(q.root / "todo")) == ["p.sh"]
+    with pytest.raises(QueueError, match="already in the queue"):
+        QueueAdmin(q).submit(script(tmp_path / "p.sh", "true"))
+
+
+def test_array_refs_select_indices_in_a_state(q: Queue, tmp_path: Path) -> None:
+    admin = QueueAdmin(q)
+    admin.submit(script(tmp_path / "run.sh", "true"), array="0-19")
+    assert [e.id for e in admin.select("run.sh[3-4]", states=("pending",))] == \
+        ["todo/run.sh/3", "todo/run.sh/4"]
+    admin.cancel("run.sh[17]")
+    assert (q.root / "cancelled/todo/run.sh/17").exists()
+    assert len(admin.select("todo/run.sh", states=("pending",))) == 19
+    assert [e.id for e in admin.select("run.sh[*]", states=("cancelled",))] == \
+        ["todo/run.sh/17"]
+    with pytest.raises(QueueError, match="no task of the array todo/run.sh"):
+        admin.select("run.sh", states=("failed",))
+
+
+@given(st.sets(st.integers(0, 300), min_size=1, max_size=60))
+def test_indices_written_as_ranges_read_back(indices: set[int]) -> None:
+    assert parse_indices(format_indices(list(indices))) == tuple(sorted(indices))
+
+
+@given(st.text(max_size=30))
+def test_split_ref_never_raises_and_keeps_the_name(text: str) -> None:
+    base, sel = split_ref(text)
+    assert text.startswith(base)
+    if sel is not None:
+        assert text == f"{base}[{sel}]"
