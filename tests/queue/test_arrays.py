@@ -73,7 +73,7 @@ def test_array_refs_select_indices_in_a_state(q: Queue, tmp_path: Path) -> None:
     assert len(admin.select("todo/run.sh", states=("pending",))) == 19
     assert [e.id for e in admin.select("run.sh[*]", states=("cancelled",))] == \
         ["todo/run.sh/17"]
-    with pytest.raises(QueueError, match="no task of the array todo/run.sh"):
+    with pytest.raises(QueueError, match=r"no task of the array todo/run\.sh"):
         admin.select("run.sh", states=("failed",))
 
 

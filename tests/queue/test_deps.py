@@ -32,7 +32,7 @@ def run_and_end(q: Queue, ident: str, code: int) -> None:
     q.finish(claim, exit_code=code)
 
 
-def readiness(q: Queue, deps: Dependencies, ident: str):  # noqa: ANN201
+def readiness(q: Queue, deps: Dependencies, ident: str):
     deps.new_look()
     return deps.check(next(t for t in q.scan().tasks if t.id == ident))
 
