@@ -1,0 +1,46 @@
+"""``metaq submit --array/--after`` and arrays taken as one thing by ls, cancel and retry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.test_queue import metaq, script
+
+
+def test_an_array_from_submit_to_retry(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    run = script(tmp_path / "run.sh")
+    sub = metaq("submit", "--queue", str(q), "--array", "0-19", str(run))
+    assert sub.returncode == 0, sub.stderr
+    assert "todo/run.sh[0-19] (20 tasks)" in sub.stdout
+    ls = metaq("ls", "--queue", str(q))
+    assert "todo/run.sh[0-19]" in ls.stdout and "20 tasks of an array" in ls.stdout
+    assert len(json.loads(metaq("ls", "--json", "--queue", str(q)).stdout)) == 20
+    assert metaq("ls", "--each", "--queue", str(q)).stdout.count("todo/run.sh/") == 20
+    cancel = metaq("cancel", "--queue", str(q), "run.sh[17]", "run.sh[3-4]")
+    assert cancel.returncode == 0, cancel.stderr
+    assert sorted(p.name for p in (q / "cancelled/todo/run.sh").iterdir()
+                  if not p.name.endswith(".reason")) == ["17", "3", "4"]
+    assert "todo/run.sh[0-2,5-16,18-19]" in metaq("ls", "--queue", str(q)).stdout
+    none = metaq("retry", "--queue", str(q), "run.sh", "--failed")
+    assert none.returncode == 1 and "no task of the array todo/run.sh" in none.stderr
+    back = metaq("retry", "--queue", str(q), "run.sh")
+    assert back.returncode == 0 and back.stdout.count("retry:") == 3
+    explain = metaq("explain", "--queue", str(q), "run.sh[17]")
+    assert explain.returncode == 0 and "todo/run.sh/17: pending" in explain.stdout
+
+
+def test_submit_after_refuses_unknown_names_and_resolves_known(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    metaq("init", str(q))
+    bad = metaq("submit", "--queue", str(q), "--after", "nope.sh", str(script(tmp_path / "a.sh")))
+    assert bad.returncode == 1 and "names no task" in bad.stderr
+    assert not (q / "todo/a.sh").exists()
+    metaq("submit", "--queue", str(q), str(script(tmp_path / "b.sh")))
+    ok = metaq("submit", "--queue", str(q), "--after", "b.sh", str(script(tmp_path / "a.sh")))
+    assert ok.returncode == 0, ok.stderr
+    assert "#METAQ AFTER todo/b.sh\n" in (q / "todo/a.sh").read_text()
+    why = metaq("explain", "--queue", str(q), "todo/a.sh")
+    assert "waits for its dependency todo/b.sh, which is waiting" in why.stdout
