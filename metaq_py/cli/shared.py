@@ -59,8 +59,18 @@ def reported() -> Iterator[None]:
 
 def open_queue(queue: Path) -> Queue:
     """The queue at ``queue``, or a :class:`MetaqError` saying why it is not one."""
+    import os
+
+    from metaq_py.errors import QueueError
+    from metaq_py.queue.settings.config import CONFIG_NAME
     from metaq_py.queue.store import Queue  # not every command opens a queue
 
     q = Queue(queue)
     q.require()
+    # A folder that holds none of a queue's parts is not one: no command may reshape it
+    # (a runner would make jobs/ and working/ in someone's home folder).
+    parts = (CONFIG_NAME, *q.config.folders, "hold", "working", "finished")
+    if not any(os.path.lexists(q.root / part) for part in parts):
+        raise QueueError(f"{q.root} is not a queue (it has no metaq.yaml and no task "
+                         f"folders); create one with 'metaq init {q.root}' or pass --queue")
     return q

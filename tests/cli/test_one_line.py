@@ -38,6 +38,11 @@ def _a_file(tmp: Path) -> None:
     (tmp / "file").write_text("not a folder\n")
 
 
+def _plain_folder(tmp: Path) -> None:
+    (tmp / "q").mkdir()
+    (tmp / "q/notes.txt").write_text("someone's folder, not a queue\n")
+
+
 def _past_end(tmp: Path) -> None:
     """A fake ``squeue`` that says this job ended in 2020."""
     _queue(tmp)
@@ -91,6 +96,10 @@ CASES: list[tuple[str, Prepare, list[str], str]] = [
     ("init under /proc", _a_file, ["init", "/proc/metaq-queue"], "/proc/metaq-queue"),
     ("run whose end has passed", _past_end, ["run", "-q", "{q}", "--batch", "slurm"],
      "ended at 2020-01-01"),
+    ("run on a folder that is not a queue", _plain_folder,
+     ["run", "-q", "{q}", "--nodes", "1", "--batch", "local"], "is not a queue"),
+    ("submit into a folder that is not a queue", _plain_folder,
+     ["submit", "{tmp}/q/notes.txt", "-q", "{q}"], "is not a queue"),
     ("run --end-signal KILL", _queue, ["run", "-q", "{q}", "--nodes", "1", "--end-signal",
                                        "KILL"], "--end-signal"),
 ]
