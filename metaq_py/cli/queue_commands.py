@@ -31,7 +31,7 @@ from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.arrays import format_indices, read_array
 from metaq_py.queue.judge import judge
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import USAGE_FIELDS, read_logbook
 from metaq_py.queue.store import (
     CANCELLED,
     FAILED,
@@ -453,11 +453,38 @@ def _print_history(submitted: float | None, history: list[dict[str, Any]], *,
             typer.echo("  " + ", ".join(f"{k} {v}" for k, v in h.items()))
             continue
         rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in h.items()
-                         if k not in ("time", "event"))
+                         if k not in ("time", "event", *USAGE_FIELDS))
         after = (f" ({in_words(max(0.0, when - submitted))} after submission)"
                  if submitted is not None else "")
         typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
                    + (f": {rest}" if rest else "") + after)
+        used = _usage_words(h)
+        if used:
+            typer.echo(f"      used: {used}")
+
+
+def _usage_words(entry: dict[str, Any]) -> str | None:
+    """What the run a logbook entry ends used, for people: CPU time in user and system mode,
+    peak memory, and where the figures come from; ``None`` when the entry does not say."""
+    user, system = entry.get("cpu_user_seconds"), entry.get("cpu_system_seconds")
+    if not isinstance(user, int | float) or not isinstance(system, int | float):
+        return None
+    words = f"CPU {user:.2f} s user + {system:.2f} s system"
+    rss = entry.get("max_rss_bytes")
+    if isinstance(rss, int) and not isinstance(rss, bool):
+        words += f", peak memory {_bytes(rss)}"
+    source = entry.get("usage_from")
+    return words + (f" (from {source})" if isinstance(source, str) else "")
+
+
+def _bytes(n: int) -> str:
+    """``n`` bytes in binary units, one decimal."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 def _print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> None:

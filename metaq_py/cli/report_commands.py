@@ -140,7 +140,7 @@ def report(
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Show node-hours and GPU-hours per project, run outcomes, and the on-demand record."""
+    """Show node-hours, GPU-hours and CPU efficiency per project, outcomes, on-demand work."""
     with reported():
         q = open_queue(queue)
         start = None
@@ -158,6 +158,13 @@ def report(
             typer.echo(f"warning: {p}", err=True)
 
 
+def _efficiency(cpu_hours: float, core_hours: float, measured: int) -> str:
+    """CPU time over cores times wall time, as ``seff`` prints it, and over how many runs."""
+    if core_hours <= 0:
+        return "n/a"
+    return f"{cpu_hours / core_hours:.1%} ({measured} run{'s' if measured != 1 else ''})"
+
+
 def _print_report(rep: Report) -> None:
     span = f"since {format_time(rep.since)}" if rep.since is not None else "all time"
     t = Table(title=f"usage per project, {span} ({rep.jobs} batch jobs)")
@@ -165,12 +172,17 @@ def _print_report(rep: Report) -> None:
     t.add_column("node-hours", justify="right")
     t.add_column("GPU-hours", justify="right")
     t.add_column("runs", justify="right")
+    t.add_column("CPU-hours", justify="right")
+    t.add_column("CPU efficiency", justify="right")
     t.add_column("outcomes")
     for p in rep.projects:
         t.add_row(p.project, f"{p.node_hours:.2f}", f"{p.gpu_hours:.2f}", str(p.runs),
+                  f"{p.cpu_hours:.2f}", _efficiency(p.cpu_hours, p.core_hours, p.measured),
                   ", ".join(f"{k} {v}" for k, v in p.outcomes.items()))
+    cpu, core = sum(p.cpu_hours for p in rep.projects), sum(p.core_hours for p in rep.projects)
     t.add_row("[bold]total[/]", f"[bold]{rep.node_hours:.2f}[/]", f"[bold]{rep.gpu_hours:.2f}[/]",
-              f"[bold]{sum(p.runs for p in rep.projects)}[/]",
+              f"[bold]{sum(p.runs for p in rep.projects)}[/]", f"[bold]{cpu:.2f}[/]",
+              _efficiency(cpu, core, sum(p.measured for p in rep.projects)),
               ", ".join(f"{k} {v}" for k, v in rep.outcomes.items()))
     console.print(t)
     od = rep.ondemand

@@ -46,6 +46,7 @@ from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.tee import OutputTee, make_pipe
+from metaq_py.launch.usage import Usage
 
 __all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
 
@@ -57,9 +58,11 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 @dataclass(frozen=True, slots=True)
 class ExitStatus:
     """How a task's script ended: ``returncode`` as :mod:`subprocess` reports it (a negative
-    number is the signal that killed it)."""
+    number is the signal that killed it), and what it used, from the kernel when it was reaped
+    (``None``: not known; see :mod:`metaq_py.launch.usage`)."""
 
     returncode: int
+    usage: Usage | None = None
 
     @property
     def ok(self) -> bool:
@@ -208,12 +211,12 @@ class TaskProcess:
             # A task that was stopped takes every marked process with it; one that ended by
             # itself leaves what it detached on purpose (the tee reports it, see tee.py).
             _kill_session(self.pid, self.mark if self.sent_signals else None)
-            returncode = self._popen.wait()
+            returncode, usage = _reap(self._popen)
             self._reaped = True
         self.ended_at = self._clock()
         if self._tee is not None:
             self.output_errors = tuple(self._tee.finish())
-        self._status = ExitStatus(returncode)
+        self._status = ExitStatus(returncode, usage)
         self._done.set()
         if self._on_exit is not None:
             try:
@@ -224,6 +227,17 @@ class TaskProcess:
     def __repr__(self) -> str:
         state = self._status if self._done.is_set() else "running"
         return f"<TaskProcess {self.spec.task!r} pid={self.pid} {state}>"
+
+
+def _reap(popen: subprocess.Popen[bytes]) -> tuple[int, Usage | None]:
+    """Reap the exited script with ``wait4``, for its exit and its resource usage (the
+    ``Popen`` is told how it ended); without usage when it was reaped already."""
+    try:
+        _, status, rusage = os.wait4(popen.pid, 0)
+    except ChildProcessError:  # reaped already: Popen knows how it ended
+        return popen.wait(), None
+    popen.returncode = os.waitstatus_to_exitcode(status)
+    return popen.returncode, Usage.from_rusage(rusage)
 
 
 class _Reaper:

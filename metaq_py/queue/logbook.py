@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOGBOOK_SUFFIX",
+    "USAGE_FIELDS",
     "Logbook",
     "logbook_path",
     "publish_logbook",
@@ -40,6 +41,12 @@ __all__ = [
 LOGBOOK_LIMIT = 4 * 1024 * 1024
 """The largest logbook (bytes) that is read: thousands of state changes."""
 
+USAGE_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "max_rss_bytes", "usage_from")
+"""The fields of a history entry that say what the run it ends used: CPU seconds in user and
+system mode, the peak resident memory in bytes, and where the figures come from (``wait4``:
+the kernel, when the runner reaped the script; ``sacct``: SLURM's accounting of the task's
+own step). See :mod:`metaq_py.launch.usage`."""
+
 LOGBOOK_SUFFIX = ".record"
 """The suffix of a logbook's file name, unchanged since logbooks were called records, so that
 the logbooks of existing queues are still found."""
@@ -50,7 +57,8 @@ class Logbook:
     """``attempts``: runs that ended without success (a failure, a lost job, a stale lease);
     a preemption is not one. ``submit``: the original submit time, kept across every move.
     ``history``: one entry per state change, newest last, each with ``time``, ``event`` and
-    where known ``job``, ``reason`` and ``exit_code``."""
+    where known ``job``, ``reason`` and ``exit_code``; an entry that ends a run carries what
+    the run used, where it is known (:data:`USAGE_FIELDS`)."""
 
     inode: int
     submit: float

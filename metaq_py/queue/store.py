@@ -37,6 +37,7 @@ import hashlib
 import os
 import socket
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
@@ -406,13 +407,17 @@ class Queue(Layout):
         why = read_reason_file(companion(claim.path, CANCEL_SUFFIX)) or "cancelled"
         return self._end(claim, CANCELLED, event="cancelled", reason=why)
 
-    def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None) -> Moved | None:
+    def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None,
+               usage: Mapping[str, object] | None = None) -> Moved | None:
         """Settle the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
         back to its folder while it has retries left (``RETRIES``, or the queue's default),
         and else to ``failed/`` with a ``.reason`` file. ``None``: the claim was already gone.
+        ``usage``: the run's resource use, added to its logbook entry
+        (:data:`~metaq_py.queue.logbook.USAGE_FIELDS`).
         """
         if exit_code == 0:
-            return self._end(claim, FINISHED, event="finished", exit_code=0, reason=reason)
+            return self._end(claim, FINISHED, event="finished", exit_code=0, reason=reason,
+                             usage=usage)
         host = claim.host or "an unknown host"
         what = f"exited with code {exit_code} in job {claim.jobid} on {host}"
         if reason:
@@ -423,21 +428,25 @@ class Queue(Layout):
         attempts = claim.attempts + 1
         if attempts <= retries and attempts < self.config.caps.attempts:
             return self._back(claim, attempts=attempts, event="failed", reason=what,
-                              exit_code=exit_code)
+                              exit_code=exit_code, usage=usage)
         note = f"{what}; gave up after {attempts} run{'s' if attempts > 1 else ''}"
         return self._end(claim, FAILED, event="failed", exit_code=exit_code, reason=note,
-                         attempts=attempts)
+                         attempts=attempts, usage=usage)
 
-    def requeue(self, claim: Claim, *, reason: str, count_attempt: bool = True) -> Moved | None:
+    def requeue(self, claim: Claim, *, reason: str, count_attempt: bool = True,
+                usage: Mapping[str, object] | None = None) -> Moved | None:
         """Put a claimed task back in its folder under its own relative path, keeping its
         original submit time (so it keeps its place). ``count_attempt=False`` is for a
         preemption, which is not the task's fault. A task whose unsuccessful runs reach
-        ``caps.attempts`` goes to ``failed/`` instead. ``None``: the claim was already gone."""
+        ``caps.attempts`` goes to ``failed/`` instead. ``None``: the claim was already gone.
+        ``usage`` as for :meth:`finish`."""
         attempts = claim.attempts + (1 if count_attempt else 0)
         if count_attempt and attempts >= self.config.caps.attempts:
             note = f"{reason}; gave up after {attempts} unsuccessful runs (caps.attempts)"
-            return self._end(claim, FAILED, event="requeued", reason=note, attempts=attempts)
-        return self._back(claim, attempts=attempts, event="requeued", reason=reason)
+            return self._end(claim, FAILED, event="requeued", reason=note, attempts=attempts,
+                             usage=usage)
+        return self._back(claim, attempts=attempts, event="requeued", reason=reason,
+                          usage=usage)
 
     def leases(self, *, machine: str | None = None, jobid: str | None = None,
                specs: bool = False) -> list[Claim]:
@@ -495,18 +504,21 @@ class Queue(Layout):
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
 
-    def _history(self, claim: Claim, event: str, **fields: object) -> Logbook:
+    def _history(self, claim: Claim, event: str, usage: Mapping[str, object] | None = None,
+                 **fields: object) -> Logbook:
         """The logbook of ``claim``'s task with ``event`` added to its history."""
         now = self.clock.now()
         if claim.has_logbook:
             logbook = logbook_of(claim.path, now=now)
         else:  # it never ran before, and only the queue writes logbooks: there is none
             logbook = Logbook(inode=inode_of(claim.path), submit=claim.submit)
-        entry = history_entry(event, now=now, job=claim.jobid, host=claim.host, **fields)
+        entry = history_entry(event, now=now, job=claim.jobid, host=claim.host, **fields,
+                              **(usage or {}))
         return replace(logbook, submit=claim.submit, history=(*logbook.history, entry))
 
     def _back(self, claim: Claim, *, attempts: int, event: str, reason: str,
-              exit_code: int | None = None) -> Moved | None:
+              exit_code: int | None = None,
+              usage: Mapping[str, object] | None = None) -> Moved | None:
         if self.cancel_requested(claim) or claim.folder not in self.config.folders:
             # A cancel outlives every way back (a requeue, a retry, a reclaim of a dead
             # job's claim); a claim naming no task folder of this queue has no way back.
@@ -514,8 +526,8 @@ class Queue(Layout):
                 return self.cancelled(claim)
             return self._end(claim, FAILED, event=event, reason=f"{reason}; its folder "
                              f"{claim.folder!r} is not a task folder of this queue")
-        logbook = replace(self._history(claim, event, reason=reason, exit_code=exit_code),
-                         attempts=attempts)
+        logbook = replace(self._history(claim, event, usage, reason=reason,
+                                        exit_code=exit_code), attempts=attempts)
         moved = self.move(claim.path, self.path_of(PENDING, claim.folder, claim.relpath),
                           logbook=logbook, claim=claim)
         if moved is None:
@@ -532,8 +544,9 @@ class Queue(Layout):
         return Moved(claim.folder, moved)
 
     def _end(self, claim: Claim, state: str, *, event: str, reason: str | None,
-             exit_code: int | None = None, attempts: int | None = None) -> Moved | None:
-        logbook = self._history(claim, event, reason=reason, exit_code=exit_code)
+             exit_code: int | None = None, attempts: int | None = None,
+             usage: Mapping[str, object] | None = None) -> Moved | None:
+        logbook = self._history(claim, event, usage, reason=reason, exit_code=exit_code)
         if attempts is not None:
             logbook = replace(logbook, attempts=attempts)
         note = reason if state != FINISHED else None

@@ -12,6 +12,11 @@ marked ``instant`` (started at once on arrival), counted over starts where it sa
 Preemptions and shrinks are counted from ``preempt`` and ``shrink`` events, and the node-hours
 lost to preemption are the sum of ``lost_node_seconds`` of ``preempt`` events.
 
+CPU efficiency is ``seff``'s: the CPU time (user plus system) of a project's runs over the
+cores they held times their wall time (``core_seconds``), counted over the runs whose ``end``
+event carries both (a run whose figures are unknown, such as a SLURM step without accounting,
+is left out of both sides).
+
 ``--since`` keeps events at or after a moment; a run counts when its ``end`` does.
 """
 
@@ -38,13 +43,24 @@ NO_PROJECT = "-"
 
 @dataclass(frozen=True, slots=True)
 class ProjectUse:
-    """What one project's runs used: node-hours, GPU-hours and runs per outcome."""
+    """What one project's runs used: node-hours, GPU-hours and runs per outcome;
+    ``cpu_hours`` (user plus system) and ``core_hours`` (cores held times wall time) over the
+    ``measured`` runs whose usage is known."""
 
     project: str
     node_hours: float = 0.0
     gpu_hours: float = 0.0
     runs: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    cpu_hours: float = 0.0
+    core_hours: float = 0.0
+    measured: int = 0
+
+    @property
+    def cpu_efficiency(self) -> float | None:
+        """CPU time over cores times wall time, as ``seff`` prints it (``None``: no measured
+        run held cores)."""
+        return self.cpu_hours / self.core_hours if self.core_hours > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +116,9 @@ class Report:
             "gpu_hours": self.gpu_hours,
             "outcomes": self.outcomes,
             "projects": [{"project": p.project, "node_hours": p.node_hours,
-                          "gpu_hours": p.gpu_hours, "runs": p.runs, "outcomes": p.outcomes}
+                          "gpu_hours": p.gpu_hours, "runs": p.runs, "outcomes": p.outcomes,
+                          "cpu_hours": p.cpu_hours, "core_hours": p.core_hours,
+                          "measured_runs": p.measured, "cpu_efficiency": p.cpu_efficiency}
                          for p in self.projects],
             "ondemand": {"starts": od.starts, "instant": od.instant, "known": od.known,
                          "instant_rate": od.rate, "arrivals": od.arrivals,
@@ -115,6 +133,9 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
     """Total the events of ``logs`` at or after ``since``."""
     node_s: Counter[str] = Counter()
     gpu_s: Counter[str] = Counter()
+    cpu_s: Counter[str] = Counter()
+    core_s: Counter[str] = Counter()
+    measured: Counter[str] = Counter()
     runs: Counter[str] = Counter()
     per_project: dict[str, Counter[str]] = {}
     outcomes: Counter[str] = Counter()
@@ -134,6 +155,11 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
                 node_s[project] += _seconds(e.get("node_seconds"))
                 gpu_s[project] += _seconds(e.get("gpu_seconds"))
                 runs[project] += 1
+                cpu = _cpu_seconds(e)
+                if cpu is not None and _seconds(e.get("core_seconds")) > 0:
+                    cpu_s[project] += cpu
+                    core_s[project] += _seconds(e.get("core_seconds"))
+                    measured[project] += 1
                 outcome = str(e.get("outcome", "unknown"))
                 per_project.setdefault(project, Counter())[outcome] += 1
                 outcomes[outcome] += 1
@@ -154,7 +180,8 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
             counted = True
         jobs += counted
     projects = tuple(
-        ProjectUse(p, node_s[p] / 3600.0, gpu_s[p] / 3600.0, runs[p], _ordered(per_project[p]))
+        ProjectUse(p, node_s[p] / 3600.0, gpu_s[p] / 3600.0, runs[p], _ordered(per_project[p]),
+                   cpu_s[p] / 3600.0, core_s[p] / 3600.0, measured[p])
         for p in sorted(runs))
     return Report(
         since=since, jobs=jobs, projects=projects, outcomes=_ordered(outcomes),
@@ -188,6 +215,14 @@ def _seconds(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
     return float(value) if math.isfinite(value) and value > 0 else 0.0
+
+
+def _cpu_seconds(e: dict[str, Any]) -> float | None:
+    """User plus system CPU seconds of an ``end`` event; ``None`` when it does not say."""
+    user, system = e.get("cpu_user_seconds"), e.get("cpu_system_seconds")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (user, system)):
+        return None
+    return _seconds(user) + _seconds(system)
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:

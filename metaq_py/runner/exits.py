@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import signal
 
+from metaq_py.batch.step_usage import StepUsage
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
+from metaq_py.launch.slurm_step import read_step
+from metaq_py.launch.usage import Usage
 from metaq_py.queue.store import FAILED, FINISHED
 from metaq_py.runner.context import Context
 from metaq_py.runner.live_task import LiveTask, Why
@@ -33,6 +36,10 @@ class Settler:
         self.cluster = cluster
         self.roster = roster
         self.unsettled: list[LiveTask] = []
+        self.steps = StepUsage()
+        """SLURM's figures for tasks run in steps of their own (asked once per end)."""
+        self._used: dict[TaskProcess, Usage | None] = {}
+        """Each ended process's usage from first asked until its ``end`` event is written."""
 
     def exited(self, process: TaskProcess, *, stopping: str | None) -> None:
         """``process`` is over: settle its task, or start it again after a restart."""
@@ -65,7 +72,7 @@ class Settler:
         status = live.process.status if live.process is not None else None
         returncode = status.returncode if status is not None else 0
         try:
-            outcome = self._settle(live, returncode, stopping)
+            outcome = self._settle(live, returncode, stopping, self.usage(live))
         except OSError as e:
             if live not in self.unsettled:
                 self.unsettled.append(live)
@@ -78,20 +85,46 @@ class Settler:
         self._write_end(live, outcome)
         return True
 
+    def usage(self, live: LiveTask) -> Usage | None:
+        """What ``live``'s run used: SLURM's figures for a task in a step of its own (the
+        runner reaped only its ``srun``), else the kernel's from reaping its script; kept
+        until its ``end`` event is written, since its logbook entry carries it too."""
+        process = live.process
+        if process is None:
+            return None
+        if process not in self._used:
+            status = process.status
+            if process.spec.srun_wrap:
+                step = read_step(process.spec.step_file)
+                self._used[process] = self.steps.of(step) if step is not None else None
+            else:
+                self._used[process] = status.usage if status is not None else None
+        return self._used[process]
+
     def _write_end(self, live: LiveTask, outcome: str) -> None:
         status = live.process.status if live.process is not None else None
         sig = status.signal if status is not None else None
+        seconds = live.since - live.started
+        cores = len(live.cores) * seconds if live.cores is not None \
+            else live.node_seconds * self.ctx.alloc.cores_per_node
+        usage = self.usage(live)
+        if live.process is not None:
+            self._used.pop(live.process, None)
         self.ctx.events.write(
             "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
             outcome=outcome, exit_code=status.exit_code if status else None,
-            signal=sig.name if sig else None, seconds=live.since - live.started,
+            signal=sig.name if sig else None, seconds=seconds,
             node_seconds=live.node_seconds, gpu_seconds=live.gpu_seconds,
+            core_seconds=cores, **(usage.fields() if usage is not None else {}),
             project=live.claim.spec.project, kind=str(live.job.kind))
 
-    def _settle(self, live: LiveTask, returncode: int, stopping: str | None) -> str:
-        """Move the task where its exit sends it; the ``outcome`` of its ``end`` event.
-        Raises ``OSError`` when the queue cannot be written."""
+    def _settle(self, live: LiveTask, returncode: int, stopping: str | None,
+                usage: Usage | None) -> str:
+        """Move the task where its exit sends it (its logbook entry carrying ``usage``);
+        the ``outcome`` of its ``end`` event. Raises ``OSError`` when the queue cannot be
+        written."""
         q, claim, why = self.ctx.queue, live.claim, live.why
+        used = usage.fields() if usage is not None else None
         if why is Why.LOST:
             return "reclaimed"
         if why is Why.CANCEL:
@@ -102,7 +135,7 @@ class Settler:
                     else "preempted" if why is Why.PREEMPT
                     else f"interrupted: {stopping or 'stopped'}")
             moved = q.requeue(claim, reason=f"{what} in job {self.ctx.jobid}",
-                              count_attempt=False)
+                              count_attempt=False, usage=used)
             if moved is None:
                 return "reclaimed"
             return "preempted" if why is Why.PREEMPT else "requeued"
@@ -114,7 +147,7 @@ class Settler:
                 reason = f"killed by {signal.Signals(-returncode).name}"
             except ValueError:
                 reason = f"killed by signal {-returncode}"
-        moved = q.finish(claim, exit_code=code, reason=reason)
+        moved = q.finish(claim, exit_code=code, reason=reason, usage=used)
         if moved is None:
             return "reclaimed"  # the claim was taken from us meanwhile
         if moved.state == FINISHED:

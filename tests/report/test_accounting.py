@@ -156,3 +156,105 @@ def test_since_as_a_date_is_local_midnight(y: int, m: int, d: int) -> None:
 def test_bad_since_is_one_sentence(text: str) -> None:
     with pytest.raises(DurationError, match="is not a date; use YYYY-MM-DD"):
         parse_since(text, now=T0)
+
+
+# --- CPU efficiency, as seff prints it ------------------------------------------------------
+
+def _measured(e: dict, user: float, system: float, cores: float) -> dict:
+    return {**e, "cpu_user_seconds": user, "cpu_system_seconds": system,
+            "max_rss_bytes": 1 << 20, "usage_from": "wait4", "core_seconds": cores}
+
+
+def test_cpu_efficiency_is_cpu_time_over_cores_times_wall_time(tmp_path: Path) -> None:
+    write_log(tmp_path, "300", [
+        runner_start(T0, ["a", "b"], end=None),
+        _measured(end(T0 + 100, "todo/a.sh", ["a"], seconds=100, project="lat"),
+                  user=300.0, system=20.0, cores=800.0),
+        _measured(end(T0 + 200, "todo/b.sh", ["b"], seconds=200, project="lat"),
+                  user=90.0, system=10.0, cores=400.0),
+        end(T0 + 300, "todo/c.sh", ["a"], seconds=100, project="lat"),  # usage not known
+        _measured(end(T0 + 400, "todo/d.sh", ["b"], seconds=10, project="ana"),
+                  user=0.0, system=0.0, cores=0.0),  # held no cores: left out
+    ])
+    by = {p.project: p for p in build_report(read_job_logs(tmp_path)).projects}
+    lat = by["lat"]
+    assert (lat.runs, lat.measured) == (3, 2)
+    assert lat.cpu_hours == pytest.approx(420 / 3600)
+    assert lat.core_hours == pytest.approx(1200 / 3600)
+    assert lat.cpu_efficiency == pytest.approx(0.35)
+    assert by["ana"].cpu_efficiency is None and by["ana"].measured == 0
+    doc = build_report(read_job_logs(tmp_path)).to_json()
+    row = next(p for p in doc["projects"] if p["project"] == "lat")
+    assert row["cpu_efficiency"] == pytest.approx(0.35) and row["measured_runs"] == 2
+
+
+@given(st.lists(st.tuples(st.floats(0, 1e5), st.floats(0, 1e5), st.floats(1, 1e6)),
+                max_size=8))
+def test_efficiency_is_the_ratio_of_the_sums(tmp_path_factory: pytest.TempPathFactory,
+                                             runs: list[tuple[float, float, float]]) -> None:
+    root = tmp_path_factory.mktemp("eff")
+    write_log(root, "1", [runner_start(T0, ["a"], end=None)] + [
+        _measured(end(T0 + i, f"todo/{i}.sh", ["a"], seconds=1, project="p"),
+                  user=u, system=s, cores=c) for i, (u, s, c) in enumerate(runs)])
+    rep = build_report(read_job_logs(root))
+    if not runs:
+        assert rep.projects == ()
+        return
+    p, = rep.projects
+    assert p.cpu_efficiency == pytest.approx(sum(u + s for u, s, _ in runs)
+                                             / sum(c for *_, c in runs))
+
+
+# A real run: one task burns CPU on one core, one sleeps; usage reaches the end events, the
+# logbooks, `metaq show` and `metaq report`.
+BURN = """#!/bin/sh
+#METAQ CPUS 1
+#METAQ PROJECT {project}
+#METAQ MIN_WC_TIME 1:00
+{python} -c '
+import time
+end = time.process_time() + {burn}
+while time.process_time() < end:
+    pass
+time.sleep({sleep})
+'
+"""
+
+
+def test_a_real_runs_usage_reaches_events_logbook_show_and_report(tmp_path: Path) -> None:
+    import sys
+
+    from tests.cli.test_queue import metaq
+
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    for name, project, burn, sleep in (("busy", "lattice", 0.8, 0.0),
+                                       ("idle", "analysis", 0.0, 0.8)):
+        script = tmp_path / f"{name}.sh"
+        script.write_text(BURN.format(project=project, python=sys.executable, burn=burn,
+                                      sleep=sleep))
+        script.chmod(0o755)
+        assert metaq("submit", str(script), "--queue", str(q)).returncode == 0
+    ran = metaq("run", "--queue", str(q), "--batch", "local", "--nodes", "1",
+                "--cores-per-node", "2", "--launch-pause", "0")
+    assert ran.returncode == 0, ran.stderr
+    ends = {Path(e["task"]).stem: e for log in (q / "jobs").rglob("events.jsonl")
+            for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "end"}
+    busy, idle = ends["busy"], ends["idle"]
+    assert busy["usage_from"] == "wait4" and busy["max_rss_bytes"] > 1 << 20
+    assert busy["cpu_user_seconds"] + busy["cpu_system_seconds"] >= 0.7
+    assert idle["cpu_user_seconds"] + idle["cpu_system_seconds"] < 0.5
+    assert busy["core_seconds"] == pytest.approx(busy["seconds"])  # one core held
+    shown = metaq("show", "busy.sh", "--queue", str(q))
+    assert shown.returncode == 0, shown.stderr
+    assert "used: CPU" in shown.stdout and "peak memory" in shown.stdout, shown.stdout
+    as_json = json.loads(metaq("show", "busy.sh", "--queue", str(q), "--json").stdout)
+    assert as_json["history"][-1]["cpu_user_seconds"] == busy["cpu_user_seconds"]
+    report = json.loads(metaq("report", "--queue", str(q), "--json").stdout)
+    eff = {p["project"]: p["cpu_efficiency"] for p in report["projects"]}
+    cpu = busy["cpu_user_seconds"] + busy["cpu_system_seconds"]
+    assert eff["lattice"] == pytest.approx(cpu / busy["core_seconds"])
+    # a loaded machine stretches the wall time; the busy task still uses its core far more
+    assert eff["lattice"] > 3 * eff["analysis"], eff
+    table = metaq("report", "--queue", str(q)).stdout
+    assert "CPU efficiency" in table and "%" in table
