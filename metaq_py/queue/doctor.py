@@ -35,8 +35,9 @@ from metaq_py.queue.store import DONE_STATES, HOLD, JOBS, NOTICES, WORKING, Queu
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]
 
-_OTHER_TOP = ("alloc",)
-"""Folders at the top of a queue that other parts of metaq make (``metaq alloc``'s journal)."""
+_OTHER_TOP = ("alloc", "examples")
+"""Folders at the top of a queue that other parts of metaq make (``metaq alloc``'s journal),
+or that hold scripts to submit rather than tasks (the example queue's ``examples/``)."""
 
 
 class Kind(enum.Enum):
