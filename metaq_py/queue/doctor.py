@@ -28,7 +28,13 @@ from pathlib import Path
 from metaq_py.queue.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.folders import PLANTED, REASON_SUFFIX, set_aside
 from metaq_py.queue.lease import LEASE_LIMIT, LEASE_SUFFIX, Claim, read_claims
-from metaq_py.queue.notices import NOTICE_FOLDERS, NoticeError, read_notice_file, set_notice_aside
+from metaq_py.queue.notices import (
+    MAX_AHEAD,
+    NOTICE_FOLDERS,
+    NoticeError,
+    read_notice_file,
+    set_notice_aside,
+)
 from metaq_py.queue.settings.config import CONFIG_NAME
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.store import DONE_STATES, HOLD, JOBS, NOTICES, WORKING, Queue
@@ -92,7 +98,7 @@ def examine(q: Queue, *, now: float) -> list[Anomaly]:
         if _is_real_dir(top):
             found += _walk(q, top, name, trust)
     found += _leases(q, now)
-    found += _notices(q)
+    found += _notices(q, now)
     return sorted(found, key=lambda a: (str(a.path), a.kind.value))
 
 
@@ -313,7 +319,7 @@ def _lease_problem(lease: Path) -> str | None:
     return None
 
 
-def _notices(q: Queue) -> Iterator[Anomaly]:
+def _notices(q: Queue, now: float) -> Iterator[Anomaly]:
     folder = q.root / NOTICES
     if not _is_real_dir(folder):
         return
@@ -327,7 +333,10 @@ def _notices(q: Queue) -> Iterator[Anomaly]:
                                 "expired/ and cancelled/")
             continue
         try:
-            read_notice_file(path)
+            stored = read_notice_file(path)
+            if stored.notice.arrival - now > MAX_AHEAD:
+                raise NoticeError(f"{path}: the notice announces work more than "
+                                  f"{MAX_AHEAD / 86400:g} days ahead")
         except NoticeError as err:
             yield Anomaly(Kind.BAD_NOTICE, path, str(err), "fix the file or withdraw it; "
                           "runners set it aside", Fix.NOTICE_ASIDE)

@@ -35,7 +35,6 @@ import math
 import os
 import re
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -192,9 +191,7 @@ def parse_notice(data: bytes, *, path: str | os.PathLike[str]) -> NoticeFile:
     if not 0 < walltime <= MAX_WALLTIME:
         raise NoticeError(f"{where}: the notice's 'walltime' must be more than zero and at "
                           f"most {format_duration(MAX_WALLTIME)}, not {walltime!r}")
-    # Judged from its stated issue time and from now: a notice written to claim that it was
-    # issued in the far future would otherwise announce work at any distance.
-    if arrival - issued > MAX_AHEAD or arrival - time.time() > MAX_AHEAD:
+    if arrival - issued > MAX_AHEAD:
         raise NoticeError(f"{where}: the notice announces work more than "
                           f"{format_duration(MAX_AHEAD)} ahead")
     who = obj.get("who", "unknown")
@@ -339,6 +336,7 @@ def load_notices(root: str | os.PathLike[str], *, now: float,
     for path in _notice_files(Path(root) / NOTICES):
         try:
             stored = _read(path)
+            _check_ahead(stored, now)
         except FileNotFoundError:
             continue
         except NoticeError as e:
@@ -357,6 +355,15 @@ def load_notices(root: str | os.PathLike[str], *, now: float,
         live.append(stored.notice)
     live.sort(key=lambda n: (n.issued, n.arrival, n.id))
     return live
+
+
+def _check_ahead(stored: NoticeFile, now: float) -> None:
+    """Raise :class:`NoticeError` for a notice whose work is more than :data:`MAX_AHEAD`
+    from ``now``: one that claims to have been issued in the far future would otherwise
+    announce work at any distance (its file is judged against its own issue time)."""
+    if stored.notice.arrival - now > MAX_AHEAD:
+        raise NoticeError(f"{stored.path}: the notice announces work more than "
+                          f"{format_duration(MAX_AHEAD)} ahead")
 
 
 def _notice_files(folder: Path) -> Iterator[Path]:

@@ -110,6 +110,13 @@ def bad_notice(w: World) -> None:
     (w.q.root / "notices/n.json").write_text('{"name": "n", "nodes": "many"}')
 
 
+def sly_notice(w: World) -> None:
+    """A notice that claims to be issued in 9999, for work the next day."""
+    far = 253402210800.0  # 9999-12-31
+    (w.q.root / "notices/sly.json").write_text(json.dumps(
+        {"name": "sly", "nodes": 1, "arrival": far, "walltime": 60, "issued": far - 86400}))
+
+
 def long_name(w: World) -> None:
     task(w.q, "c" * 230 + ".sh", "true")
 
@@ -198,6 +205,8 @@ CASES: list[tuple[str, Callable[[World], None], str, str, Fixed]] = [
     ("orphan lease", orphan_lease, "orphan-lease", "working/m/44/todo/.gone.sh.lease",
      gone("working/m/44/todo/.gone.sh.lease")),
     ("bad notice", bad_notice, "bad-notice", "notices/n.json", notice_rejected),
+    ("notice issued in the far future", sly_notice, "bad-notice", "notices/sly.json",
+     gone("notices/sly.json")),
     ("name too long", long_name, "long-name", "todo/" + "c" * 230 + ".sh",
      in_rejected("long-name-*")),
     ("stray folder with a file", stray_folder, "stray", "stuff", None),
