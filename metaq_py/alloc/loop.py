@@ -5,7 +5,10 @@ A pass, under the queue's alloc lock (:meth:`~metaq_py.alloc.journal.Journal.loc
 1. lists this queue's allocations the batch system holds (:func:`list_allocations`); when it
    cannot answer, nothing is submitted, since allocations that cannot be counted might be
    too many;
-2. reads the waiting tasks from the queue's folders;
+2. reads the waiting tasks from the queue's folders, and leaves out those whose ``AFTER``
+   dependencies are not met (:class:`~metaq_py.queue.deps.Dependencies`): an allocation for
+   them could run nothing. One whose dependency failed for good is moved to ``failed/``, as
+   a runner would (not on a dry run);
 3. asks :func:`~metaq_py.alloc.policy.decide`;
 4. submits, or refuses, and writes it to ``alloc/events.jsonl``.
 
@@ -38,6 +41,7 @@ from metaq_py.batch.submit import (
     submit_command,
 )
 from metaq_py.errors import MetaqError
+from metaq_py.queue.deps import Dependencies
 from metaq_py.queue.store import Queue
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]
@@ -75,10 +79,25 @@ class Allocator:
         self.name = alloc_name(self.root)
         self.journal = Journal(queue.root, clock=queue.clock)
 
-    def waiting(self) -> list[Waiting]:
-        """The waiting tasks, as sizing sees them."""
-        return [Waiting(t.id, t.spec.min_nodes, t.spec.nodes, t.walltime)
-                for t in self.queue.scan().tasks]
+    def waiting(self, *, dry_run: bool = True) -> tuple[list[Waiting], int]:
+        """The waiting tasks that could start now, as sizing sees them, and how many others
+        wait for a dependency not yet finished. Unless ``dry_run``, a task whose dependency
+        failed for good is moved to ``failed/`` (and counted in neither)."""
+        deps = Dependencies(self.queue)
+        ready: list[Waiting] = []
+        blocked = 0
+        for t in self.queue.scan().tasks:
+            verdict = deps.check(t)
+            if verdict.ready:
+                ready.append(Waiting(t.id, t.spec.min_nodes, t.spec.nodes, t.walltime))
+            elif verdict.failed is None:
+                blocked += 1
+            elif dry_run:
+                continue
+            elif deps.fail(t, verdict) is not None:
+                self.journal.events.append("dependency-failed", task=t.id,
+                                           reason=verdict.failed)
+        return ready, blocked
 
     def request(self, decision: Submit) -> AllocRequest:
         """The allocation ``decision`` asks for, with the settings' extras."""
@@ -115,8 +134,9 @@ class Allocator:
             return self._refuse(Refuse("batch", why), dry_run=dry_run)
         if not dry_run:
             self.journal.saw(known, now=now)
-        decision = decide(self.waiting(), [Known(j.jobid, j.queued) for j in known],
-                          self.settings, now=now, last_failure=self.journal.last_failure())
+        ready, blocked = self.waiting(dry_run=dry_run)
+        decision = decide(ready, [Known(j.jobid, j.queued) for j in known], self.settings,
+                          now=now, last_failure=self.journal.last_failure(), blocked=blocked)
         if isinstance(decision, Refuse):
             return self._refuse(decision, dry_run=dry_run, known=known)
         request = self.request(decision)

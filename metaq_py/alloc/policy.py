@@ -5,7 +5,9 @@ knows (:class:`Known`), the settings (:class:`~metaq_py.queue.settings.config.Al
 and the time of the last failed submission, and returns a :class:`Submit` or a
 :class:`Refuse`, each with its reason in one sentence. The rules, in order:
 
-1. a task must wait (``empty``);
+1. a task must wait (``empty``) whose dependencies are met (``blocked``: tasks that wait
+   only for unmet ``AFTER`` dependencies could run nothing in a new allocation; their turn
+   comes when the dependency has finished);
 2. fewer than ``max_queued`` allocations waiting to start (``queued``), and fewer than
    ``max_allocations`` queued or running (``limit``);
 3. no failed submission within ``backoff`` (``backoff``);
@@ -66,8 +68,8 @@ class Submit:
 
 @dataclass(frozen=True, slots=True)
 class Refuse:
-    """Submit nothing; ``code`` names the rule (``empty``, ``limit``, ``queued``, ``backoff``,
-    ``no-fit``) and ``reason`` says it in one sentence."""
+    """Submit nothing; ``code`` names the rule (``empty``, ``blocked``, ``limit``, ``queued``,
+    ``backoff``, ``no-fit``) and ``reason`` says it in one sentence."""
 
     code: str
     reason: str
@@ -83,9 +85,13 @@ def fits(task: Waiting, settings: AllocSettings) -> bool:
 
 
 def decide(waiting: Sequence[Waiting], known: Sequence[Known], settings: AllocSettings, *,
-           now: float, last_failure: float | None = None) -> Decision:
-    """What to do for this queue now; see the module text for the rules."""
+           now: float, last_failure: float | None = None, blocked: int = 0) -> Decision:
+    """What to do for this queue now; see the module text for the rules. ``waiting`` are the
+    tasks that could start now; ``blocked`` counts those that wait for a dependency."""
     if not waiting:
+        if blocked:
+            return Refuse("blocked", f"{blocked} task(s) wait, each for a dependency not yet "
+                                     f"finished, and none other")
         return Refuse("empty", "no task waits")
     queued = sum(1 for k in known if k.queued)
     if queued >= settings.max_queued:

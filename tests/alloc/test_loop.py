@@ -170,3 +170,59 @@ def test_status_shows_the_allocations_alloc_made(fake_bin: FakeBin, tmp_path: Pa
     text = metaq("status", "--queue", str(root)).stdout
     assert "allocations metaq alloc made" in text
     assert "100" in text and "RUNNING" in text
+
+
+def test_a_task_waiting_on_a_running_dependency_brings_no_allocation(
+    fake_bin: FakeBin, tmp_path: Path
+) -> None:
+    """HyperQueue's #248: the only waiting task waits for prop.sh, which runs in another
+    allocation; an allocation now could run nothing. Once prop.sh has finished, one comes."""
+    batch = FakeBatch(fake_bin, "slurm")
+    root = tmp_path / "q"
+    q = make_queue(root, "slurm", {"prop.sh": "#METAQ MIN_WC_TIME 5m\n",
+                                   "contract.sh": "#METAQ AFTER todo/prop.sh\n"
+                                                  "#METAQ MIN_WC_TIME 20m\n"})
+    [prop] = [t for t in q.scan().tasks if t.id == "todo/prop.sh"]
+    claim = q.claim(prop, machine="m", jobid="77")
+    assert claim is not None
+    allocator = Allocator(q)
+    for _ in range(2):
+        blocked = allocator.once()
+        assert isinstance(blocked.decision, Refuse) and blocked.decision.code == "blocked"
+        assert blocked.decision.reason.startswith("1 task(s) wait, each for a dependency")
+    dry = Allocator(q).once(dry_run=True)
+    assert isinstance(dry.decision, Refuse) and dry.decision.code == "blocked"
+    assert batch.submissions() == []
+
+    q.finish(claim, exit_code=0)
+    ready = Allocator(Queue(root)).once()
+    assert isinstance(ready.decision, Submit) and ready.jobid is not None
+    # Sized for contract.sh alone: 20 min plus the 5 min margin.
+    assert (ready.decision.nodes, ready.decision.walltime, ready.decision.fits) == (1, 1500.0, 1)
+    assert len(batch.submissions()) == 1
+    assert [(e["event"], e.get("code")) for e in events(root)] == [
+        ("refuse", "blocked"), ("submit", None)]
+
+
+def test_a_task_whose_dependency_failed_brings_none_and_moves_to_failed(
+    fake_bin: FakeBin, tmp_path: Path
+) -> None:
+    batch = FakeBatch(fake_bin, "slurm")
+    root = tmp_path / "q"
+    q = make_queue(root, "slurm", {"prop.sh": "", "contract.sh": "#METAQ AFTER todo/prop.sh\n"})
+    [prop] = [t for t in q.scan().tasks if t.id == "todo/prop.sh"]
+    claim = q.claim(prop, machine="m", jobid="77")
+    assert claim is not None
+    q.finish(claim, exit_code=3)
+    assert (root / "failed" / "todo" / "prop.sh").is_file()
+    dry = Allocator(q).once(dry_run=True)
+    assert isinstance(dry.decision, Refuse) and dry.decision.code == "empty"
+    assert (root / "todo" / "contract.sh").is_file()  # a dry run moves nothing
+    done = Allocator(Queue(root)).once()
+    assert isinstance(done.decision, Refuse) and done.decision.code == "empty"
+    assert (root / "failed" / "todo" / "contract.sh").is_file()
+    assert not (root / "todo" / "contract.sh").exists()
+    assert batch.submissions() == []
+    moved = [e for e in events(root) if e["event"] == "dependency-failed"]
+    assert [(e["task"], e["reason"]) for e in moved] == [
+        ("todo/contract.sh", "dependency todo/prop.sh failed")]

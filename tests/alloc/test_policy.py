@@ -25,6 +25,15 @@ def test_nothing_waits_nothing_is_submitted() -> None:
     assert d == Refuse("empty", "no task waits")
 
 
+def test_tasks_waiting_only_for_dependencies_bring_nothing() -> None:
+    d = decide([], [], S, now=NOW, blocked=3)
+    assert d == Refuse("blocked", "3 task(s) wait, each for a dependency not yet finished, "
+                                  "and none other")
+    # One task ready among blocked ones: sized for that task alone.
+    d = decide([task(nodes=2, walltime=600.0)], [], S, now=NOW, blocked=3)
+    assert isinstance(d, Submit) and (d.nodes, d.fits) == (2, 1)
+
+
 def test_one_task_gets_its_nodes_and_its_time_plus_the_margin() -> None:
     d = decide([task(nodes=3, walltime=1800.0)], [], S, now=NOW)
     assert isinstance(d, Submit)
