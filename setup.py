@@ -39,6 +39,7 @@ COMPILED = [
     "metaq_py/policy/pool.py",
     "metaq_py/policy/shares.py",
     "metaq_py/policy/spans.py",
+    "metaq_py/policy/waitlist.py",
     "metaq_py/policy/work.py",
     "sim/engine/arrivals.py",
     "sim/engine/core.py",

@@ -32,6 +32,7 @@ from metaq_py.policy.model import (
 )
 from metaq_py.policy.shares import NodeLoad, NodeShape, Placement, SharedNodes
 from metaq_py.policy.spans import Bounds, Spans
+from metaq_py.policy.waitlist import Waitlist
 
 __all__ = ["ClusterError", "Holdings"]
 
@@ -120,19 +121,21 @@ class Holdings:
         return self._ends.walltime(self._running)
 
     def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
-                 ordered: bool = False, ondemand_waiting: int | None = None) -> Snapshot:
+                 ordered: bool = False, ondemand_waiting: int | None = None,
+                 waitlist: Waitlist | None = None) -> Snapshot:
         """The world as a scheduler sees it, over the live containers (no copies).
 
         ``ordered``: the driver keeps ``waiting`` in queue order
         (:mod:`metaq_py.policy.order`); ``ondemand_waiting``: it counts the on-demand
-        jobs in it (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before
-        changing anything.
+        jobs in it; ``waitlist``: it keeps them in a :class:`~metaq_py.policy.waitlist.Waitlist`
+        too (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before changing
+        anything.
         """
         # positional, in field order: a decision per event builds one, and keywords cost more
         return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
                         self._notices, self._lending.owed, end, self._borrowers, ordered,
                         self._ends.by_end, self._ends.by_true_end, ondemand_waiting,
-                        self._shares)
+                        self._shares, waitlist)
 
     def check(self) -> None:
         """Verify every invariant from scratch (O(nodes); for tests and debugging)."""

@@ -20,6 +20,11 @@ earliest time the availability profile has room for it, and a job starts now onl
 earliest time is now. No job is ever delayed by one behind it. The walk stops once no node is
 free now, since later reservations cannot change what starts now.
 
+On a long queue, step 3 takes the snapshot's waitlist (:mod:`metaq_py.policy.waitlist`) when
+the driver keeps one: it hands over, in queue order, only the jobs that pass the test step 3
+starts with, so the pass costs the jobs it starts rather than the length of the queue. The jobs
+it walks past would have been skipped, so the decision is the same.
+
 Estimates: decisions use requested walltimes; with ``oracle`` they use actual runtimes (what
 CQSim does), for like-for-like comparisons with it.
 
@@ -43,6 +48,7 @@ from itertools import accumulate
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.order import in_order_view
 from metaq_py.policy.shares import ShareRoom
+from metaq_py.policy.waitlist import Waitlist
 from metaq_py.policy.work import Work
 
 Fill = Callable[[Work, Sequence[Job]], None]
@@ -112,15 +118,30 @@ def easy(work: Work, queue: Sequence[Job]) -> None:
             continue
         found = shadow(work, job)
         if found is not None:
-            _backfill(work, queue[i + 1:], *found)
+            waitlist = _waitlist(work, queue)
+            if waitlist is None:
+                _backfill(work, queue[i + 1:], *found)
+            else:
+                _backfill_waitlist(work, waitlist, job, *found)
             return
+
+
+def _waitlist(work: Work, queue: Sequence[Job]) -> Waitlist | None:
+    """The snapshot's waitlist when it holds exactly ``queue`` (the snapshot's own waiting
+    jobs, not a queue a mechanism reordered) with this decision's estimates."""
+    waitlist = work.snap.waitlist
+    if waitlist is None or queue is not work.snap.waiting or waitlist.oracle != work.oracle \
+            or len(waitlist) != len(queue):
+        return None
+    return waitlist
 
 
 def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -> None:
     """EASY's step 3: start the jobs of ``rest`` that protect the head (see the module
     docstring)."""
     pool = work.free
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    now, started = work.now, work.started
+    oracle = work.oracle
     # A filter keeps only the jobs that could start: they fit in the nodes free now, and fit
     # in the extra nodes or end by the shadow time at full size (a smaller size only runs
     # longer). Both limits only shrink during the pass, so the loop below still checks
@@ -131,22 +152,52 @@ def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -
     fits = (job for job in rest if job.min_size <= free_now and (
         job.min_size <= extra or now + job.time_at(job.size, oracle) <= shadow_time))
     for job in fits:
-        count = pool.count
-        if job.min_size > count or job.id in started:
+        if job.min_size > pool.count or job.id in started:
             continue
-        k = min(job.size, count)
-        finish = now + job.time_at(k, oracle)
-        if finish > end:
-            continue
-        if finish <= shadow_time:
-            work.start(job, pool.take(k))
-        elif extra >= job.min_size:
-            k = min(k, extra)
-            if now + job.time_at(k, oracle) <= end:
-                work.start(job, pool.take(k))
-                extra -= k
+        extra = _offer(work, job, shadow_time, extra)
         if pool.count == 0:
             return
+
+
+def _backfill_waitlist(work: Work, waitlist: Waitlist, head: Job, shadow_time: float,
+                       extra: int) -> None:
+    """:func:`_backfill` over the waitlist, from the head of the queue: the same jobs, in the
+    same order, but only those that pass the test with the free and extra nodes left at each
+    step (the others would be skipped). A job ahead of the head that did not start in step 1
+    was started earlier in the decision, or is too big for the machine or too long for the
+    allocation's end: it is skipped here too.
+    """
+    pool = work.free
+    started = work.started
+    cursor = waitlist.cursor()
+    while True:
+        job = cursor.next(pool.count, extra, work.now, shadow_time)
+        if job is None:
+            return
+        if job is head or job.id in started:
+            continue
+        extra = _offer(work, job, shadow_time, extra)
+        if pool.count == 0:
+            return
+
+
+def _offer(work: Work, job: Job, shadow_time: float, extra: int) -> int:
+    """Start ``job`` (with ``min_size`` at most the free nodes) if EASY's step 3 allows it;
+    the extra nodes left."""
+    pool = work.free
+    now, end, oracle = work.now, work.end, work.oracle
+    k = min(job.size, pool.count)
+    finish = now + job.time_at(k, oracle)
+    if finish > end:
+        return extra
+    if finish <= shadow_time:
+        work.start(job, pool.take(k))
+    elif extra >= job.min_size:
+        k = min(k, extra)
+        if now + job.time_at(k, oracle) <= end:
+            work.start(job, pool.take(k))
+            return extra - k
+    return extra
 
 
 class _Profile:

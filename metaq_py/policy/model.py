@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # shares.py imports this module's names
+if TYPE_CHECKING:  # shares.py and waitlist.py import this module's names
     from metaq_py.policy.shares import SharedNodes
+    from metaq_py.policy.waitlist import Waitlist
 
 JobId = Hashable
 NodeId = int
@@ -219,6 +220,9 @@ class Snapshot:
     ``ending`` list, since a share alone frees no node.
     ``shares`` holds the shared nodes (out of ``free``) with their free cores and GPUs, on a
     cluster whose node shape is known; ``None`` on one that runs whole-node jobs only.
+    ``waitlist``, when the driver keeps one (:mod:`metaq_py.policy.waitlist`), indexes
+    ``waiting`` by size and estimate, so that EASY's backfilling skips the jobs that cannot
+    start without walking past them; the decision is the same with it or without it.
     """
 
     now: float
@@ -236,6 +240,7 @@ class Snapshot:
     ending_true: Sequence[Ending] | None = None
     ondemand_waiting: int | None = None
     shares: SharedNodes | None = None
+    waitlist: Waitlist | None = None
 
     def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
                  waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
@@ -245,7 +250,7 @@ class Snapshot:
                  ending: Sequence[Ending] | None = None,
                  ending_true: Sequence[Ending] | None = None,
                  ondemand_waiting: int | None = None,
-                 shares: SharedNodes | None = None) -> None:
+                 shares: SharedNodes | None = None, waitlist: Waitlist | None = None) -> None:
         # written out (see "Hot values" below); a mapping left out is a new empty one
         object.__setattr__(self, "now", now)
         object.__setattr__(self, "total", total)
@@ -262,6 +267,7 @@ class Snapshot:
         object.__setattr__(self, "ending_true", ending_true)
         object.__setattr__(self, "ondemand_waiting", ondemand_waiting)
         object.__setattr__(self, "shares", shares)
+        object.__setattr__(self, "waitlist", waitlist)
 
 
 # --- actions -------------------------------------------------------------------------------

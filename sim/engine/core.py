@@ -77,7 +77,7 @@ import numpy as np
 from metaq_py.clock import Clock
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy.checkpoint import lost_node_seconds, resumed
-from metaq_py.policy.mechanisms import Scheduler, make_scheduler
+from metaq_py.policy.mechanisms import Backfill, Scheduler, make_scheduler
 from metaq_py.policy.model import (
     Action,
     Expand,
@@ -90,6 +90,7 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
+from metaq_py.policy.waitlist import Waitlist
 from sim.engine.agenda import AgendaItem, AgendaKind
 from sim.engine.arrivals import Feed, feed
 from sim.engine.errors import SimulationError
@@ -174,7 +175,9 @@ class Engine:
         self._notices: Iterator[Notice] = self.feed.notices()
         self._ledger = Ledger()
         self._live: dict[JobId, int] = {}  # the ledger row of every job submitted, not ended
-        self._waiting = Waiting()
+        # the waitlist serves EASY's backfilling alone (conservative walks the queue anyway)
+        self._waiting = Waiting(Waitlist(oracle=self.scheduler.oracle)
+                                if self.scheduler.backfill is Backfill.EASY else None)
         self._busy = 0  # nodes held by running jobs
         self._finished = 0
         self._handled = 0  # agenda items popped, stale ones included
@@ -343,7 +346,8 @@ class Engine:
         """One decision at ``now``, timed, and its actions applied."""
         waiting = self._waiting
         snap = self.cluster.snapshot(now=now, waiting=waiting.jobs, ordered=True,
-                                     ondemand_waiting=waiting.ondemand)
+                                     ondemand_waiting=waiting.ondemand,
+                                     waitlist=waiting.waitlist)
         if self.cqsim_oracle:
             # the scheduler then sees running jobs end at their walltime, as in CQSim
             snap = replace(snap, ending_true=snap.ending)

@@ -1,11 +1,13 @@
-"""The engine's waiting jobs: kept in queue order, with the counts its skipping rules read."""
+"""The engine's waiting jobs: kept in queue order, with the counts its skipping rules read and
+the waitlist EASY's backfilling reads."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 
 from metaq_py.policy.model import Job, JobId, Kind
 from metaq_py.policy.order import queue_key
+from metaq_py.policy.waitlist import Waitlist
 
 
 class Waiting:
@@ -16,10 +18,14 @@ class Waiting:
     are on-demand jobs (``ondemand``, handed to the snapshot), and the ``min_size`` of every
     waiting job, counted per size (:meth:`fits_none`: whether any waiting job could start on
     some number of free nodes, without a pass over the queue).
+
+    With a ``waitlist`` (:mod:`metaq_py.policy.waitlist`) it keeps the same jobs there, in the
+    same order, for the snapshot: each job goes in right behind the job it follows in the list.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, waitlist: Waitlist | None = None) -> None:
         self.jobs: list[Job] = []
+        self.waitlist = waitlist
         self.by_id: dict[JobId, Job] = {}
         self.ondemand = 0
         # how many waiting jobs have each min_size, and the distinct ones in ascending order
@@ -36,14 +42,24 @@ class Waiting:
         jobs = self.jobs
         if not jobs or queue_key(job) >= queue_key(jobs[-1]):
             jobs.append(job)
+            if self.waitlist is not None:
+                self.waitlist.append(job)
             return True
-        insort(jobs, job, key=queue_key)
+        self._insert(job)
         return False
 
     def requeue(self, job: Job) -> None:
         """A preempted or killed job waits again, in its place by queue order."""
         self._known(job)
-        insort(self.jobs, job, key=queue_key)
+        self._insert(job)
+
+    def _insert(self, job: Job) -> None:
+        """Put ``job`` behind every waiting job whose key is at most its own."""
+        jobs = self.jobs
+        i = bisect_right(jobs, queue_key(job), key=queue_key)
+        jobs.insert(i, job)
+        if self.waitlist is not None:
+            self.waitlist.insert_after(jobs[i - 1] if i else None, job)
 
     def take(self, job_id: JobId) -> Job:
         """The waiting job ``job_id``, which a decision starts (KeyError: no such job). It
@@ -65,6 +81,8 @@ class Waiting:
                 while jobs[i] is not job:  # past the jobs with an equal key
                     i += 1
                 del jobs[i]
+            if self.waitlist is not None:
+                self.waitlist.remove(job)
             self._count_out(job.min_size)
 
     def fits_none(self, free: int) -> bool:
