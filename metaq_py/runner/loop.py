@@ -24,7 +24,11 @@ Each pass, at one instant:
 
 Exits are settled as they arrive (:mod:`~metaq_py.runner.exits`). The runner stops when
 nothing is running and the last decision started nothing (so nothing waiting can ever fit
-here), unless ``linger`` keeps it waiting for new work until the allocation ends.
+here), unless ``linger`` keeps it waiting for new work until the allocation ends, or a waiting
+task it could run in the time left waits for a dependency that is waiting or running
+elsewhere: then it stays, and looks again at each queue change and every
+:data:`~metaq_py.queue.deps.RECHECK` seconds (a task ending in another allocation moves no
+file the queue watcher sees).
 ``docs/events.md`` lists the events it writes (:mod:`~metaq_py.runner.events`).
 """
 
@@ -46,6 +50,7 @@ from metaq_py.durations import format_duration, format_time
 from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
+from metaq_py.queue.deps import RECHECK
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -130,6 +135,8 @@ class Runner:
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
+        self.awaiting: str | None = None
+        """The waiting task the runner stays for while its dependency ends elsewhere."""
         self.stop_reason = ""
         self.exit_code = 0
         self.passes = 0
@@ -228,15 +235,30 @@ class Runner:
             return False
         if self.upkeep.notice_due(self.clock.now()):
             return False  # a reservation waits for its on-demand task, due soon
+        if self._await_dependency():
+            return False
         if self.offers.count:
             self.stop_reason = (f"nothing left that fits: {self.offers.count} waiting task(s) "
                                 f"need more time than this allocation has left")
         elif self.offers.skipped:
             self.stop_reason = (f"nothing left that fits: {len(self.offers.skipped)} waiting "
                                 f"task(s) can never run in this allocation")
+        elif self.offers.blocked:
+            self.stop_reason = (f"nothing left to run here: {len(self.offers.blocked)} waiting "
+                                f"task(s) wait for dependencies that cannot finish in time")
         else:
             self.stop_reason = "nothing left to run"
         return True
+
+    def _await_dependency(self) -> bool:
+        """Whether to stay for a waiting task that could run here once a dependency waiting
+        or running elsewhere has finished (see the module text); said once per task."""
+        found = self.offers.awaited(self._stop_at() - self.clock.now())
+        task_id = None if found is None else found[0].id
+        if found is not None and task_id != self.awaiting:
+            self.say(f"staying for {task_id}: {found[1].words}")
+        self.awaiting = task_id
+        return found is not None
 
     def _next_deadline(self) -> float:
         times = [self.upkeep.next_heartbeat]
@@ -248,6 +270,8 @@ class Runner:
             times.append(self.clock.now())
         if self.decider.wake is not None:
             times.append(self.decider.wake)
+        if self.awaiting is not None and not self.roster.live:
+            times.append(self.clock.now() + RECHECK)
         for t in self.roster.live.values():
             if t.kill_at is not None:
                 times.append(t.kill_at)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.policy.model import Job, Kind
 from metaq_py.policy.shares import NodeShape
-from metaq_py.queue.deps import Dependencies
+from metaq_py.queue.deps import Dependencies, Readiness
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
@@ -153,8 +153,9 @@ class Offers:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.count = 0
-        self.blocked: dict[str, str] = {}
-        """Why each waiting task that the last look did not offer waits for a dependency."""
+        self.blocked: dict[str, tuple[Task, Readiness]] = {}
+        """Each waiting task that the last look did not offer because it waits for a
+        dependency, with the verdict saying which and where it is."""
         self.deps = Dependencies(ctx.queue)
         """Whether a waiting task's dependencies (``AFTER``) are met: a task still waiting
         for one is not offered, and one whose dependency failed goes to ``failed/``."""
@@ -207,6 +208,23 @@ class Offers:
         self.count = len(jobs)
         return jobs
 
+    def awaited(self, time_left: float) -> tuple[Task, Readiness] | None:
+        """A task of the last look that waits for a dependency still waiting or running
+        somewhere, and that this allocation could run, within ``time_left`` seconds, once
+        that has finished; ``None`` if there is none (what waits for a held or missing
+        dependency is not counted: nothing says it will ever finish). Without an end
+        (``time_left`` infinite) only a running dependency counts, so that a runner never
+        stays forever for a waiting task nobody may run."""
+        alloc = self.ctx.alloc
+        forever = math.isinf(time_left)
+        for task, ready in self.blocked.values():
+            if ready.failed is None and _may_finish(ready, forever) \
+                    and task.walltime <= time_left \
+                    and fit_problem(task, nnodes=alloc.nnodes, gpus_per_node=alloc.gpus_per_node,
+                                    machine=alloc.machine, shape=self.shape) is None:
+                return task, ready
+        return None
+
     def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:
         """Put in ``jobs`` what the last window still says of ``pending``; how many tasks of
         ``pending`` that covers. Most decisions follow claims of the first few waiting tasks
@@ -255,7 +273,7 @@ class Offers:
             ready = self.deps.check(task)
             if not ready.ready:
                 skipped[task.id] = ready.words  # so the window is looked at again next time
-                self.blocked[task.id] = ready.words
+                self.blocked[task.id] = (task, ready)
                 if ready.failed is not None and self.deps.fail(task, ready) is not None:
                     self.ctx.say(f"{task.id} moved to failed/: {ready.failed}")
                 return
@@ -305,6 +323,15 @@ class Offers:
                     if task.spec.type is Kind.ONDEMAND:
                         self.ondemand[task.id] = task
         self.seen_serial = index.serial
+
+
+def _may_finish(ready: Readiness, running_only: bool) -> bool:
+    """Whether the dependency ``ready`` waits for is on its way: running, or (unless
+    ``running_only``) waiting, or an array not yet done; held and missing ones are not."""
+    if running_only:
+        return ready.state == "running"
+    return ready.state in ("waiting", "running") or \
+        (ready.state or "").startswith("an array with")
 
 
 def _queue_order(task: Task) -> tuple:

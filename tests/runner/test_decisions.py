@@ -206,3 +206,73 @@ def test_the_runner_and_its_queue_keep_one_clock(tmp_path: Path) -> None:
         Runner(q, batch, clock=Clock(START))
     q = Queue(q.root, clock=Clock(START))
     assert Runner(q, batch).clock is q.clock
+
+
+def _campaign_queue(root: Path, contract_time: str = "20s") -> tuple[Queue, object]:
+    """prop.sh claimed by another job (running elsewhere), and contract.sh AFTER it, alone
+    in the queue's task folders; leases long enough that no heartbeat is needed."""
+    from tests.runner_helpers import SETTINGS
+    q = make_queue(root, SETTINGS.replace("heartbeat: 1s\nstale_after: 3s",
+                                          "heartbeat: 30s\nstale_after: 10m"))
+    task(q, "prop.sh", "", MIN_WC_TIME="10s")
+    task(q, "contract.sh", "", AFTER="todo/prop.sh", MIN_WC_TIME=contract_time)
+    q = Queue(root, clock=Clock(START))
+    [prop] = [t for t in q.scan().tasks if t.id == "todo/prop.sh"]
+    claim = q.claim(prop, machine="elsewhere", jobid="41")
+    assert claim is not None
+    return q, claim
+
+
+def test_a_runner_stays_for_a_dependency_running_elsewhere(tmp_path: Path) -> None:
+    """contract.sh waits for prop.sh, which another allocation runs and finishes at 5 s: the
+    runner has nothing else to do but stays, and starts contract.sh the moment prop.sh has
+    finished, instead of stopping at once with nothing left to run."""
+    q, claim = _campaign_queue(tmp_path / "q")
+    world = World({"todo/contract.sh": Behaviour(2)})
+    elsewhere = Queue(q.root, clock=world.clock)
+    world.at(START + 5, lambda: elsewhere.finish(claim, exit_code=0))
+    said: list[str] = []
+    world.runner(q, end=100.0, said=said).run()
+    evs = events(q)
+    assert _times(evs, "start") == {"todo/contract.sh": 5}
+    assert where(q, "contract.sh") == "finished"
+    assert "staying for todo/contract.sh: it waits for its dependency todo/prop.sh, which is " \
+           "running" in said
+    stop = of(evs, "runner-stop")[0]
+    assert (_at(stop), stop["reason"]) == (7, "nothing left to run")
+
+
+def test_a_runner_stays_only_while_the_dependent_could_still_finish(tmp_path: Path) -> None:
+    """prop.sh never finishes: the runner looks again every 10 s (nothing wakes it: a task
+    ends elsewhere without a queue event) and leaves at the first look where contract.sh
+    (20 s) no longer fits before its stop time, 100 - 0.5 margin - 1 grace = 98.5 s."""
+    q, _ = _campaign_queue(tmp_path / "q")
+    world = World()
+    runner = world.runner(q, end=100.0)
+    runner.run()
+    stop = of(events(q), "runner-stop")[0]
+    assert _at(stop) == 80  # at 70, 28.5 s were left; at 80, 18.5 s
+    assert stop["reason"] == ("nothing left to run here: 1 waiting task(s) wait for "
+                              "dependencies that cannot finish in time")
+    assert runner.passes == 9  # one at 0, then one per 10 s: no busy wait
+    assert where(q, "contract.sh") == "pending"
+
+
+@pytest.mark.parametrize("case", ["held", "too long", "no end"])
+def test_a_runner_does_not_stay_for_what_cannot_come(tmp_path: Path, case: str) -> None:
+    """It leaves at once when the dependency is held (nothing says it will ever run), when
+    the dependent could not finish in the time left, and, in an allocation without an end,
+    when the dependency only waits (it stays forever only for a running one)."""
+    q, claim = _campaign_queue(tmp_path / "q", "2m" if case == "too long" else "20s")
+    if case == "held":
+        q.requeue(claim, reason="test", count_attempt=False)
+        (q.root / "hold" / "todo").mkdir(parents=True, exist_ok=True)
+        (q.root / "todo" / "prop.sh").rename(q.root / "hold" / "todo" / "prop.sh")
+    if case == "no end":
+        q.requeue(claim, reason="test", count_attempt=False)
+        task(q, "prop.sh", "", MIN_WC_TIME="10s", NODES=64)  # waits, and cannot run here
+    world = World()
+    world.runner(q, end=None if case == "no end" else 100.0).run()
+    evs = events(q)
+    assert not of(evs, "start")
+    assert _at(of(evs, "runner-stop")[0]) == 0
