@@ -375,3 +375,44 @@ def test_theta_2022_easy_full_oracle_waits_longer_than_cqsim() -> None:
     assert turnaround_minus_wait == pytest.approx(CQSIM_TURNAROUND_H - CQSIM_WAIT_H, rel=0.01)
     assert s.cqsim_utilisation == pytest.approx(CQSIM_UTILISATION, abs=0.005)
     assert not math.isnan(s.bounded_slowdown.all.mean)
+
+
+# --- the waitlist ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Unlisted(Scheduler):
+    """A scheduler that checks the engine's waitlist holds the waiting jobs in queue order,
+    then decides without it, as a driver that keeps no waitlist would have it."""
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        waitlist = snapshot.waitlist
+        if self.backfill.value == "easy":
+            assert waitlist is not None and waitlist.oracle == self.oracle
+            assert all(a is b for a, b in zip(waitlist.jobs(), snapshot.waiting, strict=True))
+        else:
+            assert waitlist is None  # conservative walks the queue anyway
+        return Scheduler.decide(self, replace(snapshot, waitlist=None))
+
+
+@pytest.mark.parametrize(("policy", "oracle", "workload"), [
+    ("easy", False, None), ("easy", True, None), ("conservative", False, None),
+    ("CUA&SPAA", False, "W5"), ("CUP&PAA", True, "W1"), ("N&SPAA+", False, "W5")])
+def test_the_engines_waitlist_follows_its_queue_and_changes_nothing(
+        policy: str, oracle: bool, workload: str | None) -> None:
+    # overloaded twice over, so the queue grows long; failures and preemptions put jobs back
+    # in the middle of it
+    trace = synthetic_trace(jobs=900, seed=5, load=2.0, nodes=256)
+    source = trace if workload is None else \
+        hybrid_workload(trace, WorkloadModel.for_workload(workload, seed=5))
+
+    def failures() -> NodeFailures:
+        return NodeFailures(FailureModel(mtbf=4 * 3600.0, seed=3), nodes=256,
+                            start=trace.first_submit)
+
+    plain = make_scheduler(policy, oracle=oracle)
+    unlisted = _Unlisted(**{f.name: getattr(plain, f.name) for f in fields(plain)})
+    told = Engine(source, policy=plain, failures=failures()).run()
+    looked = Engine(source, policy=unlisted, failures=failures()).run()
+    assert told.outcomes == looked.outcomes
+    assert told.series.queued.max() > 200
