@@ -456,11 +456,11 @@ def _print_history(submitted: float | None, history: list[dict[str, Any]], *,
                          if k not in ("time", "event", *USAGE_FIELDS))
         after = (f" ({in_words(max(0.0, when - submitted))} after submission)"
                  if submitted is not None else "")
-        typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
-                   + (f": {rest}" if rest else "") + after)
         used = _usage_words(h)
         if used:
-            typer.echo(f"      used: {used}")
+            rest = f"{rest}; used {used}" if rest else f"used {used}"
+        typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
+                   + (f": {rest}" if rest else "") + after)
 
 
 def _usage_words(entry: dict[str, Any]) -> str | None:
@@ -474,7 +474,7 @@ def _usage_words(entry: dict[str, Any]) -> str | None:
     if isinstance(rss, int) and not isinstance(rss, bool):
         words += f", peak memory {_bytes(rss)}"
     source = entry.get("usage_from")
-    return words + (f" (from {source})" if isinstance(source, str) else "")
+    return words + (f", from {source}" if isinstance(source, str) else "")
 
 
 def _bytes(n: int) -> str:

@@ -98,7 +98,9 @@ def test_report_json_text_and_since(q: Queue) -> None:
     assert got.returncode == 0, got.stderr
     rep = json.loads(got.stdout)
     assert rep["projects"] == [{"project": "lattice", "node_hours": 2.0, "gpu_hours": 2.0,
-                                "runs": 1, "outcomes": {"finished": 1}}]
+                                "runs": 1, "outcomes": {"finished": 1},
+                                "cpu_hours": 0.0, "core_hours": 0.0, "measured_runs": 0,
+                                "cpu_efficiency": None}]
     assert rep["ondemand"]["instant_rate"] == 1.0 and rep["ondemand"]["preemptions"] == 1
     assert rep["ondemand"]["lost_node_hours"] == 0.5
     assert "line 7: the last line is cut short" in got.stderr  # reported, not fatal

@@ -247,7 +247,7 @@ def test_a_real_runs_usage_reaches_events_logbook_show_and_report(tmp_path: Path
     assert busy["core_seconds"] == pytest.approx(busy["seconds"])  # one core held
     shown = metaq("show", "busy.sh", "--queue", str(q))
     assert shown.returncode == 0, shown.stderr
-    assert "used: CPU" in shown.stdout and "peak memory" in shown.stdout, shown.stdout
+    assert "; used CPU" in shown.stdout and "peak memory" in shown.stdout, shown.stdout
     as_json = json.loads(metaq("show", "busy.sh", "--queue", str(q), "--json").stdout)
     assert as_json["history"][-1]["cpu_user_seconds"] == busy["cpu_user_seconds"]
     report = json.loads(metaq("report", "--queue", str(q), "--json").stdout)
