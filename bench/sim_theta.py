@@ -33,8 +33,8 @@ from metaq_py import build
 from metaq_py.policy import MECHANISMS
 from sim.engine.core import simulate
 from sim.trace.cache import RawTrace, cached_read
+from sim.trace.formats.swf import read_swf
 from sim.trace.loader import load_trace
-from sim.trace.swf import read_swf
 from sim.workload.model import WorkloadModel, hybrid_workload
 
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "theta_2022.swf.gz"

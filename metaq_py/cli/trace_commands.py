@@ -37,7 +37,7 @@ def convert(
         help="Keep parsed traces in the user's cache directory.")] = True,
 ) -> None:
     """Write SOURCE as SWF at TARGET: cleaned, in its unit, with the machine in the header."""
-    from sim.trace.convert import convert_to_swf
+    from sim.trace.formats.convert import convert_to_swf
     from sim.trace.loader import TraceError, load_trace
     from sim.trace.machine import UNITS
 

@@ -61,7 +61,7 @@ class TraceSource:
     ``path`` ``None`` means synthetic (:func:`sim.trace.synthetic.synthetic_trace` with ``jobs``
     jobs, ``seed`` and ``nodes``). For a file, ``jobs`` keeps only its first ``jobs`` jobs in
     submit order (quick runs), and ``nodes`` overrides the machine size the file states.
-    ``load`` divides every inter-arrival gap (:func:`sim.trace.load.scale_load`): the same
+    ``load`` divides every inter-arrival gap (:func:`sim.trace.scaling.scale_load`): the same
     jobs arrive ``load`` times as fast.
     """
 

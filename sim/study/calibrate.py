@@ -2,7 +2,7 @@
 
 The paper's Theta 2019 baseline (FCFS with EASY, its Table III) ran at 83.93% utilisation;
 our traces run lighter or heavier. :func:`calibrate` finds the load factor ``F``
-(:func:`sim.trace.load.scale_load`: inter-arrival gaps divided by ``F``) at which baseline
+(:func:`sim.trace.scaling.scale_load`: inter-arrival gaps divided by ``F``) at which baseline
 EASY reaches that utilisation, by bisection on ``F``.
 
 Which utilisation: the paper's definition as we read it (``utilisation_paper``: useful

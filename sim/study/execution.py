@@ -29,8 +29,8 @@ from sim.engine.core import simulate
 from sim.engine.failures import FailureModel, NodeFailures
 from sim.run.spec import FAILURE_KEYS, RunSpec, SpecError, TraceSource
 from sim.study.metrics import result_metrics
-from sim.trace.load import scale_load
 from sim.trace.loader import Trace, load_trace
+from sim.trace.scaling import scale_load
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import hybrid_workload
 

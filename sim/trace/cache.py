@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.trace.columns import FLOAT_COLUMNS, INT_COLUMNS, TEXT_COLUMNS, JobTable
-from sim.trace.swf import SwfHeader
+from sim.trace.formats.swf import SwfHeader
 
 CACHE_VERSION = 1
 """Bumped whenever a reader's output changes, so that old entries are never used."""

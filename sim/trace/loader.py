@@ -1,11 +1,12 @@
 """A cleaned job trace ready to replay, and :func:`load_trace`, the one way to get one from a file.
 
 ``load_trace`` recognises the format from the content (not the name): a Standard Workload
-Format file (:mod:`sim.trace.swf`), an ALCF ``DIM_JOB_COMPOSITE`` CSV (:mod:`sim.trace.alcf`),
-SLURM ``sacct --parsable2`` output (:mod:`sim.trace.sacct`) or a PBS accounting log
-(:mod:`sim.trace.pbs`), any of them plain or gzipped. It settles the machine and the unit of
-job sizes (:mod:`sim.trace.machine`), then applies the cleaning rules of
-:mod:`sim.trace.cleaning` and keeps their report with the trace.
+Format file (:mod:`sim.trace.formats.swf`), an ALCF ``DIM_JOB_COMPOSITE`` CSV
+(:mod:`sim.trace.formats.alcf`), SLURM ``sacct --parsable2`` output
+(:mod:`sim.trace.formats.sacct`) or a PBS accounting log (:mod:`sim.trace.formats.pbs`), any of
+them plain or gzipped. It settles the machine and the unit of job sizes
+(:mod:`sim.trace.machine`), then applies the cleaning rules of :mod:`sim.trace.cleaning` and
+keeps their report with the trace.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from typing import Literal
 
 import numpy as np
 
-from sim.trace.alcf import MARKER, read_alcf_csv
 from sim.trace.cache import RawTrace, cached_read
 from sim.trace.cleaning import CleaningReport, MissingWalltime, Oversize, clean
 from sim.trace.columns import JobTable, TraceError, TraceJob
+from sim.trace.formats.alcf import MARKER, read_alcf_csv
+from sim.trace.formats.pbs import is_pbs, parse_pbs
+from sim.trace.formats.sacct import is_sacct, parse_sacct
+from sim.trace.formats.swf import SwfHeader, read_swf
+from sim.trace.formats.textio import numbered_lines
 from sim.trace.machine import Machine, Unit, given_size, largest_machine, swf_machine
-from sim.trace.pbs import is_pbs, parse_pbs
-from sim.trace.sacct import is_sacct, parse_sacct
-from sim.trace.swf import SwfHeader, read_swf
-from sim.trace.textio import numbered_lines
 
 __all__ = ["CleaningReport", "Trace", "TraceError", "TraceJob", "detect_format", "load_trace"]
 

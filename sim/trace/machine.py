@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 
 from sim.trace.columns import JobTable
-from sim.trace.swf import SwfHeader
+from sim.trace.formats.swf import SwfHeader
 
 Unit = Literal["processors", "nodes"]
 UNITS: tuple[Unit, ...] = ("processors", "nodes")

@@ -10,8 +10,8 @@ import pytest
 
 from sim.trace import cache as trace_cache
 from sim.trace.cache import RawTrace, cache_dir, cached_read
+from sim.trace.formats.swf import read_swf
 from sim.trace.loader import load_trace
-from sim.trace.swf import read_swf
 
 RECORD = "{id} {submit} -1 100 {size} -1 -1 {size} 200 -1 1 7 -1 -1 2 -1 -1 -1\n"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.textio import numbered_lines
+from sim.trace.formats.textio import numbered_lines
 
 REQUIRED = ("QUEUED_TIMESTAMP", "WALLTIME_SECONDS")
 SIZE_COLUMNS = ("NODES_USED", "NODES_REQUESTED")

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.textio import numbered_lines
-from sim.trace.timefields import duration, timestamp
+from sim.trace.formats.textio import numbered_lines
+from sim.trace.formats.timefields import duration, timestamp
 
 DEFAULT_COLUMNS = ("JobIDRaw", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes",
                    "AllocCPUS", "State", "Account", "User", "Partition")

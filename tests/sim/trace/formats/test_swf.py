@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.trace.columns import JobTable, TraceError, TraceJob
-from sim.trace.swf import SwfHeader, parse_swf, read_swf, write_swf
+from sim.trace.formats.swf import SwfHeader, parse_swf, read_swf, write_swf
 
 
 def numbered(text: str) -> list[tuple[int, str]]:

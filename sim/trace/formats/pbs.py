@@ -18,7 +18,7 @@ Other records are counted, not replayed: a job with an ``S`` (start) record and 
 still running when the log ends; a ``D`` (delete) record with neither ``S`` nor ``E`` is a job
 cancelled while queued; an ``E`` record without ``start`` is a job that never ran; each ``R``
 (rerun) record is an earlier run of a requeued job, whose ``E`` record describes its last run
-(with its first ``qtime``). Record times are read as UTC (see :mod:`sim.trace.timefields`).
+(with its first ``qtime``). Record times are read as UTC (see :mod:`sim.trace.formats.timefields`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.textio import numbered_lines
-from sim.trace.timefields import duration
+from sim.trace.formats.textio import numbered_lines
+from sim.trace.formats.timefields import duration
 
 RECORD = re.compile(r"^(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);?(.*)$")
 DEFAULT_PROJECT = "_pbs_project_default"

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.trace.columns import COLUMNS, JobTable, TraceError
-from sim.trace.swf import SwfHeader, fast_swf, parse_swf, read_swf, write_swf
-from tests.sim.trace.test_swf import jobs
+from sim.trace.formats.swf import SwfHeader, fast_swf, parse_swf, read_swf, write_swf
+from tests.sim.trace.formats.test_swf import jobs
 
 
 def same_tables(a: JobTable, b: JobTable) -> bool:

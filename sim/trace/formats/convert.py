@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sim.trace.formats.swf import SwfHeader, write_swf
 from sim.trace.loader import Trace
-from sim.trace.swf import SwfHeader, write_swf
 
 
 def swf_header(trace: Trace) -> SwfHeader:

@@ -13,7 +13,7 @@ from sim.trace.loader import TraceError, detect_format, load_trace
 
 T0 = 1709287200  # 03/01/2024 10:00:00 UTC
 
-SAMPLES = Path(__file__).parent / "samples"
+SAMPLES = Path(__file__).parents[1] / "samples"
 LOG = (SAMPLES / "pbs_20240301").read_text()
 """A day of a PBS Pro server's accounting file (server_priv/accounting/20240301), kept as a
 file because its records are as long as the server writes them."""

@@ -138,8 +138,8 @@ def test_a_processor_trace_converts_with_both_header_sizes(tmp_path: Path) -> No
                max_size=300))
 def test_garbage_logs_parse_or_raise_one_trace_error(text: str) -> None:
     from sim.trace.columns import TraceError
-    from sim.trace.pbs import parse_pbs
-    from sim.trace.sacct import parse_sacct
+    from sim.trace.formats.pbs import parse_pbs
+    from sim.trace.formats.sacct import parse_sacct
 
     lines = list(enumerate(text.split("\n"), start=1))
     for parse in (parse_sacct, parse_pbs):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.trace.alcf import parse_alcf_csv, read_alcf_csv
 from sim.trace.columns import TraceError
+from sim.trace.formats.alcf import parse_alcf_csv, read_alcf_csv
 
 HEADER = ("JOB_NAME,COBALT_JOBID,QUEUED_TIMESTAMP,START_TIMESTAMP,END_TIMESTAMP,"
           "USERNAME_GENID,PROJECT_NAME_GENID,QUEUE_NAME,WALLTIME_SECONDS,RUNTIME_SECONDS,"

@@ -12,7 +12,7 @@ from sim.trace.loader import TraceError, detect_format, load_trace
 
 HEADER = "JobIDRaw|Submit|Start|End|Elapsed|Timelimit|NNodes|AllocCPUS|State|Account|User|" \
          "Partition\n"
-SAMPLES = Path(__file__).parent / "samples"
+SAMPLES = Path(__file__).parents[1] / "samples"
 BODY = (SAMPLES / "sacct_noheader.txt").read_text()
 """``sacct --parsable2 --allusers --duplicates --noheader -o JobIDRaw,Submit,Start,End,Elapsed,
 Timelimit,NNodes,AllocCPUS,State,Account,User,Partition`` (``sacct.txt`` is the same with its

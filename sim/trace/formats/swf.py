@@ -35,7 +35,7 @@ from sim.trace.columns import (
     JobTable,
     TraceError,
 )
-from sim.trace.textio import GZIP_MAGIC, numbered_lines
+from sim.trace.formats.textio import GZIP_MAGIC, numbered_lines
 
 FIELD_NAMES = (
     "job id", "submit time", "wait time", "run time", "allocated processors",

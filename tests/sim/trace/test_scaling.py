@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.trace.load import LoadError, scale_load
+from sim.trace.scaling import LoadError, scale_load
 from tests.sim_worlds import tiny_trace
 
 ROWS = [(100, 4, 600, 500), (160, 2, 300, 300), (400, 8, 900, 100), (400, 1, 60, 60),
