@@ -16,6 +16,10 @@ shares (1 GPU + 8 cores, or 16 cores without GPUs) until the next one does not f
 queue of 300 jobs (80% shares); the p50 and p99 of a decision, with 4 nodes free (one event:
 a small job ended) and with 60 free (a burst that starts hundreds of shares at once).
 
+With a long queue: the same Theta state with 100,000 more jobs waiting, as on an overloaded
+machine; the p50 and p99 of an EASY decision that walks the queue, and of one that reads the
+waitlist a simulator keeps (``metaq_py.policy.waitlist``).
+
 When the Theta 2022 trace is present, it also replays the whole trace (23,911 jobs, all rigid)
 with EASY, and prints the total and mean decision time over every event batch.
 
@@ -36,6 +40,7 @@ from pathlib import Path
 from metaq_py.cluster import Cluster
 from metaq_py.policy import MECHANISMS, Job, Kind, Notice, Start, make_scheduler, queue_key
 from metaq_py.policy.shares import NodeShape
+from metaq_py.policy.waitlist import Waitlist
 
 THETA = 4360
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "theta_2022.swf.gz"
@@ -116,6 +121,38 @@ def time_decisions(repeats: int = 400) -> None:
         a50, a99 = percentiles(arrival)
         b50, b99 = percentiles(backfill)
         print(f"{name:<13} {a50:12.0f} {a99:8.0f} {b50:13.0f} {b99:8.0f}")
+
+
+def time_long_queue(length: int = 100_000, repeats: int = 200) -> None:
+    """EASY on a Theta state whose queue is ``length`` jobs long, as on an overloaded machine,
+    with and without the waitlist a simulator keeps (:mod:`metaq_py.policy.waitlist`)."""
+    states = []
+    for seed in range(4):
+        c, queue = theta_state(seed)
+        rng = random.Random(seed)
+        queue = queue + [Job(f"l{k}", Kind.RIGID, rng.choice([1, 4, 16, 64, 128, 256, 512]),
+                             rng.uniform(300, 12 * 3600), float(k)) for k in range(length)]
+        waitlist = Waitlist(oracle=False)
+        for job in queue:
+            waitlist.append(job)
+        states.append((c, queue, waitlist))
+    print(f"long queue: the state above with {length:,} more jobs waiting")
+    print(f"{'scheduler':<21} {'backfill p50':>12} {'p99':>8} {'starts':>7}   (microseconds)")
+    sched = make_scheduler("easy")
+    for listed in (False, True):
+        spent: list[float] = []
+        starts = 0
+        for r in range(repeats if listed else repeats // 10):
+            c, queue, waitlist = states[r % len(states)]
+            snap = c.snapshot(now=0.0, waiting=queue, ordered=True,
+                              waitlist=waitlist if listed else None)
+            t0 = time.perf_counter()
+            d = sched.decide(snap)
+            spent.append(time.perf_counter() - t0)
+            starts += len(d.actions)
+        p50, p99 = percentiles(spent)
+        label = "easy + waitlist" if listed else "easy"
+        print(f"{label:<21} {p50:12.0f} {p99:8.0f} {starts / len(spent):7.1f}")
 
 
 SHARED_NODES = 4000
@@ -232,6 +269,7 @@ def replay_trace(path: Path, name: str = "easy") -> None:
 
 if __name__ == "__main__":
     time_decisions()
+    time_long_queue()
     time_shares(free=4)  # one decision per event: a 4-node job just ended
     time_shares(free=60)  # a burst: 60 free nodes take hundreds of shares at once
     trace = Path(sys.argv[1]) if len(sys.argv) > 1 else TRACE
