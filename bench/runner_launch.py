@@ -32,7 +32,8 @@ from metaq_py.batch import BatchOverrides, detect_batch
 from metaq_py.queue.store import Queue
 from metaq_py.runner.loop import Runner, RunOptions
 
-TARGET = 1.0
+TARGET = 2.0
+"""metaq's rate over GNU parallel's that issue 16 asks for (part 5)."""
 
 
 def make_queue(root: Path, tasks: int) -> Queue:
@@ -71,23 +72,26 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=4)
     args = ap.parse_args()
-    if shutil.which("parallel") is None:
-        sys.exit("GNU parallel is not installed (Debian: apt-get install parallel)")
+    has_parallel = shutil.which("parallel") is not None
     scratch = Path(tempfile.mkdtemp(prefix="metaq-bench-launch-"))
     try:
         ours = metaq_seconds(scratch, args.tasks, args.jobs, 0.0)
-        theirs = parallel_seconds(args.tasks, args.jobs)
+        theirs = parallel_seconds(args.tasks, args.jobs) if has_parallel else None
         small = max(20, args.tasks // 10)
         paused = metaq_seconds(scratch, small, args.jobs, 0.05)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    ratio = (args.tasks / ours) / (args.tasks / theirs)
     print(f"{args.tasks} no-op tasks, {args.jobs} at a time")
     print(f"  metaq run (--launch-pause 0): {ours:7.2f} s  {args.tasks / ours:8.1f} tasks/s")
-    print(f"  GNU parallel -j {args.jobs} true:     {theirs:7.2f} s  "
-          f"{args.tasks / theirs:8.1f} tasks/s")
-    print(f"  ratio ours/parallel: {ratio:.2f} (target >= {TARGET:g}) "
-          f"{'met' if ratio >= TARGET else 'NOT met'}")
+    if theirs is None:
+        print("  GNU parallel is not installed (Debian: apt-get install parallel): the "
+              "comparison is skipped")
+    else:
+        ratio = (args.tasks / ours) / (args.tasks / theirs)
+        print(f"  GNU parallel -j {args.jobs} true:     {theirs:7.2f} s  "
+              f"{args.tasks / theirs:8.1f} tasks/s")
+        print(f"  ratio ours/parallel: {ratio:.2f} (target >= {TARGET:g}) "
+              f"{'met' if ratio >= TARGET else 'NOT met'}")
     print(f"  with the default launch pause 0.05 s: {small / paused:.1f} tasks/s "
           f"({small} tasks)")
 
