@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import textwrap
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -104,3 +105,14 @@ def where(q: Queue, relpath: str, folder: str = "todo") -> str:
     e = QueueAdmin(q).locate(folder, relpath)
     assert e is not None, f"{folder}/{relpath} is lost"
     return e.state
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 20.0) -> bool:
+    """Whether ``predicate()`` came true within ``timeout`` seconds (checked every 50 ms), for
+    tests that watch a real runner from outside."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

@@ -17,18 +17,10 @@ from metaq_py.errors import ConfigError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.store import Queue
 from tests.hostile.harness import make_world, run_world
-from tests.runner_helpers import make_queue, task
+from tests.runner_helpers import make_queue, task, wait_until
 
 METAQ = [sys.executable, "-m", "metaq_py"]
 
-
-def _wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGUSR2, signal.SIGALRM])
@@ -38,7 +30,7 @@ def test_hup_usr2_and_alrm_requeue_like_term(tmp_path: Path, sig: signal.Signals
     task(q, "t.sh", f"touch {started}; sleep 30")
     proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1",
                              "--grace", "1"], stderr=subprocess.PIPE, text=True)
-    assert _wait_for(started.exists, 20)
+    assert wait_until(started.exists, 20)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
@@ -63,7 +55,7 @@ def test_a_setsid_child_dies_with_its_task(tmp_path: Path) -> None:
     run_world(w)
     assert pidfile.exists()
     child = int(pidfile.read_text())
-    assert _wait_for(lambda: not _alive(child), 5), "the setsid child outlived its task"
+    assert wait_until(lambda: not _alive(child), 5), "the setsid child outlived its task"
 
 
 def test_a_cancel_reaches_a_running_task_within_two_seconds(tmp_path: Path) -> None:
@@ -73,10 +65,10 @@ def test_a_cancel_reaches_a_running_task_within_two_seconds(tmp_path: Path) -> N
     stopped: list[float] = []
 
     def cancel() -> None:
-        assert _wait_for(started.exists, 20)
+        assert wait_until(started.exists, 20)
         t0 = time.monotonic()
         QueueAdmin(Queue(w.q.root)).cancel("todo/long.sh")
-        _wait_for(lambda: (w.q.root / "cancelled/todo/long.sh").exists(), 10)
+        wait_until(lambda: (w.q.root / "cancelled/todo/long.sh").exists(), 10)
         stopped.append(time.monotonic() - t0)
 
     helper = threading.Thread(target=cancel)

@@ -17,7 +17,7 @@ import pytest
 
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
-from tests.runner_helpers import events, make_queue, of, runner, task, where
+from tests.runner_helpers import events, make_queue, of, runner, task, wait_until, where
 
 METAQ = [sys.executable, "-m", "metaq_py"]
 
@@ -35,14 +35,6 @@ def _alive(token: str) -> list[int]:
                 pass
     return out
 
-
-def _wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_task_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
@@ -71,7 +63,7 @@ def test_children_that_try_to_outlive_their_task_die_with_it(tmp_path: Path) -> 
     """)
     runner(q).run()
     assert where(q, "forks.sh") == "finished"
-    assert _wait_for(lambda: not _alive(token), 5), "a child outlived its task"
+    assert wait_until(lambda: not _alive(token), 5), "a child outlived its task"
 
 
 def test_a_gigabyte_of_output(tmp_path: Path) -> None:
@@ -95,7 +87,7 @@ def test_the_queue_removed_mid_run_ends_with_a_clear_message(tmp_path: Path) -> 
     r = runner(q, say=said.append)
 
     def remove() -> None:
-        _wait_for(lambda: any((q.root / "working").rglob("long.sh")), 10)
+        wait_until(lambda: any((q.root / "working").rglob("long.sh")), 10)
         shutil.rmtree(q.root)
 
     threading.Thread(target=remove).start()
@@ -122,8 +114,8 @@ def test_a_full_disk_while_a_log_is_written_loses_no_task(tmp_path: Path) -> Non
         r = runner(q, say=said.append)
 
         def operator() -> None:  # frees space once the flood is over, as a person would
-            _wait_for(lambda: any("cannot move" in line for line in said), 20)
-            _wait_for(lambda: not _alive(token), 20)
+            wait_until(lambda: any("cannot move" in line for line in said), 20)
+            wait_until(lambda: not _alive(token), 20)
             next((q.root / "jobs").glob("*/logs/todo/floods.sh.log")).unlink()
 
         threading.Thread(target=operator).start()
@@ -180,7 +172,7 @@ def test_a_signal_requeues_every_task_and_the_runner_exits(tmp_path: Path) -> No
     task(q, "plain.sh", "sleep 60 & wait")
     proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "2",
                              "--grace", "1"], stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: len(list((q.root / "jobs").glob("*/logs/todo/*.log"))) == 2, 20)
+    assert wait_until(lambda: len(list((q.root / "jobs").glob("*/logs/todo/*.log"))) == 2, 20)
     time.sleep(0.3)
     proc.send_signal(signal.SIGUSR1)
     _, err = proc.communicate(timeout=20)
@@ -197,7 +189,7 @@ def _kill_9_mid_task(q: Queue, out: Path) -> int:
     """Start a runner, kill -9 it once its task has written ``out``; return its pid."""
     proc = subprocess.Popen([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"],
                             stderr=subprocess.DEVNULL)
-    assert _wait_for(out.exists, 20)
+    assert wait_until(out.exists, 20)
     proc.kill()
     proc.wait()
     return proc.pid

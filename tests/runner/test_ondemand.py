@@ -12,16 +12,7 @@ from pathlib import Path
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.notices import write_notice
 from metaq_py.queue.store import Queue
-from tests.runner_helpers import events, make_queue, of, runner, task, where
-
-
-def _when(predicate, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+from tests.runner_helpers import events, make_queue, of, runner, task, wait_until, where
 
 
 def _in_background(fn) -> threading.Thread:
@@ -45,7 +36,7 @@ def test_paa_preempts_a_rigid_task_which_resumes_later(tmp_path: Path) -> None:
     """, NODES=2, CHECKPOINT="10m 1s")
 
     def arrive() -> None:
-        _when(lambda: out.exists())
+        wait_until(lambda: out.exists())
         task(q, "urgent.sh", "sleep 0.5", TYPE="ondemand", NODES=2, MIN_WC_TIME="10s")
 
     _in_background(arrive)
@@ -84,9 +75,9 @@ def test_spaa_shrinks_in_place_then_expands_back(tmp_path: Path) -> None:
          TYPE="malleable", NODES=4, MIN_NODES=1, RESIZE="in-place USR2")
 
     def script() -> None:
-        _when(lambda: out.exists())
+        wait_until(lambda: out.exists())
         task(q, "urgent.sh", "sleep 1", TYPE="ondemand", NODES=2, MIN_WC_TIME="10s")
-        _when(lambda: out.read_text().count("resize") >= 2)
+        wait_until(lambda: out.read_text().count("resize") >= 2)
         stop.touch()
 
     _in_background(script)
@@ -118,9 +109,9 @@ def test_a_task_that_does_not_confirm_is_restarted_at_its_new_size(tmp_path: Pat
          TYPE="malleable", NODES=4, MIN_NODES=1, RESIZE="in-place USR2", SIGNAL="TERM@1")
 
     def script() -> None:
-        _when(lambda: out.exists())
+        wait_until(lambda: out.exists())
         task(q, "urgent.sh", "sleep 1", TYPE="ondemand", NODES=2, MIN_WC_TIME="10s")
-        _when(lambda: "start 2 1 2" in out.read_text())
+        wait_until(lambda: "start 2 1 2" in out.read_text())
         stop.touch()
 
     _in_background(script)
@@ -151,7 +142,7 @@ def test_an_announced_task_redeems_its_notice(tmp_path: Path) -> None:
     write_notice(q.root, name="obs", nodes=1, arrival=now + 1.0, walltime=60, now=now)
 
     def arrive() -> None:
-        _when(lambda: bool(of(events(q), "reserve")))
+        wait_until(lambda: bool(of(events(q), "reserve")))
         task(q, "alert.sh", "true", TYPE="ondemand", NOTICE="obs", MIN_WC_TIME="10s")
 
     _in_background(arrive)

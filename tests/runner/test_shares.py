@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_queue import metaq
+from tests.runner_helpers import wait_until
 
 # Each task records what it was given, then waits until all four have started: it can only
 # see the four marks if the four ran at the same time.
@@ -78,16 +79,6 @@ def _share_runner(q, **options: object):
                   say=lambda line: None)
 
 
-def _when(predicate, timeout: float = 20.0) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
 
 def test_paa_preempts_every_share_of_the_node_and_each_resumes_once(tmp_path: Path) -> None:
     import threading
@@ -109,7 +100,7 @@ exit 0' TERM
         """, CPUS=1, GPUS=1, CHECKPOINT="10m 1s")
 
     def arrive() -> None:
-        _when(lambda: (out / "a").exists() and (out / "b").exists())
+        wait_until(lambda: (out / "a").exists() and (out / "b").exists())
         task(q, "urgent.sh", f"date +%s.%N > {out}/urgent", TYPE="ondemand", NODES=1,
              MIN_WC_TIME="10s")
 
@@ -141,10 +132,10 @@ def test_a_notice_collects_a_node_once_its_last_share_has_ended(tmp_path: Path) 
     noticed: list[float] = []
 
     def arrive() -> None:
-        _when(lambda: len(of(events(q), "start")) == 2)
+        wait_until(lambda: len(of(events(q), "start")) == 2)
         noticed.append(now := time.time())
         write_notice(q.root, name="obs", nodes=1, arrival=now + 3.0, walltime=60, now=now)
-        _when(lambda: bool(of(events(q), "reserve")))
+        wait_until(lambda: bool(of(events(q), "reserve")))
         task(q, "alert.sh", "true", TYPE="ondemand", NOTICE="obs", MIN_WC_TIME="10s")
 
     threading.Thread(target=arrive, daemon=True).start()
@@ -178,7 +169,7 @@ def test_show_prints_a_running_shares_cores_and_gpus(tmp_path: Path) -> None:
     run = threading.Thread(target=_share_runner(q).run, daemon=True)
     run.start()
     try:
-        assert _when(lambda: (tmp_path / "a.up").exists() and (tmp_path / "b.up").exists())
+        assert wait_until(lambda: (tmp_path / "a.up").exists() and (tmp_path / "b.up").exists())
         shown = {name: metaq("show", f"todo/{name}.sh", "--queue", str(q.root))
                  for name in ("a", "b")}
         as_json = json.loads(metaq("show", "todo/b.sh", "--json", "--queue", str(q.root)).stdout)
