@@ -23,8 +23,20 @@ from pathlib import Path
 
 from metaq_py.queue.fileio import Refused, read_regular
 
-__all__ = ["CANCEL_SUFFIX", "PLANTED", "REASON_LIMIT", "REASON_SUFFIX", "companion", "free_name",
-           "make_folders", "read_reason", "set_aside", "subfolders", "task_files"]
+__all__ = [
+    "CANCEL_SUFFIX",
+    "PLANTED",
+    "REASON_LIMIT",
+    "REASON_SUFFIX",
+    "MadeFolders",
+    "companion",
+    "free_name",
+    "make_folders",
+    "read_reason",
+    "set_aside",
+    "subfolders",
+    "task_files",
+]
 
 PLANTED = ".planted-"
 """What a thing found where the queue keeps one of its own is renamed with, aside in its own
@@ -65,6 +77,40 @@ def free_name(path: Path, *, reason: bool = False) -> Path:
     while taken(f"{path}.{n}"):
         n += 1
     return Path(f"{path}.{n}")
+
+
+class MadeFolders:
+    """:func:`make_folders` for one process that makes the same few folders again and again
+    (a runner's claims and moves): a folder made or checked before is only ``stat``-ed, and
+    taken as it is when it is still the very folder (device and inode) it was then. A path
+    that now leads elsewhere (a folder on the way replaced by a link to another place) is
+    made again by :func:`make_folders`, so a move still never lands outside the queue; one
+    that leads to the same folder by another way lands where it would have anyway."""
+
+    LIMIT = 4096
+    """At most this many folders are remembered (a runner uses a handful)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._seen: dict[str, tuple[int, int]] = {}
+
+    def make(self, folder: Path) -> None:
+        """Make ``folder`` as :func:`make_folders` does."""
+        key = os.fspath(folder)
+        seen = self._seen.get(key)
+        if seen is not None:
+            try:
+                st = os.stat(key)
+            except OSError:
+                pass
+            else:
+                if (st.st_dev, st.st_ino) == seen and stat.S_ISDIR(st.st_mode):
+                    return
+        make_folders(self.root, folder)
+        st = os.lstat(key)  # make_folders left a real folder here
+        if len(self._seen) >= self.LIMIT:
+            self._seen.clear()
+        self._seen[key] = (st.st_dev, st.st_ino)
 
 
 def make_folders(root: Path, folder: Path) -> None:

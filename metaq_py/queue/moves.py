@@ -20,6 +20,7 @@ from metaq_py.queue.fileio import create_new
 from metaq_py.queue.folders import (
     CANCEL_SUFFIX,
     REASON_SUFFIX,
+    MadeFolders,
     companion,
     free_name,
     make_folders,
@@ -40,7 +41,8 @@ __all__ = ["history_entry", "inode_of", "logbook_of", "move_task", "rename_quiet
 
 def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
               logbook: Logbook | None = None, spares: Spares | None = None,
-              lease_files: LeaseFiles | None = None, old_reason: bool = True) -> Path | None:
+              lease_files: LeaseFiles | None = None, old_reason: bool = True,
+              made: MadeFolders | None = None) -> Path | None:
     """Move the task at ``src`` to ``dst`` (or a free variant of it) with its companions:
     the logbook (``logbook`` if given, else the old one moves as it is) and, with ``reason``, a
     ``.reason`` file. The old lease, reason and cancel request are removed; the lease goes
@@ -53,9 +55,13 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     it (:func:`~metaq_py.queue.folders.make_folders`), so a move never leaves the queue. The
     ``.reason`` beside ``src`` is removed only with ``old_reason`` (``src`` is in a done state:
     in a task folder, ``<src>.reason`` may be another task). Nothing is written through a
-    symlink: a ``.reason`` is a new file or not written at all."""
+    symlink: a ``.reason`` is a new file or not written at all. ``made`` remembers the folders
+    made before (:class:`~metaq_py.queue.folders.MadeFolders`, for ``root``)."""
     dst = free_name(dst, reason=reason is not None)
-    make_folders(root, dst.parent)
+    if made is not None:
+        made.make(dst.parent)
+    else:
+        make_folders(root, dst.parent)
     staged = None
     if logbook is not None:
         # Only the mover that wins the rename publishes its logbook.

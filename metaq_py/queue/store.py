@@ -49,6 +49,7 @@ from metaq_py.queue.fileio import Refused, create_new, name_problem, read_regula
 from metaq_py.queue.folders import (
     CANCEL_SUFFIX,
     REASON_LIMIT,
+    MadeFolders,
     companion,
     free_name,
     make_folders,
@@ -231,6 +232,8 @@ class Queue(Layout):
         """The lease files of the jobs this object claims for, reused (see LeaseFiles)."""
         self._claim_folders: dict[tuple[str, str, str], Path] = {}
         """``working/<machine>/<jobid>/<folder>`` of the claims made so far (checked names)."""
+        self._made = MadeFolders(self.root)
+        """The folders claims and moves made, known by identity (see MadeFolders)."""
         self.spares: Spares | None = None
         """Files made ahead of time for the logbooks this object writes (a runner sets it;
         see :mod:`metaq_py.queue.premade`)."""
@@ -344,7 +347,7 @@ class Queue(Layout):
         if too_long is not None:
             self.reject(task.path, str(TaskError(task.file, None, too_long)))
             return None
-        make_folders(self.root, dst.parent)
+        self._made.make(dst.parent)
         now = self.clock.now()
         host = host or socket.gethostname()
         pid = pid if pid is not None else os.getpid()
@@ -499,7 +502,7 @@ class Queue(Layout):
         rel = os.path.relpath(src, self.root).split(os.sep)
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
                           spares=self.spares, lease_files=lease_files,
-                          old_reason=rel[0] in DONE_STATES)
+                          old_reason=rel[0] in DONE_STATES, made=self._made)
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved

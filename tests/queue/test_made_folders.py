@@ -1,0 +1,54 @@
+"""MadeFolders: a folder made before is taken again only while it is the very same folder;
+one replaced by a link to somewhere else is made again, so a claim never lands outside."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from metaq_py.queue.folders import PLANTED, MadeFolders
+from metaq_py.queue.store import Queue
+
+
+def test_a_folder_made_before_is_kept_and_one_replaced_by_a_link_is_made_again(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "q"
+    root.mkdir()
+    made = MadeFolders(root)
+    folder = root / "working" / "m" / "7" / "todo"
+    made.make(folder)
+    assert folder.is_dir() and not folder.is_symlink()
+    (folder / "x").write_text("kept")
+    made.make(folder)  # the same folder: nothing changes
+    assert (folder / "x").read_text() == "kept"
+
+    outside = tmp_path / "elsewhere"
+    (outside / "7" / "todo").mkdir(parents=True)
+    os.rename(root / "working" / "m", tmp_path / "old-m")
+    os.symlink(outside, root / "working" / "m")
+    made.make(folder)
+    assert not (root / "working" / "m").is_symlink()  # made again as a real folder
+    assert [p.name.startswith("m" + PLANTED) for p in (root / "working").iterdir()].count(True) == 1
+    assert (root / "working" / "m" / "7" / "todo").is_dir()
+    assert not (root / "working" / "m" / "7" / "todo" / "x").exists()
+
+
+def test_claims_land_inside_the_queue_after_a_job_folder_is_swapped(tmp_path: Path) -> None:
+    Queue.init(tmp_path / "q")
+    q = Queue(tmp_path / "q")
+    for name in ("a.sh", "b.sh"):
+        path = q.root / "todo" / name
+        path.write_text("#!/bin/sh\ntrue\n")
+        path.chmod(0o755)
+    first, second = q.scan().tasks
+    assert q.claim(first, machine="m", jobid="7") is not None
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    job = q.root / "working" / "m" / "7"
+    os.rename(job, tmp_path / "moved-job")
+    os.symlink(outside, job)
+    claim = q.claim(second, machine="m", jobid="7")
+    assert claim is not None
+    assert not list(outside.rglob("*.sh"))
+    assert claim.path.is_file() and not (q.root / "working" / "m" / "7").is_symlink()
