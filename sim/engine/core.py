@@ -9,7 +9,9 @@ The loop (:meth:`Engine.run`), once per instant at which anything is due:
    finishes, then notices, then submits, then wake-ups (:meth:`Engine._take_instant`).
    Finishes and notices go to the Cluster; submits join the waiting jobs
    (:mod:`sim.engine.waiting`), kept in the one queue order, so every decision is told
-   ``ordered=True``;
+   ``ordered=True``, and for EASY, while the queue is long, in a waitlist too
+   (:mod:`metaq_py.policy.waitlist`), which the snapshot carries so that a decision need not
+   walk the queue;
 3. if anything changed (or the scheduler's wake time came) and the skipping rules below do not
    say deciding is inert (:meth:`Engine._can_skip`), take one snapshot, call ``decide`` once,
    time it (:meth:`Engine._decide`), and apply its actions through :meth:`Cluster.apply` in
@@ -90,7 +92,6 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
-from metaq_py.policy.waitlist import Waitlist
 from sim.engine.agenda import AgendaItem, AgendaKind
 from sim.engine.arrivals import Feed, feed
 from sim.engine.errors import SimulationError
@@ -175,8 +176,8 @@ class Engine:
         self._notices: Iterator[Notice] = self.feed.notices()
         self._ledger = Ledger()
         self._live: dict[JobId, int] = {}  # the ledger row of every job submitted, not ended
-        # the waitlist serves EASY's backfilling alone (conservative walks the queue anyway)
-        self._waiting = Waiting(Waitlist(oracle=self.scheduler.oracle)
+        # a waitlist serves EASY's backfilling alone (conservative walks the queue anyway)
+        self._waiting = Waiting(self.scheduler.oracle
                                 if self.scheduler.backfill is Backfill.EASY else None)
         self._busy = 0  # nodes held by running jobs
         self._finished = 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ from metaq_py.policy.mechanisms import Scheduler, make_scheduler
 from metaq_py.policy.model import Decision, Kind, Snapshot
 from sim.engine.core import Engine, simulate
 from sim.engine.failures import FailureModel, NodeFailures
+from sim.engine.waiting import LONG, SHORT
 from sim.run.result import SimulationResult
 from sim.trace.loader import load_trace
 from sim.trace.synthetic import synthetic_trace
@@ -382,16 +383,21 @@ def test_theta_2022_easy_full_oracle_waits_longer_than_cqsim() -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Unlisted(Scheduler):
-    """A scheduler that checks the engine's waitlist holds the waiting jobs in queue order,
-    then decides without it, as a driver that keeps no waitlist would have it."""
+    """A scheduler that checks the engine's waitlist, when there is one, holds the waiting
+    jobs in queue order, then decides without it, as a driver that keeps no waitlist would
+    have it. ``listed`` counts the decisions that had one."""
+
+    listed: list[int] = field(default_factory=lambda: [0])
 
     def decide(self, snapshot: Snapshot) -> Decision:
         waitlist = snapshot.waitlist
-        if self.backfill.value == "easy":
-            assert waitlist is not None and waitlist.oracle == self.oracle
+        if waitlist is not None:
+            assert self.backfill.value == "easy"  # conservative walks the queue anyway
+            assert len(snapshot.waiting) >= SHORT and waitlist.oracle == self.oracle
             assert all(a is b for a, b in zip(waitlist.jobs(), snapshot.waiting, strict=True))
+            self.listed[0] += 1
         else:
-            assert waitlist is None  # conservative walks the queue anyway
+            assert len(snapshot.waiting) < LONG or self.backfill.value != "easy"
         return Scheduler.decide(self, replace(snapshot, waitlist=None))
 
 
@@ -400,9 +406,9 @@ class _Unlisted(Scheduler):
     ("CUA&SPAA", False, "W5"), ("CUP&PAA", True, "W1"), ("N&SPAA+", False, "W5")])
 def test_the_engines_waitlist_follows_its_queue_and_changes_nothing(
         policy: str, oracle: bool, workload: str | None) -> None:
-    # overloaded twice over, so the queue grows long; failures and preemptions put jobs back
-    # in the middle of it
-    trace = synthetic_trace(jobs=900, seed=5, load=2.0, nodes=256)
+    # overloaded three times over, so the queue grows long; failures and preemptions put
+    # jobs back in the middle of it
+    trace = synthetic_trace(jobs=2400, seed=5, load=3.0, nodes=256)
     source = trace if workload is None else \
         hybrid_workload(trace, WorkloadModel.for_workload(workload, seed=5))
 
@@ -415,4 +421,5 @@ def test_the_engines_waitlist_follows_its_queue_and_changes_nothing(
     told = Engine(source, policy=plain, failures=failures()).run()
     looked = Engine(source, policy=unlisted, failures=failures()).run()
     assert told.outcomes == looked.outcomes
-    assert told.series.queued.max() > 200
+    assert told.series.queued.max() > LONG
+    assert (unlisted.listed[0] > 100) == (policy != "conservative")
