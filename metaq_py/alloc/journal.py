@@ -26,8 +26,8 @@ from filelock import FileLock
 
 from metaq_py.batch.submit import BatchJob
 from metaq_py.clock import Clock
+from metaq_py.queue.disk.fileio import replace_file
 from metaq_py.queue.eventlog import EventLog
-from metaq_py.queue.fileio import replace_file
 
 __all__ = ["ALLOC_FOLDER", "Journal", "Seen", "allocations", "exists"]
 

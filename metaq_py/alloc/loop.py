@@ -6,7 +6,7 @@ A pass, under the queue's alloc lock (:meth:`~metaq_py.alloc.journal.Journal.loc
    cannot answer, nothing is submitted, since allocations that cannot be counted might be
    too many;
 2. reads the waiting tasks from the queue's folders, and leaves out those whose ``AFTER``
-   dependencies are not met (:class:`~metaq_py.queue.deps.Dependencies`): an allocation for
+   dependencies are not met (:class:`~metaq_py.queue.campaign.deps.Dependencies`): an allocation for
    them could run nothing. One whose dependency failed for good is moved to ``failed/``, as
    a runner would (not on a dry run);
 3. asks :func:`~metaq_py.alloc.policy.decide`;
@@ -41,7 +41,7 @@ from metaq_py.batch.submit import (
     submit_command,
 )
 from metaq_py.errors import MetaqError
-from metaq_py.queue.deps import Dependencies
+from metaq_py.queue.campaign.deps import Dependencies
 from metaq_py.queue.store import Queue
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]

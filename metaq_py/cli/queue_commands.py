@@ -29,7 +29,7 @@ from metaq_py.directives import TaskSpec, late_directives, miscased_directives, 
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
-from metaq_py.queue.arrays import format_indices, read_array
+from metaq_py.queue.campaign.arrays import format_indices, read_array
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import USAGE_FIELDS, read_logbook
 from metaq_py.queue.store import (

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from metaq_py.launch.spec import LaunchError
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.disk.fileio import write_all
 
 __all__ = ["HostFiles", "hostfile_text"]
 

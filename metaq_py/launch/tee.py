@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.disk.fileio import write_all
 
 __all__ = ["CHUNK", "DRAIN_SECONDS", "OutputTee", "make_pipe"]
 

@@ -2,11 +2,13 @@
 
 :mod:`~metaq_py.queue.store` holds the layout and the runner's moves (claim, heartbeat, finish,
 requeue, reclaim); :mod:`~metaq_py.queue.admin` the people's commands (submit, hold, release,
-cancel, retry, find, list). Beside them: the index of waiting tasks (``index``, ``walk``), the
-one judgement of a task file (``judge``), the one rename and the files that travel with a task
-(``moves``, ``folders``), logbooks, claims and leases, advance notices, the event log, the
-watcher, files made ahead of need (``premade``), the one low-level write (``fileio``), and the
-owners' settings (:mod:`~metaq_py.queue.settings`). ``docs/architecture.md`` has the table.
+cancel, retry, find, list). Beside them: the index of waiting tasks (``index``), the one
+judgement of a task file (``judge``), logbooks, claims and leases, advance notices, the event
+log, the watcher, files made ahead of need (``premade``), the summary of ended tasks
+(``tally``) and ``metaq doctor``'s checks (``doctor``). Three subpackages: the file system below
+the level of tasks (:mod:`~metaq_py.queue.disk`), arrays and dependencies
+(:mod:`~metaq_py.queue.campaign`) and the owners' settings (:mod:`~metaq_py.queue.settings`).
+``docs/architecture.md`` has the table.
 
 This package is ``metaq_py.queue``; the repository's top-level ``queue/`` folder is an example
 queue, never a Python package.

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from metaq_py.directives import INDEX, TaskSpec, parse_indices, read_head
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.arrays import ArrayInfo, make_array, read_array, split_ref
-from metaq_py.queue.deps import Resolver, find_cycle, rewrite_after
-from metaq_py.queue.fileio import NAME_MAX, name_problem, write_all
-from metaq_py.queue.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
+from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
+from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
+from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, write_all
+from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.logbook import Logbook, read_logbook
-from metaq_py.queue.moves import history_entry, inode_of, logbook_of
+from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.store import (
     CANCELLED,
     DONE_STATES,
@@ -118,9 +118,9 @@ class QueueAdmin:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
         (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
         ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per
-        index (:mod:`metaq_py.queue.arrays`); ``after`` adds ``AFTER`` names. Every ``AFTER``
+        index (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every ``AFTER``
         and ``AFTER_ANY`` name is resolved against the queue and the scripts submitted along
-        (:mod:`metaq_py.queue.deps`): an unknown name or a cycle refuses them all.
+        (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle refuses them all.
 
         A plain task is written under a hidden temporary name in its folder and then linked to
         its real name, so no scan ever sees half a file and an existing task is never
@@ -394,7 +394,7 @@ def _user() -> str:
 
 MAX_FOLDER_NAME = NAME_MAX - len(".planted-000000")
 """The longest sub-folder name (bytes) ``--folder`` takes: room is left for the suffix
-:func:`~metaq_py.queue.folders.make_folders` gives a planted file it moves aside."""
+:func:`~metaq_py.queue.disk.folders.make_folders` gives a planted file it moves aside."""
 
 
 def _relpath(sub: str | None, name: str) -> str:

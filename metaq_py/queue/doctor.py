@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.queue.fileio import Refused, name_problem, read_regular
-from metaq_py.queue.folders import PLANTED, REASON_SUFFIX, set_aside
+from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
+from metaq_py.queue.disk.folders import PLANTED, REASON_SUFFIX, set_aside
 from metaq_py.queue.lease import LEASE_LIMIT, LEASE_SUFFIX, Claim, read_claims
 from metaq_py.queue.notices import (
     MAX_AHEAD,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.disk.fileio import write_all
 
 __all__ = ["EventLog"]
 

@@ -11,7 +11,7 @@ and half-written submissions. A symlink to a task file is a task when both the l
 owner) and its target are trusted; a symlink to a folder is never followed (it is rejected),
 so no scan ever walks, or moves files out of, a folder outside the queue.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
-of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.walk`; each file
+of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.disk.walk`; each file
 read is judged by :func:`~metaq_py.queue.judge.judge`.
 
 The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
@@ -37,7 +37,7 @@ from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
 from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.settings.trust import Trust
-from metaq_py.queue.walk import CachedFile, remembered, stat_key, walk_folder
+from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
 

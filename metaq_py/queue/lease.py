@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.directives import TaskSpec
-from metaq_py.queue.fileio import Refused, create_new, read_regular, write_all
-from metaq_py.queue.folders import set_aside, subfolders, task_files
+from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
+from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
 
 __all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "read_lease",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metaq_py.queue.fileio import Refused, read_regular, write_all
+from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
 
 if TYPE_CHECKING:
     from metaq_py.queue.premade import Spares

@@ -16,7 +16,7 @@ Layout under the queue root (``docs/user-guide.md`` has the full picture)::
 A task's identity is ``<folder>/<relpath>``, the same in every state, so two ``run.sh`` in
 different sub-folders never collide. Every move is one ``rename`` within one file system, so a
 task is always in exactly one place: two jobs racing for a task both try the rename and
-exactly one succeeds. Hidden companions travel with the task (:mod:`metaq_py.queue.folders`):
+exactly one succeeds. Hidden companions travel with the task (:mod:`metaq_py.queue.disk.folders`):
 its logbook (attempts, submit time, history) and, while claimed, its lease.
 
 Here are the layout (:class:`Layout`) and the moves a batch job's runner makes
@@ -45,8 +45,8 @@ from typing import TypeVar
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.eventlog import EventLog
-from metaq_py.queue.fileio import Refused, create_new, name_problem, read_regular
-from metaq_py.queue.folders import (
+from metaq_py.queue.disk.fileio import Refused, create_new, name_problem, read_regular
+from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
     REASON_LIMIT,
     MadeFolders,
@@ -58,7 +58,7 @@ from metaq_py.queue.index import Index, Scan, Task
 from metaq_py.queue.judge import Verdict, judge
 from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_claims, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
+from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
@@ -494,7 +494,7 @@ class Queue(Layout):
     def move(self, src: Path, dst: Path, *, reason: str | None = None,
              logbook: Logbook | None = None, claim: Claim | None = None) -> Path | None:
         """Move the task at ``src`` to ``dst`` with its companions: every state change goes
-        through here (see :func:`~metaq_py.queue.moves.move_task`). The lease of a ``claim``
+        through here (see :func:`~metaq_py.queue.disk.moves.move_task`). The lease of a ``claim``
         made by this object is kept for reuse, and a new logbook is written into a file made
         ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
         lease_files = None if claim is None else self._lease_files.get((claim.machine,

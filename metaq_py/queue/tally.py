@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from metaq_py.directives import TaskSpec
-from metaq_py.queue.folders import make_folders, subfolders, task_files
+from metaq_py.queue.disk.folders import make_folders, subfolders, task_files
 from metaq_py.queue.judge import judge
 
 __all__ = ["Key", "close_writers", "count_files", "note", "note_move", "read_tally",

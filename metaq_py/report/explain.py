@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.deps import Dependencies
+from metaq_py.queue.campaign.deps import Dependencies
 from metaq_py.queue.index import Task
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import PENDING, WORKING, Queue

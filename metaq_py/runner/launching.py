@@ -17,7 +17,7 @@ from pathlib import Path
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.launch.binding import machine_cpus
-from metaq_py.queue.folders import make_folders
+from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.store import FAILED
 from metaq_py.runner.context import Context

@@ -27,7 +27,7 @@ nothing is running and the last decision started nothing (so nothing waiting can
 here), unless ``linger`` keeps it waiting for new work until the allocation ends, or a waiting
 task it could run in the time left waits for a dependency that is waiting or running
 elsewhere: then it stays, and looks again at each queue change and every
-:data:`~metaq_py.queue.deps.RECHECK` seconds (a task ending in another allocation moves no
+:data:`~metaq_py.queue.campaign.deps.RECHECK` seconds (a task ending in another allocation moves no
 file the queue watcher sees).
 ``docs/events.md`` lists the events it writes (:mod:`~metaq_py.runner.events`).
 """
@@ -50,7 +50,7 @@ from metaq_py.durations import format_duration, format_time
 from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
-from metaq_py.queue.deps import RECHECK
+from metaq_py.queue.campaign.deps import RECHECK
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider

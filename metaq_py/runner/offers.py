@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.policy.model import Job, Kind
 from metaq_py.policy.shares import NodeShape
-from metaq_py.queue.deps import Dependencies, Readiness
+from metaq_py.queue.campaign.deps import Dependencies, Readiness
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook

@@ -19,7 +19,7 @@ import yaml
 
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
-from metaq_py.queue.fileio import Refused, read_regular
+from metaq_py.queue.disk.fileio import Refused, read_regular
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
            "AllocSettings", "Caps", "Defaults", "QueueConfig", "load_config"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.directives import TaskSpec
 from metaq_py.errors import TaskError
-from metaq_py.queue.fileio import name_problem
+from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.judge import Verdict
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.settings.trust import Trust

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from metaq_py.directives import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.arrays import format_indices, read_array, split_ref
+from metaq_py.queue.campaign.arrays import format_indices, read_array, split_ref
 from metaq_py.queue.store import Queue
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from metaq_py.directives import TaskSpec, format_directives, parse_indices
 from metaq_py.errors import QueueError
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.disk.fileio import write_all
 
 __all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "format_indices", "index_file",
            "make_array", "read_array", "split_ref"]

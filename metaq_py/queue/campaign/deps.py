@@ -3,7 +3,7 @@
 
 A name is a task's identity (``todo/prop.sh``), a script name found in a task folder
 (``prop.sh``), an array or some of its indices (``prop.sh``, ``prop.sh[3]``, ``prop.sh[0-9]``,
-see :mod:`metaq_py.queue.arrays`), or a glob over identities (``todo/prop-*``). ``metaq
+see :mod:`metaq_py.queue.campaign.arrays`), or a glob over identities (``todo/prop-*``). ``metaq
 submit`` resolves every name (:class:`Resolver`) when the task is submitted: a name that
 matches no task is refused, so are cycles, and the queued copy of the script names exactly
 the identities found (an array stays one name). So every runner, in every allocation, reads
@@ -32,9 +32,9 @@ from pathlib import Path
 
 from metaq_py.directives import parse_indices
 from metaq_py.errors import QueueError
-from metaq_py.queue.arrays import ArrayInfo, read_array, split_ref
+from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
 from metaq_py.queue.index import Task
-from metaq_py.queue.moves import history_entry, logbook_of
+from metaq_py.queue.disk.moves import history_entry, logbook_of
 from metaq_py.queue.store import (
     CANCELLED,
     DONE_STATES,

@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from metaq_py.queue.fileio import write_all
+from metaq_py.queue.disk.fileio import write_all
 
 
 def test_a_pipe_takes_more_than_its_buffer_in_pieces() -> None:

@@ -8,7 +8,7 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 - ``.<name>.lease``: while claimed, its lease (:mod:`metaq_py.queue.lease`);
 - ``.<name>.cancel``: while claimed, a person's request to cancel it.
 
-The task folders themselves are walked by the index (:mod:`metaq_py.queue.walk`); the helpers
+The task folders themselves are walked by the index (:mod:`metaq_py.queue.disk.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
 that is neither hidden nor a ``.reason`` beside its task is a task.
 """
@@ -21,7 +21,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from metaq_py.queue.fileio import Refused, read_regular
+from metaq_py.queue.disk.fileio import Refused, read_regular
 
 __all__ = [
     "CANCEL_SUFFIX",

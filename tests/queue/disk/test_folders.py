@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.queue.folders import PLANTED, MadeFolders
+from metaq_py.queue.disk.folders import PLANTED, MadeFolders
 from metaq_py.queue.store import Queue
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.deps import Dependencies, find_cycle
+from metaq_py.queue.campaign.deps import Dependencies, find_cycle
 from metaq_py.queue.store import Queue
 from metaq_py.report.explain import explain
 

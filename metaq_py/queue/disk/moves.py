@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from metaq_py.queue.fileio import create_new
-from metaq_py.queue.folders import (
+from metaq_py.queue.disk.fileio import create_new
+from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
     REASON_SUFFIX,
     MadeFolders,
@@ -52,11 +52,11 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     vanished first: then nothing was changed.
 
     ``root`` is the queue's: the folders on the way to ``dst`` are made as real folders below
-    it (:func:`~metaq_py.queue.folders.make_folders`), so a move never leaves the queue. The
+    it (:func:`~metaq_py.queue.disk.folders.make_folders`), so a move never leaves the queue. The
     ``.reason`` beside ``src`` is removed only with ``old_reason`` (``src`` is in a done state:
     in a task folder, ``<src>.reason`` may be another task). Nothing is written through a
     symlink: a ``.reason`` is a new file or not written at all. ``made`` remembers the folders
-    made before (:class:`~metaq_py.queue.folders.MadeFolders`, for ``root``)."""
+    made before (:class:`~metaq_py.queue.disk.folders.MadeFolders`, for ``root``)."""
     dst = free_name(dst, reason=reason is not None)
     if made is not None:
         made.make(dst.parent)
