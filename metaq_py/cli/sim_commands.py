@@ -62,6 +62,9 @@ def simulate(
     missing_walltime: Annotated[str, typer.Option(
         help="Walltime of jobs that requested none: limit (their queue's), runtime, a "
              "multiple such as 2x, or drop.")] = "limit",
+    load: Annotated[float, typer.Option(
+        help="Scale the arrivals: the same jobs arrive F times as fast (inter-arrival gaps "
+             "divided by F, as CQSim's density option).", metavar="F")] = 1.0,
     plots: Annotated[bool, typer.Option(help="Write the PNG plots.")] = True,
     cache: Annotated[bool, typer.Option(
         help="Keep parsed traces in the user's cache directory, keyed by content "
@@ -79,7 +82,7 @@ def simulate(
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
-                               missing_walltime=missing_walltime, cache=cache)
+                               missing_walltime=missing_walltime, cache=cache, load=load)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
                                reading=reading)
     except (ValueError, TraceError, OSError) as e:
@@ -119,6 +122,7 @@ class TraceReading:
     procs_per_node: int | None = None
     missing_walltime: str = "limit"
     cache: bool = True
+    load: float = 1.0
 
 
 def _print_checks(info: RunInfo) -> None:
@@ -144,6 +148,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
     from sim.trace.loader import load_trace
     from sim.trace.machine import UNITS
     from sim.trace.sanity import check_trace
+    from sim.trace.scaling import scale_load
     from sim.trace.synthetic import synthetic_trace
     from sim.workload.model import WORKLOADS, WorkloadModel, hybrid_workload
 
@@ -178,6 +183,10 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
             raise ValueError(f"--jobs must be at least 1, not {count}")
         base = synthetic_trace(jobs=count, seed=seed, **({"nodes": nodes} if nodes else {}))
         label = f"a synthetic Theta-like trace (seed {seed})"
+    if reading.load != 1.0:
+        base = scale_load(base, reading.load)
+        base = replace(base, notes=(*base.notes, f"arrivals scaled {reading.load:g} times as "
+                                    "fast (--load)"))
     check = check_trace(base)
     machine = base.machine.to_dict() if base.machine is not None else {
         "size": base.nodes, "unit": base.unit, "source": "the synthetic workload",

@@ -158,3 +158,24 @@ def test_no_cache_leaves_no_entry(tmp_path, monkeypatch) -> None:
     assert not cache.exists()
     assert runner.invoke(app, args).exit_code == 0
     assert len(list(cache.iterdir())) == 1
+
+
+def test_load_scales_the_arrivals_and_the_offered_load(tmp_path) -> None:
+    trace = tmp_path / "gaps.swf"
+    # 4 jobs of 100 s on 1 of 4 nodes, 100 s apart: offered load 4*100 / (4*300) = 33%.
+    _swf(trace, "; MaxNodes: 4\n; MaxProcs: 4\n", [(i, i * 100, 100, 1, 100) for i in range(4)])
+    loads = {}
+    for factor in ("1", "2"):
+        out = tmp_path / factor
+        result = runner.invoke(app, ["simulate", "--trace", str(trace), "--load", factor,
+                                     "--out", str(out), "--no-plots"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads((out / "summary.json").read_text())
+        loads[factor] = doc["trace"]["offered_load"]
+        rows = [r.split(",") for r in (out / "jobs.csv").read_text().splitlines()[1:]]
+        assert [float(r[3]) for r in rows] == [i * 100 / float(factor) for i in range(4)]
+    assert loads["2"] == pytest.approx(2 * loads["1"])
+    result = runner.invoke(app, ["simulate", "--trace", str(trace), "--load", "0",
+                                 "--out", str(tmp_path / "bad"), "--no-plots"])
+    assert result.exit_code == 1
+    assert "a load factor is a positive number" in result.output
