@@ -17,7 +17,9 @@ expanded by a shell. ``docs/user-guide.md`` lists every key.
 :func:`parse_header` works on bytes and never raises anything but ``TaskError``;
 :func:`read_task` reads a file with the checks a file needs (executable, at most
 :data:`HEADER_LIMIT` bytes of header, symlink loops, files that vanish while being read).
-:func:`format_directives` writes a :class:`TaskSpec` back as directive lines.
+:func:`format_directives` writes a :class:`~metaq_py.task_spec.TaskSpec` back as directive
+lines. What each key accepts is in :mod:`metaq_py.directive_keys`; the value a header
+becomes, :class:`~metaq_py.task_spec.TaskSpec`, is in :mod:`metaq_py.task_spec`.
 """
 
 from __future__ import annotations
@@ -26,31 +28,22 @@ import difflib
 import errno
 import os
 import re
-import signal as _signal
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
-from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.directive_keys import KEYS, REPEATABLE, BadValue
+from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.policy.model import Kind
+from metaq_py.task_spec import TaskSpec
 
 __all__ = [
     "HEADER_LIMIT",
-    "KEYS",
-    "Checkpoint",
-    "Resize",
-    "ResizeMode",
-    "Signal",
-    "TaskSpec",
     "format_directives",
     "late_directives",
     "miscased_directives",
     "parse_header",
-    "parse_indices",
     "read_head",
     "read_task",
-    "with_path",
 ]
 
 HEADER_LIMIT = 64 * 1024
@@ -58,372 +51,8 @@ HEADER_LIMIT = 64 * 1024
 
 PREFIX = "#METAQ"
 
-_UNCATCHABLE = {"KILL", "STOP"}
-_SIGNAL_NAMES = sorted(
-    s.name[3:] for s in _signal.Signals if s.name.startswith("SIG") and "_" not in s.name
-)
-WARNING_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM", "XCPU", "URG",
-                   "WINCH")
-"""The signals a task may ask to be warned with (``SIGNAL``, ``RESIZE``): those a program
-catches to save its work. ``CHLD``, ``SEGV``, ``PIPE`` and the like mean something else."""
-
-MAX_NODES = 1_000_000
-"""The most nodes (and GPUs) a task may ask for: more than any machine has. A larger count
-could never run and would only wait for ever (``caps.nodes`` in ``metaq.yaml`` sets a real
-limit)."""
-
-MAX_PRIORITY = 1_000_000
-"""``PRIORITY`` is between ``-MAX_PRIORITY`` and ``MAX_PRIORITY``."""
-
-MAX_RETRIES = 100
-"""The most ``RETRIES`` a task may ask for."""
-
-MAX_WALL_CLOCK = 366 * 86400.0
-"""The longest ``MIN_WC_TIME``, ``SETUP`` and ``CHECKPOINT`` interval: a year."""
-
-MAX_ARRAY = 100_000
-"""The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
-
-REPEATABLE = ("AFTER", "AFTER_ANY")
-"""The keys that may be given on several lines: each line adds names."""
-
-INDEX = "{index}"
-"""In an ``AFTER`` name of an array task, the task's own index (``AFTER prop.sh[{index}]``)."""
-
-MAX_SIGNAL_LEAD = 2 * 3600.0
-"""The longest warning a ``SIGNAL`` may ask for (seconds): two hours. The runner waits this
-long for a task to save its work when it must stop, so a task cannot hold it for ever."""
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """A task that checkpoints every ``interval`` seconds, each checkpoint taking ``cost``."""
-
-    interval: float
-    cost: float
-
-
-@dataclass(frozen=True, slots=True)
-class Signal:
-    """Send signal ``name`` (``USR1``, ``TERM``, ...) ``before`` seconds ahead of a preemption
-    or of the end of the allocation's wall clock, like ``sbatch --signal=USR1@60``."""
-
-    name: str
-    before: float
-
-
-class ResizeMode:
-    """How a malleable task takes a new node count (``#METAQ RESIZE``)."""
-
-    IN_PLACE = "in-place"
-    """The task keeps running: metaq rewrites its node list and sends it the resize signal."""
-    RESTART = "restart"
-    """The task is stopped (with its ``SIGNAL`` warning) and started again at the new size."""
-
-    ALL = (IN_PLACE, RESTART)
-
-
-@dataclass(frozen=True, slots=True)
-class Resize:
-    """How a malleable task is shrunk or expanded: ``mode`` is ``in-place`` or ``restart``;
-    ``signal`` names the signal sent after an in-place resize (``None`` for restart)."""
-
-    mode: str
-    signal: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskSpec:
-    """What a task script asks for, read from its ``#METAQ`` lines.
-
-    ``nodes`` is the node count (the *maximum* for a malleable task) and ``min_nodes`` the
-    smallest count it can run on (equal to ``nodes`` unless ``type`` is malleable). ``gpus`` is
-    the total number of GPUs the task needs. ``min_wc_time`` is the wall clock, in seconds, the
-    task needs at full size; ``None`` means the queue's default. ``priority``: higher runs
-    first within a folder. ``setup``: seconds spent before useful work starts, paid again on
-    every restart. ``retries``: how many times a failed run is tried again (``None``: the
-    queue's default). ``notice`` ties an on-demand task to an advance notice. ``path`` is where
-    the script was read from. ``cpus`` above 0 makes the task a *share* of one node: that many
-    of its cores, beside other shares, with ``gpus`` of its GPUs; 0 (no ``CPUS``) keeps whole
-    nodes, as METAQ did. ``exclusive`` keeps whole nodes to the task (``EXCLUSIVE``: the
-    default already, said out loud). ``after`` names the tasks (identities, arrays or globs)
-    that must have finished before this one may start, ``after_any`` those that must have
-    ended, whatever their outcome. ``array`` is the ``ARRAY`` index list, as written, for a
-    script that is to be queued once per index. ``lines`` maps each directive key given to
-    its line number, for error messages; it takes no part in comparisons.
-    """
-
-    path: str
-    nodes: int = 1
-    min_nodes: int = 0
-    gpus: int = 0
-    min_wc_time: float | None = None
-    project: str | None = None
-    log: str | None = None
-    machine: str | None = None
-    type: Kind = Kind.RIGID
-    priority: int = 0
-    setup: float = 0.0
-    checkpoint: Checkpoint | None = None
-    signal: Signal | None = None
-    notice: str | None = None
-    retries: int | None = None
-    resize: Resize | None = None
-    cpus: int = 0
-    exclusive: bool = False
-    after: tuple[str, ...] = ()
-    after_any: tuple[str, ...] = ()
-    array: str | None = None
-    lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.min_nodes == 0:
-            default = 1 if self.type is Kind.MALLEABLE else self.nodes
-            object.__setattr__(self, "min_nodes", default)
-
-    def line_of(self, key: str) -> int | None:
-        """The line the directive ``key`` was written on, if it was."""
-        for k, n in self.lines:
-            if k == key:
-                return n
-        return None
-
-
-# --- values --------------------------------------------------------------------------------
-
-_INT = re.compile(r"^[+-]?[0-9]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _COMMENT = re.compile(r"\s#.*$")
-
-
-class _Bad(Exception):
-    """A bad value; the parser adds the file and line."""
-
-
-def _one(key: str, words: list[str], what: str) -> str:
-    if len(words) != 1:
-        got = "nothing" if not words else f"{len(words)} words"
-        raise _Bad(f"{key} takes one value ({what}), got {got}")
-    return words[0]
-
-
-def _integer(key: str, words: list[str], *, least: int | None, most: int) -> int:
-    word = _one(key, words, "a whole number")
-    if not _INT.match(word) or len(word) > 30:
-        raise _Bad(f"{key} must be a whole number, not {word[:40]!r}")
-    value = int(word, 10)
-    if least is not None and value < least:
-        raise _Bad(f"{key} must be at least {least}, not {value}")
-    if value > most or (least is None and value < -most):
-        raise _Bad(f"{key} must be at most {most}, not {value}")
-    return value
-
-
-def _duration(key: str, word: str, *, positive: bool, most: float = MAX_WALL_CLOCK) -> float:
-    try:
-        value = parse_duration(word)
-    except DurationError as e:
-        raise _Bad(f"{key} {e}") from None
-    if positive and value <= 0:
-        raise _Bad(f"{key} must be more than zero, not {word!r}")
-    if value > most:
-        raise _Bad(f"{key} {word!r} is longer than the {format_duration(most)} it may be")
-    return value
-
-
-def _word(key: str, words: list[str], what: str) -> str:
-    return _one(key, words, what)
-
-
-def _signal_name(key: str, word: str) -> str:
-    name = word.upper()
-    name = name[3:] if name.startswith("SIG") else name
-    if name in _UNCATCHABLE:
-        raise _Bad(f"{key} cannot use {word}, which a task cannot catch; use USR1, USR2 or TERM")
-    if name not in _SIGNAL_NAMES:
-        raise _Bad(f"{key} has unknown signal {word!r}; use a name such as USR1, USR2 or TERM")
-    if name not in WARNING_SIGNALS:
-        raise _Bad(f"{key} cannot use {word}, which is not a signal a program catches to save "
-                   f"its work; use one of {', '.join(WARNING_SIGNALS)}")
-    return name
-
-
-def _set_nodes(spec: dict, key: str, words: list[str]) -> None:
-    spec["nodes"] = _integer(key, words, least=1, most=MAX_NODES)
-
-
-def _set_min_nodes(spec: dict, key: str, words: list[str]) -> None:
-    spec["min_nodes"] = _integer(key, words, least=1, most=MAX_NODES)
-
-
-def _set_gpus(spec: dict, key: str, words: list[str]) -> None:
-    spec["gpus"] = _integer(key, words, least=0, most=MAX_NODES)
-
-
-def _set_cpus(spec: dict, key: str, words: list[str]) -> None:
-    spec["cpus"] = _integer(key, words, least=1, most=MAX_NODES)
-
-
-def _set_exclusive(spec: dict, key: str, words: list[str]) -> None:
-    if words:
-        raise _Bad(f"{key} takes no value")
-    spec["exclusive"] = True
-
-
-def _set_wc(spec: dict, key: str, words: list[str]) -> None:
-    spec["min_wc_time"] = _duration(key, _one(key, words, "a duration"), positive=True)
-
-
-def _set_project(spec: dict, key: str, words: list[str]) -> None:
-    spec["project"] = _word(key, words, "a project name without spaces")
-
-
-def _set_machine(spec: dict, key: str, words: list[str]) -> None:
-    spec["machine"] = _word(key, words, "a machine name without spaces")
-
-
-def _set_notice(spec: dict, key: str, words: list[str]) -> None:
-    spec["notice"] = _word(key, words, "a notice name without spaces")
-
-
-def _set_log(spec: dict, key: str, words: list[str]) -> None:
-    if not words:
-        raise _Bad(f"{key} needs a file path")
-    text = " ".join(words)
-    if any(c in text for c in "$`"):
-        raise _Bad(f"{key} is a plain path and is never expanded by a shell, so it cannot "
-                   f"contain $ or `")
-    if text.startswith("~"):
-        raise _Bad(f"{key} is a plain path and ~ is not expanded; write the full path")
-    spec["log"] = text
-
-
-def _set_type(spec: dict, key: str, words: list[str]) -> None:
-    word = _one(key, words, "rigid, malleable or ondemand")
-    try:
-        spec["type"] = Kind(word.lower())
-    except ValueError:
-        raise _Bad(f"{key} {word!r} is unknown; use rigid, malleable or ondemand") from None
-
-
-def _set_priority(spec: dict, key: str, words: list[str]) -> None:
-    spec["priority"] = _integer(key, words, least=None, most=MAX_PRIORITY)
-
-
-def _set_setup(spec: dict, key: str, words: list[str]) -> None:
-    spec["setup"] = _duration(key, _one(key, words, "a duration"), positive=False)
-
-
-def _set_checkpoint(spec: dict, key: str, words: list[str]) -> None:
-    if len(words) != 2:
-        raise _Bad(f"{key} takes two durations, the interval and the cost of one checkpoint "
-                   f"(e.g. {key} 1h 5m)")
-    spec["checkpoint"] = Checkpoint(
-        interval=_duration(key, words[0], positive=True),
-        cost=_duration(key, words[1], positive=False),
-    )
-
-
-def _set_signal(spec: dict, key: str, words: list[str]) -> None:
-    word = _one(key, words, "SIG@TIME, e.g. USR1@60")
-    name, at, when = word.partition("@")
-    spec["signal"] = Signal(
-        name=_signal_name(key, name),
-        before=_duration(key, when, positive=False, most=MAX_SIGNAL_LEAD) if at else 60.0,
-    )
-
-
-def _set_retries(spec: dict, key: str, words: list[str]) -> None:
-    spec["retries"] = _integer(key, words, least=0, most=MAX_RETRIES)
-
-
-def _set_resize(spec: dict, key: str, words: list[str]) -> None:
-    if not words or words[0] not in ResizeMode.ALL:
-        raise _Bad(f"{key} must start with in-place or restart")
-    mode = words[0]
-    if mode == ResizeMode.RESTART:
-        if len(words) != 1:
-            raise _Bad(f"{key} restart takes no signal; the task's SIGNAL warns it instead")
-        spec["resize"] = Resize(mode=mode)
-        return
-    if len(words) > 2:
-        raise _Bad(f"{key} in-place takes at most one signal name")
-    sig = _signal_name(key, words[1]) if len(words) == 2 else "USR2"
-    spec["resize"] = Resize(mode=mode, signal=sig)
-
-
-def _set_after(spec: dict, key: str, words: list[str]) -> None:
-    if not words:
-        raise _Bad(f"{key} needs the name of a task, an array or a glob, such as {key} prop.sh")
-    for word in words:
-        if ".." in word.split("/") or word.startswith("/"):
-            raise _Bad(f"{key} {word!r} must name a task inside the queue, without .. or a "
-                       f"leading /")
-    name = "after" if key == "AFTER" else "after_any"
-    spec[name] = (*spec.get(name, ()), *words)
-
-
-def _set_array(spec: dict, key: str, words: list[str]) -> None:
-    text = _one(key, words, "indices such as 0-999, 1-99:2 or 1,5,7")
-    try:
-        parse_indices(text)
-    except ValueError as e:
-        raise _Bad(f"{key} {e}") from None
-    spec["array"] = text
-
-
-def parse_indices(text: str) -> tuple[int, ...]:
-    """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
-    items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
-    ``ValueError`` with one sentence saying what is wrong."""
-    out: dict[int, None] = {}
-    for item in text.split(","):
-        rng, _, step_text = item.partition(":")
-        first, dash, last = rng.partition("-")
-        if not first.isdigit() or (dash and not last.isdigit()) or \
-                (step_text and not (dash and step_text.isdigit())):
-            raise ValueError(f"{item!r} is not an index list item; write N, A-B or A-B:STEP "
-                             f"(e.g. 0-999, 1-99:2, 1,5,7)")
-        lo = int(first)
-        hi = int(last) if dash else lo
-        step = int(step_text) if step_text else 1
-        if hi < lo or step < 1:
-            raise ValueError(f"{item!r} counts down or steps by 0; write the smaller index first")
-        if len(out) + (hi - lo) // step + 1 > MAX_ARRAY:
-            raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
-        out.update(dict.fromkeys(range(lo, hi + 1, step)))
-    return tuple(out)
-
-
-_Setter = Callable[[dict, str, list[str]], None]
-
-KEYS: dict[str, _Setter] = {
-    # METAQ's own keys: every METAQ task script works unchanged.
-    "NODES": _set_nodes,
-    "GPUS": _set_gpus,
-    "MIN_WC_TIME": _set_wc,
-    "PROJECT": _set_project,
-    "LOG": _set_log,
-    "MACHINE": _set_machine,
-    # Extensions for the hybrid (rigid / malleable / on-demand) model.
-    "TYPE": _set_type,
-    "MIN_NODES": _set_min_nodes,
-    "PRIORITY": _set_priority,
-    "SETUP": _set_setup,
-    "CHECKPOINT": _set_checkpoint,
-    "SIGNAL": _set_signal,
-    "NOTICE": _set_notice,
-    "RETRIES": _set_retries,
-    "RESIZE": _set_resize,
-    # Shares of a node (mpi_jm, HyperQueue): some cores and GPUs of one node.
-    "CPUS": _set_cpus,
-    "EXCLUSIVE": _set_exclusive,
-    # Campaigns: arrays and dependencies (SLURM's --array and --dependency).
-    "ARRAY": _set_array,
-    "AFTER": _set_after,
-    "AFTER_ANY": _set_after,
-}
-"""Every directive key, mapped to the function that reads its value."""
 
 
 # --- parsing -------------------------------------------------------------------------------
@@ -493,7 +122,7 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
             raise TaskError(path, number, f"{key} has a control character in {bad!r}")
         try:
             setter(values, key, args)
-        except _Bad as e:
+        except BadValue as e:
             raise TaskError(path, number, str(e)) from None
         seen[key] = number
     if truncated and not ended:
@@ -690,7 +319,3 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("AFTER_ANY", " ".join(spec.after_any)))
     return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
 
-
-def with_path(spec: TaskSpec, path: str) -> TaskSpec:
-    """The same spec, read from another place (after a move within the queue)."""
-    return replace(spec, path=str(path))

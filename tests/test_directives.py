@@ -9,21 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_indices
 from metaq_py.directives import (
     HEADER_LIMIT,
-    MAX_SIGNAL_LEAD,
-    Checkpoint,
-    Resize,
-    Signal,
-    TaskSpec,
     format_directives,
     late_directives,
     parse_header,
-    parse_indices,
     read_task,
 )
 from metaq_py.errors import TaskError
 from metaq_py.policy.model import Kind
+from metaq_py.task_spec import Checkpoint, Resize, Signal, TaskSpec
 
 
 def parse(text: str) -> TaskSpec:

@@ -25,7 +25,7 @@ import typer
 from metaq_py.cli.live_view import count_tables, live_section, print_live, watch
 from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.when import in_words, iso_local
-from metaq_py.directives import TaskSpec, late_directives, miscased_directives, read_head
+from metaq_py.directives import late_directives, miscased_directives, read_head
 from metaq_py.durations import format_duration
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
@@ -43,6 +43,7 @@ from metaq_py.queue.store import (
     Queue,
 )
 from metaq_py.report.summary import queue_counts
+from metaq_py.task_spec import TaskSpec
 
 
 @app.command()

@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directives import INDEX, TaskSpec, parse_indices, read_head
+from metaq_py.directive_keys import INDEX, parse_indices
+from metaq_py.directives import read_head
+from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.directives import TaskSpec
+from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook

@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec, parse_header, read_head
+from metaq_py.directives import parse_header, read_head
+from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError
 from metaq_py.queue.settings.admission import admit
 from metaq_py.queue.settings.config import QueueConfig

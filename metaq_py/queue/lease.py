@@ -19,7 +19,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec
+from metaq_py.task_spec import TaskSpec
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge

@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from metaq_py.directives import TaskSpec
+from metaq_py.task_spec import TaskSpec
 from metaq_py.queue.disk.folders import make_folders, subfolders, task_files
 from metaq_py.queue.judge import judge
 

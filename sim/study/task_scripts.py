@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec, format_directives, parse_header
+from metaq_py.directives import format_directives, parse_header
+from metaq_py.task_spec import TaskSpec
 from sim.run.spec import RunSpec, SpecError
 from sim.study.execution import FinishedRun, RunStore
 

@@ -34,7 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec, format_directives, parse_indices
+from metaq_py.directive_keys import parse_indices
+from metaq_py.directives import format_directives
+from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import QueueError
 from metaq_py.queue.disk.fileio import write_all
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directives import parse_indices
+from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
 from metaq_py.queue.index import Task

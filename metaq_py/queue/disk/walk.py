@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from metaq_py.directives import TaskSpec
+from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError
 from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.judge import Verdict

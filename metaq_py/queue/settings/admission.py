@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.directives import TaskSpec
+from metaq_py.task_spec import TaskSpec
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
 from metaq_py.queue.settings.config import QueueConfig

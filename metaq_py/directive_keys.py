@@ -1,0 +1,306 @@
+"""The ``#METAQ`` keys: what each one accepts, and the limits on its values.
+
+:data:`KEYS` maps every directive key to the function that reads its words into the values of a
+:class:`~metaq_py.task_spec.TaskSpec`; a bad value raises :class:`BadValue`, to which the parser
+(:func:`metaq_py.directives.parse_header`) adds the file and the line. The limits
+(:data:`MAX_NODES`, :data:`MAX_SIGNAL_LEAD`, ...) and the signals a task may be warned with are
+here too, as is :func:`parse_indices`, which reads an ``ARRAY`` index list (``metaq submit
+--array`` reads the same lists). ``docs/user-guide.md`` lists every key.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from collections.abc import Callable
+
+from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.policy.model import Kind
+from metaq_py.task_spec import Checkpoint, Resize, ResizeMode, Signal
+
+__all__ = [
+    "INDEX",
+    "KEYS",
+    "MAX_ARRAY",
+    "MAX_NODES",
+    "MAX_PRIORITY",
+    "MAX_RETRIES",
+    "MAX_SIGNAL_LEAD",
+    "MAX_WALL_CLOCK",
+    "REPEATABLE",
+    "WARNING_SIGNALS",
+    "BadValue",
+    "parse_indices",
+]
+
+_UNCATCHABLE = {"KILL", "STOP"}
+_SIGNAL_NAMES = sorted(
+    s.name[3:] for s in _signal.Signals if s.name.startswith("SIG") and "_" not in s.name
+)
+WARNING_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM", "XCPU", "URG",
+                   "WINCH")
+"""The signals a task may ask to be warned with (``SIGNAL``, ``RESIZE``): those a program
+catches to save its work. ``CHLD``, ``SEGV``, ``PIPE`` and the like mean something else."""
+
+MAX_NODES = 1_000_000
+"""The most nodes (and GPUs) a task may ask for: more than any machine has. A larger count
+could never run and would only wait for ever (``caps.nodes`` in ``metaq.yaml`` sets a real
+limit)."""
+
+MAX_PRIORITY = 1_000_000
+"""``PRIORITY`` is between ``-MAX_PRIORITY`` and ``MAX_PRIORITY``."""
+
+MAX_RETRIES = 100
+"""The most ``RETRIES`` a task may ask for."""
+
+MAX_WALL_CLOCK = 366 * 86400.0
+"""The longest ``MIN_WC_TIME``, ``SETUP`` and ``CHECKPOINT`` interval: a year."""
+
+MAX_ARRAY = 100_000
+"""The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
+
+REPEATABLE = ("AFTER", "AFTER_ANY")
+"""The keys that may be given on several lines: each line adds names."""
+
+INDEX = "{index}"
+"""In an ``AFTER`` name of an array task, the task's own index (``AFTER prop.sh[{index}]``)."""
+
+MAX_SIGNAL_LEAD = 2 * 3600.0
+"""The longest warning a ``SIGNAL`` may ask for (seconds): two hours. The runner waits this
+long for a task to save its work when it must stop, so a task cannot hold it for ever."""
+
+
+_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+class BadValue(Exception):
+    """A bad value; the parser adds the file and line."""
+
+
+def _one(key: str, words: list[str], what: str) -> str:
+    if len(words) != 1:
+        got = "nothing" if not words else f"{len(words)} words"
+        raise BadValue(f"{key} takes one value ({what}), got {got}")
+    return words[0]
+
+
+def _integer(key: str, words: list[str], *, least: int | None, most: int) -> int:
+    word = _one(key, words, "a whole number")
+    if not _INT.match(word) or len(word) > 30:
+        raise BadValue(f"{key} must be a whole number, not {word[:40]!r}")
+    value = int(word, 10)
+    if least is not None and value < least:
+        raise BadValue(f"{key} must be at least {least}, not {value}")
+    if value > most or (least is None and value < -most):
+        raise BadValue(f"{key} must be at most {most}, not {value}")
+    return value
+
+
+def _duration(key: str, word: str, *, positive: bool, most: float = MAX_WALL_CLOCK) -> float:
+    try:
+        value = parse_duration(word)
+    except DurationError as e:
+        raise BadValue(f"{key} {e}") from None
+    if positive and value <= 0:
+        raise BadValue(f"{key} must be more than zero, not {word!r}")
+    if value > most:
+        raise BadValue(f"{key} {word!r} is longer than the {format_duration(most)} it may be")
+    return value
+
+
+def _word(key: str, words: list[str], what: str) -> str:
+    return _one(key, words, what)
+
+
+def _signal_name(key: str, word: str) -> str:
+    name = word.upper()
+    name = name[3:] if name.startswith("SIG") else name
+    if name in _UNCATCHABLE:
+        raise BadValue(f"{key} cannot use {word}, which a task cannot catch; "
+                       f"use USR1, USR2 or TERM")
+    if name not in _SIGNAL_NAMES:
+        raise BadValue(f"{key} has unknown signal {word!r}; "
+                       f"use a name such as USR1, USR2 or TERM")
+    if name not in WARNING_SIGNALS:
+        raise BadValue(f"{key} cannot use {word}, which is not a signal a program catches to save "
+                   f"its work; use one of {', '.join(WARNING_SIGNALS)}")
+    return name
+
+
+def _set_nodes(spec: dict, key: str, words: list[str]) -> None:
+    spec["nodes"] = _integer(key, words, least=1, most=MAX_NODES)
+
+
+def _set_min_nodes(spec: dict, key: str, words: list[str]) -> None:
+    spec["min_nodes"] = _integer(key, words, least=1, most=MAX_NODES)
+
+
+def _set_gpus(spec: dict, key: str, words: list[str]) -> None:
+    spec["gpus"] = _integer(key, words, least=0, most=MAX_NODES)
+
+
+def _set_cpus(spec: dict, key: str, words: list[str]) -> None:
+    spec["cpus"] = _integer(key, words, least=1, most=MAX_NODES)
+
+
+def _set_exclusive(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise BadValue(f"{key} takes no value")
+    spec["exclusive"] = True
+
+
+def _set_wc(spec: dict, key: str, words: list[str]) -> None:
+    spec["min_wc_time"] = _duration(key, _one(key, words, "a duration"), positive=True)
+
+
+def _set_project(spec: dict, key: str, words: list[str]) -> None:
+    spec["project"] = _word(key, words, "a project name without spaces")
+
+
+def _set_machine(spec: dict, key: str, words: list[str]) -> None:
+    spec["machine"] = _word(key, words, "a machine name without spaces")
+
+
+def _set_notice(spec: dict, key: str, words: list[str]) -> None:
+    spec["notice"] = _word(key, words, "a notice name without spaces")
+
+
+def _set_log(spec: dict, key: str, words: list[str]) -> None:
+    if not words:
+        raise BadValue(f"{key} needs a file path")
+    text = " ".join(words)
+    if any(c in text for c in "$`"):
+        raise BadValue(f"{key} is a plain path and is never expanded by a shell, so it cannot "
+                   f"contain $ or `")
+    if text.startswith("~"):
+        raise BadValue(f"{key} is a plain path and ~ is not expanded; write the full path")
+    spec["log"] = text
+
+
+def _set_type(spec: dict, key: str, words: list[str]) -> None:
+    word = _one(key, words, "rigid, malleable or ondemand")
+    try:
+        spec["type"] = Kind(word.lower())
+    except ValueError:
+        raise BadValue(f"{key} {word!r} is unknown; use rigid, malleable or ondemand") from None
+
+
+def _set_priority(spec: dict, key: str, words: list[str]) -> None:
+    spec["priority"] = _integer(key, words, least=None, most=MAX_PRIORITY)
+
+
+def _set_setup(spec: dict, key: str, words: list[str]) -> None:
+    spec["setup"] = _duration(key, _one(key, words, "a duration"), positive=False)
+
+
+def _set_checkpoint(spec: dict, key: str, words: list[str]) -> None:
+    if len(words) != 2:
+        raise BadValue(f"{key} takes two durations, the interval and the cost of one checkpoint "
+                   f"(e.g. {key} 1h 5m)")
+    spec["checkpoint"] = Checkpoint(
+        interval=_duration(key, words[0], positive=True),
+        cost=_duration(key, words[1], positive=False),
+    )
+
+
+def _set_signal(spec: dict, key: str, words: list[str]) -> None:
+    word = _one(key, words, "SIG@TIME, e.g. USR1@60")
+    name, at, when = word.partition("@")
+    spec["signal"] = Signal(
+        name=_signal_name(key, name),
+        before=_duration(key, when, positive=False, most=MAX_SIGNAL_LEAD) if at else 60.0,
+    )
+
+
+def _set_retries(spec: dict, key: str, words: list[str]) -> None:
+    spec["retries"] = _integer(key, words, least=0, most=MAX_RETRIES)
+
+
+def _set_resize(spec: dict, key: str, words: list[str]) -> None:
+    if not words or words[0] not in ResizeMode.ALL:
+        raise BadValue(f"{key} must start with in-place or restart")
+    mode = words[0]
+    if mode == ResizeMode.RESTART:
+        if len(words) != 1:
+            raise BadValue(f"{key} restart takes no signal; the task's SIGNAL warns it instead")
+        spec["resize"] = Resize(mode=mode)
+        return
+    if len(words) > 2:
+        raise BadValue(f"{key} in-place takes at most one signal name")
+    sig = _signal_name(key, words[1]) if len(words) == 2 else "USR2"
+    spec["resize"] = Resize(mode=mode, signal=sig)
+
+
+def _set_after(spec: dict, key: str, words: list[str]) -> None:
+    if not words:
+        raise BadValue(f"{key} needs the name of a task, an array or a glob, such as {key} prop.sh")
+    for word in words:
+        if ".." in word.split("/") or word.startswith("/"):
+            raise BadValue(f"{key} {word!r} must name a task inside the queue, without .. or a "
+                       f"leading /")
+    name = "after" if key == "AFTER" else "after_any"
+    spec[name] = (*spec.get(name, ()), *words)
+
+
+def _set_array(spec: dict, key: str, words: list[str]) -> None:
+    text = _one(key, words, "indices such as 0-999, 1-99:2 or 1,5,7")
+    try:
+        parse_indices(text)
+    except ValueError as e:
+        raise BadValue(f"{key} {e}") from None
+    spec["array"] = text
+
+
+def parse_indices(text: str) -> tuple[int, ...]:
+    """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
+    items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
+    ``ValueError`` with one sentence saying what is wrong."""
+    out: dict[int, None] = {}
+    for item in text.split(","):
+        rng, _, step_text = item.partition(":")
+        first, dash, last = rng.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or \
+                (step_text and not (dash and step_text.isdigit())):
+            raise ValueError(f"{item!r} is not an index list item; write N, A-B or A-B:STEP "
+                             f"(e.g. 0-999, 1-99:2, 1,5,7)")
+        lo = int(first)
+        hi = int(last) if dash else lo
+        step = int(step_text) if step_text else 1
+        if hi < lo or step < 1:
+            raise ValueError(f"{item!r} counts down or steps by 0; write the smaller index first")
+        if len(out) + (hi - lo) // step + 1 > MAX_ARRAY:
+            raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
+        out.update(dict.fromkeys(range(lo, hi + 1, step)))
+    return tuple(out)
+
+
+_Setter = Callable[[dict, str, list[str]], None]
+
+KEYS: dict[str, _Setter] = {
+    # METAQ's own keys: every METAQ task script works unchanged.
+    "NODES": _set_nodes,
+    "GPUS": _set_gpus,
+    "MIN_WC_TIME": _set_wc,
+    "PROJECT": _set_project,
+    "LOG": _set_log,
+    "MACHINE": _set_machine,
+    # Extensions for the hybrid (rigid / malleable / on-demand) model.
+    "TYPE": _set_type,
+    "MIN_NODES": _set_min_nodes,
+    "PRIORITY": _set_priority,
+    "SETUP": _set_setup,
+    "CHECKPOINT": _set_checkpoint,
+    "SIGNAL": _set_signal,
+    "NOTICE": _set_notice,
+    "RETRIES": _set_retries,
+    "RESIZE": _set_resize,
+    # Shares of a node (mpi_jm, HyperQueue): some cores and GPUs of one node.
+    "CPUS": _set_cpus,
+    "EXCLUSIVE": _set_exclusive,
+    # Campaigns: arrays and dependencies (SLURM's --array and --dependency).
+    "ARRAY": _set_array,
+    "AFTER": _set_after,
+    "AFTER_ANY": _set_after,
+}
+"""Every directive key, mapped to the function that reads its value."""
+
