@@ -25,8 +25,9 @@ from rich.text import Text
 
 from metaq_py.alloc.journal import allocations as alloc_made
 from metaq_py.durations import format_duration, format_time
+from metaq_py.queue.layout import FAILED, HOLD, PENDING, STATES, WORKING
 from metaq_py.queue.notices import read_notices
-from metaq_py.queue.store import FAILED, HOLD, PENDING, STATES, WORKING, Queue
+from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import summary_dir
 from metaq_py.queue.watcher import QueueWatcher
 from metaq_py.report.allocations import live_views

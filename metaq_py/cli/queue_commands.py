@@ -31,17 +31,9 @@ from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import format_indices, read_array
 from metaq_py.queue.judge import judge
+from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, STATES, WORKING
 from metaq_py.queue.logbook import USAGE_FIELDS, read_logbook
-from metaq_py.queue.store import (
-    CANCELLED,
-    FAILED,
-    HOLD,
-    PENDING,
-    REJECTED,
-    STATES,
-    WORKING,
-    Queue,
-)
+from metaq_py.queue.store import Queue
 from metaq_py.report.summary import queue_counts
 from metaq_py.task_spec import TaskSpec
 

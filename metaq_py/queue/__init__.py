@@ -1,8 +1,8 @@
 """The queue on disk: the file system is the queue.
 
-:mod:`~metaq_py.queue.store` holds the layout and the runner's moves (claim, heartbeat, finish,
-requeue, reclaim); :mod:`~metaq_py.queue.admin` the people's commands (submit, hold, release,
-cancel, retry, find, list). Beside them: the index of waiting tasks (``index``), the one
+:mod:`~metaq_py.queue.layout` holds the folders and the states; :mod:`~metaq_py.queue.store`
+the runner's moves (claim, heartbeat, finish, requeue, reclaim); :mod:`~metaq_py.queue.admin`
+the people's commands (submit, hold, release, cancel, retry, find, list). Beside them: the index of waiting tasks (``index``), the one
 judgement of a task file (``judge``), logbooks, claims and leases, advance notices, the event
 log, the watcher, files made ahead of need (``premade``), the summary of ended tasks
 (``tally``) and ``metaq doctor``'s checks (``doctor``). Three subpackages: the file system below

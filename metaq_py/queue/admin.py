@@ -23,16 +23,20 @@ from pathlib import Path
 
 from metaq_py.directive_keys import INDEX, parse_indices
 from metaq_py.directives import read_head
-from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, write_all
-from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, read_reason, subfolders, task_files
-from metaq_py.queue.judge import Head, judge
-from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.disk.folders import (
+    CANCEL_SUFFIX,
+    companion,
+    read_reason,
+    subfolders,
+    task_files,
+)
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
-from metaq_py.queue.store import (
+from metaq_py.queue.judge import Head, judge
+from metaq_py.queue.layout import (
     CANCELLED,
     DONE_STATES,
     FAILED,
@@ -42,9 +46,10 @@ from metaq_py.queue.store import (
     REJECTED,
     STATES,
     WORKING,
-    Moved,
-    Queue,
 )
+from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.store import Moved, Queue
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Entry", "QueueAdmin"]
 

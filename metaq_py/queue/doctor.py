@@ -27,6 +27,7 @@ from pathlib import Path
 
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import PLANTED, REASON_SUFFIX, set_aside
+from metaq_py.queue.layout import DONE_STATES, HOLD, JOBS, NOTICES, WORKING
 from metaq_py.queue.lease import LEASE_LIMIT, LEASE_SUFFIX, Claim, read_claims
 from metaq_py.queue.notices import (
     MAX_AHEAD,
@@ -37,7 +38,7 @@ from metaq_py.queue.notices import (
 )
 from metaq_py.queue.settings.config import CONFIG_NAME
 from metaq_py.queue.settings.trust import Trust
-from metaq_py.queue.store import DONE_STATES, HOLD, JOBS, NOTICES, WORKING, Queue
+from metaq_py.queue.store import Queue
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]
 

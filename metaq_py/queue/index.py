@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError, TaskVanished
+from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
 from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.settings.trust import Trust
-from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
 

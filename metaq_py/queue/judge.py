@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.directives import parse_header, read_head
-from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError
 from metaq_py.queue.settings.admission import admit
 from metaq_py.queue.settings.config import QueueConfig
 from metaq_py.queue.settings.trust import Trust
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Head", "Verdict", "judge"]
 

@@ -19,10 +19,10 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.task_spec import TaskSpec
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "read_lease",
            "write_lease"]

@@ -46,9 +46,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from metaq_py.task_spec import TaskSpec
 from metaq_py.queue.disk.folders import make_folders, subfolders, task_files
 from metaq_py.queue.judge import judge
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Key", "close_writers", "count_files", "note", "note_move", "read_tally",
            "rebuild", "summary_dir"]

@@ -18,8 +18,9 @@ from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies
 from metaq_py.queue.index import Task
+from metaq_py.queue.layout import PENDING, WORKING
 from metaq_py.queue.notices import read_notices
-from metaq_py.queue.store import PENDING, WORKING, Queue
+from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
 from metaq_py.report.joblog import read_job_logs
 from metaq_py.runner.offers import fit_problem

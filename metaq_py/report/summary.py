@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.store import DONE_STATES, HOLD, PENDING, STATES, WORKING, Queue
+from metaq_py.queue.layout import DONE_STATES, HOLD, PENDING, STATES, WORKING
+from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import Counts, count_files, project_of, read_tally, rebuild
 
 __all__ = ["QueueCounts", "done_counts", "queue_counts"]

@@ -17,7 +17,7 @@ from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.usage import Usage
-from metaq_py.queue.store import FAILED, FINISHED
+from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.runner.context import Context
 from metaq_py.runner.live_task import LiveTask, Why
 from metaq_py.runner.offers import gpu_ids_for

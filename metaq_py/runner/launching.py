@@ -18,8 +18,8 @@ from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.launch.binding import machine_cpus
 from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
-from metaq_py.queue.store import FAILED
 from metaq_py.runner.context import Context
 from metaq_py.runner.live_task import LiveTask
 from metaq_py.runner.roster import Roster

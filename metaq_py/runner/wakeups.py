@@ -25,7 +25,8 @@ from typing import Any
 
 from metaq_py.durations import format_duration
 from metaq_py.launch import TaskProcess
-from metaq_py.queue.store import NOTICES, Queue
+from metaq_py.queue.layout import NOTICES
+from metaq_py.queue.store import Queue
 from metaq_py.queue.watcher import QueueWatcher
 from metaq_py.runner.live_task import LiveTask
 from metaq_py.runner.options import RunOptions

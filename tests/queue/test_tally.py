@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from metaq_py.queue import tally
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.store import DONE_STATES, Queue
+from metaq_py.queue.layout import DONE_STATES
+from metaq_py.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from metaq_py.directive_keys import parse_indices
 from metaq_py.directives import format_directives
-from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import QueueError
 from metaq_py.queue.disk.fileio import write_all
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "format_indices", "index_file",
            "make_array", "read_array", "split_ref"]

@@ -33,9 +33,9 @@ from pathlib import Path
 from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
-from metaq_py.queue.index import Task
 from metaq_py.queue.disk.moves import history_entry, logbook_of
-from metaq_py.queue.store import (
+from metaq_py.queue.index import Task
+from metaq_py.queue.layout import (
     CANCELLED,
     DONE_STATES,
     FAILED,
@@ -44,8 +44,8 @@ from metaq_py.queue.store import (
     PENDING,
     REJECTED,
     WORKING,
-    Queue,
 )
+from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import summary_dir
 
 __all__ = ["RECHECK", "Dependencies", "Readiness", "Resolver", "find_cycle", "rewrite_after"]

@@ -15,12 +15,12 @@ import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from metaq_py.task_spec import TaskSpec
 from metaq_py.errors import TaskError
 from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.judge import Verdict
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.settings.trust import Trust
+from metaq_py.task_spec import TaskSpec
 
 if TYPE_CHECKING:
     from metaq_py.queue.index import Task

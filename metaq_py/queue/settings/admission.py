@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.task_spec import TaskSpec
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
 from metaq_py.queue.settings.config import QueueConfig
+from metaq_py.task_spec import TaskSpec
 
 __all__ = ["admit", "resolve_log"]
 

@@ -1,0 +1,195 @@
+"""The queue's folders: where a task sits in each state, and where a job's files go.
+
+Layout under the queue root (``docs/user-guide.md`` has the full picture)::
+
+    metaq.yaml                    settings (optional)
+    priority/ todo/               task folders, scanned in this order, recursively
+    hold/<folder>/<relpath>       parked tasks
+    working/<machine>/<jobid>/<folder>/<relpath>   claimed tasks, each with a lease
+    finished/<folder>/<relpath>   success
+    failed/<folder>/<relpath>     failure, with <relpath>.reason beside it
+    rejected/<folder>/<relpath>   invalid or untrusted scripts, with .reason
+    cancelled/<folder>/<relpath>  cancelled by a person, with .reason
+    notices/                      on-demand advance notices
+    jobs/<jobid>/                 a batch job's logs and events.jsonl
+
+A task's identity is ``<folder>/<relpath>``, the same in every state, so two ``run.sh`` in
+different sub-folders never collide.
+
+Here are the names of the states (:data:`STATES`) and :class:`Layout`: making a queue
+(``metaq init``), checking it is whole and on one file system, and the paths of tasks, job
+folders, event logs and task logs. It moves nothing: the moves a batch job's runner makes are
+:class:`~metaq_py.queue.store.Queue` (a ``Layout``), the people's commands
+:class:`~metaq_py.queue.admin.QueueAdmin`.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+from pathlib import Path
+from typing import TypeVar
+
+from metaq_py.clock import Clock, WallClock
+from metaq_py.errors import QueueError, TaskError
+from metaq_py.queue.disk.fileio import create_new
+from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.eventlog import EventLog
+from metaq_py.queue.index import Task
+from metaq_py.queue.lease import Claim
+from metaq_py.queue.settings.admission import resolve_log
+from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
+from metaq_py.queue.watcher import QueueWatcher
+
+__all__ = [
+    "CANCELLED",
+    "DONE_STATES",
+    "FAILED",
+    "FINISHED",
+    "HOLD",
+    "JOBS",
+    "NOTICES",
+    "PENDING",
+    "REJECTED",
+    "STATES",
+    "WORKING",
+    "Layout",
+    "safe_name",
+]
+
+HOLD, WORKING, NOTICES, JOBS = "hold", "working", "notices", "jobs"
+FINISHED, FAILED, REJECTED, CANCELLED = "finished", "failed", "rejected", "cancelled"
+DONE_STATES = (FINISHED, FAILED, REJECTED, CANCELLED)
+PENDING = "pending"
+STATES = (PENDING, HOLD, WORKING, *DONE_STATES)
+"""Every state a task can be in, in the order a task passes through them."""
+
+
+_L = TypeVar("_L", bound="Layout")
+
+
+class Layout:
+    """The folders of one queue (see the module's docstring) and its settings, read once from
+    ``metaq.yaml``: where a task sits in each state, where a job's logs and events go. Cheap
+    to create; nothing is written unless asked to."""
+
+    def __init__(self, root: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
+        self.root = Path(root)
+        self.clock: Clock = clock if clock is not None else WallClock()
+        """Every time the queue reads (settling, claims, staleness, history) comes from it."""
+        self.config: QueueConfig = load_config(self.root)
+
+    # --- creation and checks ---------------------------------------------------------------
+
+    @classmethod
+    def init(cls: type[_L], root: str | os.PathLike[str], *, group: str | None = None,
+             clock: Clock | None = None) -> _L:
+        """Create the queue layout at ``root`` (existing parts are kept) and a commented
+        ``metaq.yaml``. With ``group``, every folder belongs to that group and is setgid and
+        group-writable, so files collaborators create there belong to the group too."""
+        root = Path(root)
+        if os.path.lexists(root) and not root.is_dir():
+            raise QueueError(f"{root} exists and is not a folder; give a new or existing "
+                             f"folder to make a queue in")
+        gid = None
+        if group is not None:
+            try:
+                gid = grp.getgrnam(group).gr_gid if not group.isdigit() else int(group)
+            except KeyError:
+                raise QueueError(f"there is no group {group!r} on this system") from None
+        config_file = root / CONFIG_NAME
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            existing = load_config(root) if os.path.lexists(config_file) else QueueConfig()
+            folders = [*existing.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS]
+            for name in folders:
+                make_folders(root, root / name)
+            if not os.path.lexists(config_file):
+                create_new(config_file, TEMPLATE.format(group=group if group else "null")
+                           .encode())
+        except OSError as e:
+            raise QueueError(f"cannot make a queue at {root}: {e.strerror or e}") from None
+        if gid is not None:
+            for path in [root, *(root / n for n in folders)]:
+                os.chown(path, -1, gid)
+                path.chmod(0o2770)
+            os.chown(config_file, -1, gid)
+            config_file.chmod(0o664)
+        return cls(root, clock=clock)
+
+    def require(self) -> None:
+        """Raise :class:`QueueError` unless the queue root exists."""
+        if not self.root.is_dir():
+            raise QueueError(f"there is no queue at {self.root}; create one with "
+                             f"'metaq init {self.root}' or pass --queue")
+
+    def check_one_filesystem(self) -> None:
+        """Raise :class:`QueueError` unless every folder of the queue is on the root's file
+        system: a claim is a rename, and renames do not cross file systems."""
+        self.require()
+        dev = os.stat(self.root).st_dev
+        for name in [*self.config.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS]:
+            path = self.root / name
+            try:
+                other = os.stat(path).st_dev
+            except FileNotFoundError:
+                continue
+            if other != dev:
+                raise QueueError(f"{path} is on a different file system from {self.root}; a "
+                                 f"claim is an atomic rename, so the whole queue must be on "
+                                 f"one file system")
+
+    # --- where things are ------------------------------------------------------------------
+
+    def path_of(self, state: str, folder: str, relpath: str) -> Path:
+        """Where the task ``folder/relpath`` sits in ``state`` (not for ``working``)."""
+        if state == PENDING:
+            return self.root / folder / relpath
+        return self.root / state / folder / relpath
+
+    def _identity(self, path: Path) -> tuple[str, str]:
+        """The identity (folder, relpath) of the task file at ``path``, in any state."""
+        rel = Path(os.path.abspath(path)).relative_to(self.root.absolute()).parts
+        if rel and rel[0] in (HOLD, *DONE_STATES):
+            rel = rel[1:]
+        elif rel and rel[0] == WORKING:
+            rel = rel[3:]
+        return rel[0], "/".join(rel[1:])
+
+    def job_dir(self, jobid: str) -> Path:
+        """``jobs/<jobid>/``: the logs and events of one batch job."""
+        return self.root / JOBS / safe_name(jobid, "job id")
+
+    def events(self, jobid: str) -> EventLog:
+        """The event log of batch job ``jobid``."""
+        return EventLog(self.job_dir(jobid) / "events.jsonl", clock=self.clock)
+
+    def log_path(self, claim: Claim | Task) -> Path:
+        """Where a task's output goes: its ``LOG``, or else
+        ``jobs/<jobid>/logs/<folder>/<relpath>.log`` (unique per task identity). A claim is
+        needed for the default, since it names the job."""
+        spec = claim.spec
+        if spec is not None and spec.log is not None:
+            resolved = resolve_log(spec.log, root=self.root, config=self.config)
+            if resolved is None:
+                raise TaskError(spec.path, spec.line_of("LOG"),
+                                f"LOG {spec.log} is outside the queue's log roots")
+            return resolved
+        if not isinstance(claim, Claim):
+            raise QueueError(f"{claim.id} has no LOG; its log path depends on the job that "
+                             f"claims it")
+        return self.job_dir(claim.jobid) / "logs" / claim.folder / f"{claim.relpath}.log"
+
+    def watcher(self, *, interval: float | None = None) -> QueueWatcher:
+        """A watcher that wakes on changes in the task folders and notices."""
+        folders = [self.root / f for f in (*self.config.folders, NOTICES)]
+        return QueueWatcher(folders, interval=interval or self.config.poll_interval)
+
+
+def safe_name(name: str, what: str) -> str:
+    """``name``, if it can be one folder's name under ``working/`` or ``jobs/`` (a machine or a
+    job id); else a :class:`QueueError` says why, calling it a ``what``."""
+    if not name or "/" in name or name.startswith(".") or "\0" in name:
+        raise QueueError(f"{name!r} cannot be a {what}; it must be a plain name without / "
+                         f"that does not start with a dot")
+    return name
