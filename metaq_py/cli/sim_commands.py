@@ -65,6 +65,9 @@ def simulate(
     load: Annotated[float, typer.Option(
         help="Scale the arrivals: the same jobs arrive F times as fast (inter-arrival gaps "
              "divided by F, as CQSim's density option).", metavar="F")] = 1.0,
+    dependencies: Annotated[bool, typer.Option(
+        "--dependencies", help="Honour SWF fields 17 and 18: a job that names a preceding job "
+                               "arrives after its end plus the think time.")] = False,
     plots: Annotated[bool, typer.Option(help="Write the PNG plots.")] = True,
     cache: Annotated[bool, typer.Option(
         help="Keep parsed traces in the user's cache directory, keyed by content "
@@ -82,7 +85,8 @@ def simulate(
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
-                               missing_walltime=missing_walltime, cache=cache, load=load)
+                               missing_walltime=missing_walltime, cache=cache, load=load,
+                               dependencies=dependencies)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
                                reading=reading)
     except (ValueError, TraceError, OSError) as e:
@@ -97,9 +101,11 @@ def simulate(
                f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
     try:
         if count >= PROGRESS_FROM:
-            result = _with_progress(run_simulation, source, scheduler, cqsim_oracle, count)
+            result = _with_progress(run_simulation, source, scheduler, cqsim_oracle, count,
+                                    dependencies)
         else:
-            result = run_simulation(source, policy=scheduler, cqsim_oracle=cqsim_oracle)
+            result = run_simulation(source, policy=scheduler, cqsim_oracle=cqsim_oracle,
+                                    dependencies=dependencies)
         summary = result.summary()
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)
     except (SimulationError, OSError) as e:
@@ -123,6 +129,7 @@ class TraceReading:
     missing_walltime: str = "limit"
     cache: bool = True
     load: float = 1.0
+    dependencies: bool = False
 
 
 def _print_checks(info: RunInfo) -> None:
@@ -163,6 +170,9 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
     if reading.procs is not None and reading.procs < 1:
         raise ValueError(f"--procs must be a positive number of processors, not "
                          f"{reading.procs}")
+    if reading.dependencies and name != "NONE":
+        raise ValueError("--dependencies applies to a plain trace, not to a hybrid workload "
+                         "(whose advance notices assume the recorded submit times)")
     if reading.unit is not None and reading.unit not in UNITS:
         raise ValueError(f"--unit must be processors or nodes, not {reading.unit!r}")
     estimate = WalltimeEstimate.parse(reading.missing_walltime)
@@ -175,7 +185,8 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
         base = load_trace(trace, nodes=nodes, procs=reading.procs,
                           unit=reading.unit,  # type: ignore[arg-type]
                           procs_per_node=reading.procs_per_node,
-                          missing_walltime=reading.missing_walltime, cache=reading.cache)
+                          missing_walltime=reading.missing_walltime, cache=reading.cache,
+                          dependencies=reading.dependencies)
         label = trace.name
     else:
         count = DEFAULT_JOBS if jobs is None else jobs
@@ -206,7 +217,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
 
 
 def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,
-                   count: int) -> SimulationResult:
+                   count: int, dependencies: bool) -> SimulationResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(),
@@ -214,6 +225,7 @@ def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,
                   transient=True) as bar:
         task = bar.add_task("jobs finished", total=count)
         return run(source, policy=scheduler, cqsim_oracle=cqsim_oracle,
+                   dependencies=dependencies,
                    progress=lambda done: bar.update(task, completed=done))
 
 

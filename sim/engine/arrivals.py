@@ -12,11 +12,15 @@ engine's event heap only ever holds the next arrival of each stream.
 A job whose runtime exceeds its requested walltime is killed at the walltime by the batch
 system; its runtime is capped here (trace cleaning normally did so already), so that the
 ``oracle`` estimates and the end the engine schedules agree.
+
+With dependencies (SWF fields 17 and 18, ``docs/model.md``), a :class:`Precedence` stands
+between the stream and the agenda: it holds back each job whose preceding job has not ended,
+and releases it at ``max(own submit, preceding end + think time)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,3 +111,58 @@ def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:
             workload.estimated_arrival[rows].tolist(), t.walltime[rows].tolist(),
             times[rows].tolist(), strict=True):
         yield Notice(notice_id(jid), size, arrival, walltime, issued)
+
+
+Release = Callable[[Job, float], None]
+"""How a :class:`Precedence` hands a held-back job to the engine: the job and when it arrives."""
+
+
+class Precedence:
+    """The dependencies of one run: which job waits for which, and the jobs held back.
+
+    Built from the trace's ``preceding_job`` and ``think_time`` columns. A preceding job that is
+    not an earlier row of the trace is ignored (cleaning cuts and counts those, see
+    :mod:`sim.trace.cleaning`), so every chain leads back to a job with none and nothing can
+    wait forever. An unknown (-1) or negative think time counts as 0.
+    """
+
+    def __init__(self, source: Trace | HybridWorkload, release: Release) -> None:
+        t = source.trace.jobs if isinstance(source, HybridWorkload) else source.jobs
+        row_of = {jid: row for row, jid in enumerate(t.id.tolist())}
+        self.after: dict[JobId, tuple[JobId, float]] = {}
+        for row, (jid, before, think) in enumerate(zip(
+                t.id.tolist(), t.preceding_job.tolist(), t.think_time.tolist(), strict=True)):
+            if before != -1 and row_of.get(before, row) < row:
+                self.after[jid] = (before, think if think > 0 else 0.0)  # NaN > 0 is False
+        self.predecessors = {before for before, _ in self.after.values()}
+        self.ended: dict[JobId, float] = {}  # the final end of each predecessor that ended
+        self.held: dict[JobId, list[Job]] = {}  # predecessor -> the jobs waiting for it
+        self.release = release
+
+    def __len__(self) -> int:
+        """The number of jobs that wait for a preceding job."""
+        return len(self.after)
+
+    def gate(self, stream: Iterator[Job]) -> Iterator[Job]:
+        """The stream without the jobs that wait: each of those is held until its preceding
+        job ends, or released at once if that end is known already."""
+        after, ended, held, release = self.after, self.ended, self.held, self.release
+        for job in stream:
+            waits = after.get(job.id)
+            if waits is None:
+                yield job
+                continue
+            end = ended.get(waits[0])
+            if end is None:
+                held.setdefault(waits[0], []).append(job)
+            else:
+                release(job, max(job.submit, end + waits[1]))
+
+    def ended_at(self, job_id: JobId, now: float) -> None:
+        """``job_id`` ended for good at ``now``: release the jobs held for it."""
+        if job_id not in self.predecessors:
+            return
+        self.ended[job_id] = now
+        after, release = self.after, self.release
+        for job in self.held.pop(job_id, ()):
+            release(job, max(job.submit, now + after[job.id][1]))

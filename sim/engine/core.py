@@ -93,7 +93,7 @@ from metaq_py.policy.model import (
     Start,
 )
 from sim.engine.agenda import AgendaItem, AgendaKind
-from sim.engine.arrivals import Feed, feed
+from sim.engine.arrivals import Feed, Precedence, feed
 from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
 from sim.engine.ledger import Ledger
@@ -116,8 +116,8 @@ _PROGRESS_EVERY = 4096  # agenda items between progress calls: cheap, and smooth
 
 def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
              oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
-             progress: Progress | None = None,
-             failures: NodeFailures | None = None) -> SimulationResult:
+             progress: Progress | None = None, failures: NodeFailures | None = None,
+             dependencies: bool = False) -> SimulationResult:
     """Replay ``source`` under ``policy`` and return what happened.
 
     ``source`` is a plain trace (every job rigid, no setup, no checkpoints) or a hybrid
@@ -128,10 +128,12 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
     to compare with CQSim like for like (``docs/model.md``). ``clock`` defaults to a simulated
     clock starting at the first agenda item. ``failures`` adds node failures
     (:mod:`sim.engine.failures`): the source picks the node and does its bookkeeping; the
-    engine requeues the killed job.
+    engine requeues the killed job. ``dependencies`` honours the trace's preceding jobs and
+    think times (SWF fields 17 and 18): a job that waits for another arrives at the later of
+    its own submit time and the other's final end plus the think time (``docs/model.md``).
     """
     return Engine(source, policy=policy, oracle=oracle, cqsim_oracle=cqsim_oracle, clock=clock,
-                  progress=progress, failures=failures).run()
+                  progress=progress, failures=failures, dependencies=dependencies).run()
 
 
 class Engine:
@@ -146,7 +148,7 @@ class Engine:
     def __init__(self, source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
                  oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
                  progress: Progress | None = None, skip_inert: bool = True,
-                 failures: NodeFailures | None = None) -> None:
+                 failures: NodeFailures | None = None, dependencies: bool = False) -> None:
         oracle = oracle or cqsim_oracle
         if isinstance(policy, Scheduler):
             if oracle and not policy.oracle:
@@ -173,6 +175,15 @@ class Engine:
         self._agenda: list[AgendaItem] = []
         self._seq = count(1)
         self._jobs: Iterator[Job] = self.feed.jobs()
+        # with dependencies, the jobs that wait for another leave the stream and come back as
+        # released submits (version 1), which do not pull the stream
+        self._precedence: Precedence | None = None
+        if dependencies:
+            if self.feed.hybrid:
+                raise ValueError("dependencies apply to a plain trace, not a hybrid workload "
+                                 "(whose advance notices assume the recorded submit times)")
+            self._precedence = Precedence(source, self._release)
+            self._jobs = self._precedence.gate(self._jobs)
         self._notices: Iterator[Notice] = self.feed.notices()
         self._ledger = Ledger()
         self._live: dict[JobId, int] = {}  # the ledger row of every job submitted, not ended
@@ -250,7 +261,7 @@ class Engine:
                 if self._finish(subject, version, now):
                     changed = True
             elif kind == _SUBMIT:
-                self._submit(cast(Job, subject))
+                self._submit(cast(Job, subject), version)
                 changed = True
             elif kind == _NOTICE:
                 self._notice(cast(Notice, subject))
@@ -282,10 +293,13 @@ class Engine:
         ledger.end[row] = now
         self._finished += 1
         self._inert = False
+        if self._precedence is not None:
+            self._precedence.ended_at(job_id, now)
         return True
 
-    def _submit(self, job: Job) -> None:
-        """``job`` arrives; the next arrival goes on the agenda."""
+    def _submit(self, job: Job, version: int) -> None:
+        """``job`` arrives; unless it is a released dependent (``version`` 1), the next arrival
+        of the stream goes on the agenda."""
         self._live[job.id] = self._ledger.open(job)
         if job.kind is Kind.ONDEMAND and not self._baseline:
             self._inert = False  # its arrival strategy may preempt or shrink
@@ -295,9 +309,15 @@ class Engine:
             self._inert = False
         elif job.min_size < self._tail_least:
             self._tail_least = job.min_size
-        arriving = next(self._jobs, None)
-        if arriving is not None:
-            self._push(arriving.submit, _SUBMIT, arriving, 0)
+        if version == 0:
+            arriving = next(self._jobs, None)
+            if arriving is not None:
+                self._push(arriving.submit, _SUBMIT, arriving, 0)
+
+    def _release(self, job: Job, at: float) -> None:
+        """A job that waited for its preceding job arrives at ``at`` (its submit moves there,
+        so its wait counts from it)."""
+        self._push(at, _SUBMIT, job if at == job.submit else replace(job, submit=at), 1)
 
     def _notice(self, notice: Notice) -> None:
         """``notice`` is issued; the next one goes on the agenda."""

@@ -18,7 +18,12 @@ rule is counted under that rule only:
    the job there (on Theta the overrun is mostly teardown counted in END - START);
 7. a job id that is unknown or repeats an earlier one is replaced by a fresh id above the
    largest, so every id is unique;
-8. jobs out of submit order are sorted stably by submit time (equal submits keep file order).
+8. jobs out of submit order are sorted stably by submit time (equal submits keep file order);
+9. only with ``dependencies``: a job's preceding job (SWF field 17) is kept when it names a job
+   that comes before it in the cleaned trace; a reference to a job that cleaning dropped, to
+   no job of the file, or to the job itself or a later one is cut (the column gets -1) and
+   counted, so the dependencies left can never form a cycle. Without ``dependencies`` the
+   column is left as read and nothing is counted.
 """
 
 from __future__ import annotations
@@ -93,6 +98,10 @@ class CleaningReport:
     capped_runtime: int = 0
     renumbered_ids: int = 0
     out_of_order: int = 0
+    dependents: int = 0
+    preceding_dropped: int = 0
+    preceding_missing: int = 0
+    preceding_later: int = 0
     machine_nodes: int = 0
     unit: str = "nodes"
     walltime_factor: float = 1.0
@@ -127,6 +136,17 @@ class CleaningReport:
             (self.capped_runtime, "capped {} runtimes at their requested walltime"),
             (self.renumbered_ids, "gave fresh ids to {} jobs whose id was unknown or repeated"),
             (self.out_of_order, "sorted {} jobs that were out of submit order"),
+            (self.dependents, "kept the preceding job of {} jobs, which wait for its end "
+                              "(--dependencies)"),
+            (self.preceding_dropped,
+             "cut the dependency of {} jobs whose preceding job was dropped; they keep their "
+             "own submit time"),
+            (self.preceding_missing,
+             "cut the dependency of {} jobs whose preceding job is not in the trace; they keep "
+             "their own submit time"),
+            (self.preceding_later,
+             "cut the dependency of {} jobs whose preceding job is themselves or a later job; "
+             "they keep their own submit time"),
         ]
         return [template.format(count) for count, template in said if count]
 
@@ -139,10 +159,11 @@ class CleaningReport:
 
 def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "drop",
           oversize: Oversize = "drop", cap_runtime: bool = True,
-          unit: str = "nodes") -> tuple[JobTable, CleaningReport]:
+          unit: str = "nodes", dependencies: bool = False) -> tuple[JobTable, CleaningReport]:
     """Apply the cleaning rules for a machine of ``nodes`` units; see the module docstring.
 
     ``unit`` names what sizes count (``nodes`` or ``processors``), for the report's sentences.
+    ``dependencies`` applies rule 9 (the preceding jobs a simulation honours).
 
     In the result every job has a submit time, a runtime ``> 0``, a size in ``1..nodes`` (in
     the ``nodes`` column), a walltime ``> 0`` and (with ``cap_runtime``) a runtime no longer
@@ -152,6 +173,7 @@ def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "d
         raise ValueError(f"the machine needs at least one node, got {nodes}")
     counts: dict[str, int] = {}
     records = len(table)
+    raw_ids = table.id
 
     def drop(name: str, bad: np.ndarray) -> None:
         nonlocal table
@@ -205,6 +227,8 @@ def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "d
         counts["out_of_order"] = int((submit < running_max).sum())
         if counts["out_of_order"]:
             table = table.take(np.argsort(submit, kind="stable"))
+    if dependencies:
+        table = _resolve_preceding(table, raw_ids, counts)
     report = CleaningReport(records=records, kept=len(table), machine_nodes=nodes, unit=unit,
                             walltime_factor=estimate.factor, **counts)
     return table, report
@@ -223,6 +247,32 @@ def _unique_ids(table: JobTable) -> tuple[JobTable, int]:
     start = max(int(ids.max()), 0) + 1
     fresh[bad] = np.arange(start, start + count, dtype=np.int64)
     return table.with_columns(id=fresh), count
+
+
+def _resolve_preceding(table: JobTable, raw_ids: np.ndarray,
+                       counts: dict[str, int]) -> JobTable:
+    """Rule 9: keep each job's preceding job only when it comes earlier in the cleaned trace;
+    count the references cut, by reason, and the dependencies kept."""
+    preceding = table.preceding_job
+    named = preceding != -1
+    ids = table.id
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    at = np.searchsorted(sorted_ids, preceding)
+    found = named & (at < len(ids))
+    found[found] = sorted_ids[at[found]] == preceding[found]
+    row = np.full(len(ids), -1, dtype=np.int64)
+    row[found] = order[at[found]]
+    earlier = found & (row < np.arange(len(ids)))
+    absent = named & ~found
+    dropped = absent & np.isin(preceding, raw_ids)
+    counts["dependents"] = int(earlier.sum())
+    counts["preceding_dropped"] = int(dropped.sum())
+    counts["preceding_missing"] = int((absent & ~dropped).sum())
+    counts["preceding_later"] = int((found & ~earlier).sum())
+    if not (named & ~earlier).any():
+        return table
+    return table.with_columns(preceding_job=np.where(earlier, preceding, -1))
 
 
 def queue_limits(table: JobTable, no_walltime: np.ndarray) -> np.ndarray:

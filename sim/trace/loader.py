@@ -115,14 +115,15 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
                unit: Unit | None = None, procs_per_node: int | None = None,
                missing_walltime: MissingWalltime = DEFAULT_MISSING_WALLTIME,
                oversize: Oversize = "drop", cap_runtime: bool = True,
-               cache: bool = False) -> Trace:
+               cache: bool = False, dependencies: bool = False) -> Trace:
     """Read and clean the trace at ``path``.
 
     The machine is ``nodes`` nodes or ``procs`` processors when given; otherwise an SWF file's
     header states it (``MaxProcs`` processors, or ``MaxNodes`` nodes with ``unit="nodes"``),
     and a file that states no size gets the size of its largest job. ``unit`` and
     ``procs_per_node`` are described in :mod:`sim.trace.machine`. The other options select
-    the cleaning variants described in :mod:`sim.trace.cleaning`. With ``cache``, a file read
+    the cleaning variants described in :mod:`sim.trace.cleaning`; ``dependencies`` keeps the
+    preceding jobs a simulation may honour (its rule 9). With ``cache``, a file read
     before is taken from the cache of parsed traces (:mod:`sim.trace.cache`); the library
     leaves the user's cache directory alone unless asked, and the command line asks.
     """
@@ -130,7 +131,8 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
     header, raw, notes, machine = _read(path, fmt, nodes=nodes, procs=procs, unit=unit,
                                         procs_per_node=procs_per_node, cache=cache)
     table, report = clean(raw, nodes=machine.size, missing_walltime=missing_walltime,
-                          oversize=oversize, cap_runtime=cap_runtime, unit=machine.unit)
+                          oversize=oversize, cap_runtime=cap_runtime, unit=machine.unit,
+                          dependencies=dependencies)
     return Trace(source=str(path), format=fmt, nodes=machine.size, jobs=table, report=report,
                  header=header, machine=machine, notes=notes)
 
