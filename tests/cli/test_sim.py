@@ -179,3 +179,48 @@ def test_load_scales_the_arrivals_and_the_offered_load(tmp_path) -> None:
                                  "--out", str(tmp_path / "bad"), "--no-plots"])
     assert result.exit_code == 1
     assert "a load factor is a positive number" in result.output
+
+
+DEPENDENT_SWF = """\
+; MaxProcs: 4
+1   0 -1 100 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1
+2  10 -1  50 2 -1 -1 2  50 -1 1 1 1 -1 1 -1  1 20
+3  20 -1  30 2 -1 -1 2  30 -1 1 1 1 -1 1 -1  7 -1
+"""
+
+
+def test_dependencies_delay_a_dependent_job_and_are_reported(tmp_path) -> None:
+    # J2 waits for J1 (ends 100) plus 20 s of think time, so it arrives at 120 instead of
+    # 10; J3's preceding job 7 is not in the trace, so it keeps its submit time (20) and starts
+    # with J1's end at 100. Without the flag J2 starts at 100 beside J3.
+    trace = tmp_path / "deps.swf"
+    trace.write_text(DEPENDENT_SWF)
+
+    def run(*flags: str) -> tuple[dict[int, tuple[float, float]], dict, str]:
+        out = tmp_path / ("on" if flags else "off")
+        result = runner.invoke(app, ["simulate", "--trace", str(trace), "--out", str(out),
+                                     "--no-plots", *flags])
+        assert result.exit_code == 0, result.output
+        rows = (out / "jobs.csv").read_text().splitlines()[1:]
+        times = {int(r.split(",")[0]): (float(r.split(",")[3]), float(r.split(",")[4]))
+                 for r in rows}
+        return times, json.loads((out / "summary.json").read_text()), result.output
+
+    off, off_doc, off_text = run()
+    on, on_doc, on_text = run("--dependencies")
+    assert off == {1: (0, 0), 2: (10, 100), 3: (20, 100)}
+    assert on == {1: (0, 0), 2: (120, 120), 3: (20, 100)}
+    assert "preceding job" not in off_text
+    said = " ".join(on_text.split())
+    assert "kept the preceding job of 1 jobs" in said
+    assert "whose preceding job is not in the trace" in said
+    assert any(line.startswith("kept the preceding job of 1 jobs")
+               for line in on_doc["cleaning"])
+    assert not any("preceding job" in line for line in off_doc["cleaning"])
+
+
+def test_dependencies_refuse_a_hybrid_workload(tmp_path) -> None:
+    result = runner.invoke(app, ["simulate", "--jobs", "50", "--workload", "W1",
+                                 "--dependencies", "--out", str(tmp_path), "--no-plots"])
+    assert result.exit_code == 1
+    assert "--dependencies applies to a plain trace" in result.output
