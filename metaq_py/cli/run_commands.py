@@ -219,7 +219,7 @@ def demo(
             system="local", nnodes=nodes, gpus_per_node=2)),
             options=RunOptions(grace=5.0, margin=1.0))
         code = runner.run()
-        from metaq_py.cli.queue_commands import status
+        from metaq_py.cli.listing_commands import status
         status(json_out=False, queue=dst)
         typer.echo(f"events: {q.events(runner.jobid).path}")
     if code:
