@@ -35,17 +35,26 @@ def _write(line: str, path: Path) -> list[str]:
     return ["sh", "-c", f'echo "{line}" > "$1"', "-", str(path)]
 
 
-class Propagator(TaskKind):
-    """Quark propagators on one configuration: whole nodes (a real one adds ``gpus``)."""
+class OnConfiguration(TaskKind):
+    """A task on one gauge configuration, noting its start and end in ``order.log``."""
 
-    nodes = 1
     min_wc_time = "10m"
     project = "lattice"
-    checkpoint = ("5m", "10s")
-    signal = "USR1@30"
 
     def __init__(self, cfg: int, out: Path) -> None:
         self.cfg, self.out = cfg, out
+
+    @property
+    def order_log(self) -> Path:
+        return self.out / "order.log"
+
+
+class Propagator(OnConfiguration):
+    """Quark propagators on one configuration: whole nodes (a real one adds ``gpus``)."""
+
+    nodes = 1
+    checkpoint = ("5m", "10s")
+    signal = "USR1@30"
 
     def prologue(self) -> list[Line]:
         return [["mkdir", "-p", str(self.out)],
@@ -53,41 +62,26 @@ class Propagator(TaskKind):
 
     def run(self) -> list[Line]:
         return [["sleep", "0.2"],
-                _write(f"propagator {self.cfg}", self.result)]
+                _write(f"propagator {self.cfg}", self.out / f"prop.{self.cfg}")]
 
     def epilogue(self) -> list[Line]:
         return [_append(f"end prop {self.cfg}", self.order_log)]
 
-    @property
-    def order_log(self) -> Path:
-        return self.out / "order.log"
 
-    @property
-    def result(self) -> Path:
-        return self.out / f"prop.{self.cfg}"
-
-
-class Contraction(Propagator):
+class Contraction(OnConfiguration):
     """The contractions of one configuration's propagator: a share of a node."""
 
-    nodes = None
     cpus = 1
-    checkpoint = None
-    signal = None
 
     def prologue(self) -> list[Line]:
-        return [["test", "-s", str(super().result)],
+        return [["test", "-s", str(self.out / f"prop.{self.cfg}")],
                 _append(f"start contract {self.cfg}", self.order_log)]
 
     def run(self) -> list[Line]:
-        return [_write(f"correlator {self.cfg}", self.result)]
+        return [_write(f"correlator {self.cfg}", self.out / f"contract.{self.cfg}")]
 
     def epilogue(self) -> list[Line]:
         return [_append(f"end contract {self.cfg}", self.order_log)]
-
-    @property
-    def result(self) -> Path:
-        return self.out / f"contract.{self.cfg}"
 
 
 class Analysis(TaskKind):
