@@ -2,8 +2,8 @@
 
 Every task runs in a session and process group of its own (``start_new_session``), so one
 signal reaches the script and everything it started. When the script ends, whatever it left
-behind in its session is killed, as SLURM does with a job step's processes: a task's nodes
-are free when the runner is told it is over.
+behind in its session is killed (:mod:`metaq_py.launch.sweep`), as SLURM does with a job
+step's processes: a task's nodes are free when the runner is told it is over.
 
 **Noticing exits without polling.** On Linux 5.3 and later one reaper thread watches every
 task at once: it holds a pidfd for each task's pid (``os.pidfd_open``) in an ``epoll`` set, so
@@ -45,6 +45,7 @@ from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
 from metaq_py.launch.tee import OutputTee, make_pipe
 from metaq_py.launch.usage import Usage
 
@@ -182,7 +183,7 @@ class TaskProcess:
             if self._reaped:
                 return False
             self.sent_signals.append(signal.SIGKILL)
-            _kill_session(self.pid, self.mark)
+            kill_session(self.pid, self.mark)
             return True
 
     def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
@@ -210,7 +211,7 @@ class TaskProcess:
         with self._lock:
             # A task that was stopped takes every marked process with it; one that ended by
             # itself leaves what it detached on purpose (the tee reports it, see tee.py).
-            _kill_session(self.pid, self.mark if self.sent_signals else None)
+            kill_session(self.pid, self.mark if self.sent_signals else None)
             returncode, usage = _reap(self._popen)
             self._reaped = True
         self.ended_at = self._clock()
@@ -302,8 +303,6 @@ class _Reaper:
 _REAPER = _Reaper()
 
 
-MARK_VARIABLE = "METAQ_TASK_MARK"
-"""The environment variable that marks every process of one task with a token of its own."""
 
 
 def launch(
@@ -327,7 +326,7 @@ def launch(
     command = task_command(spec, srun=srun)
     env = task_environment(spec, os.environ if base_env is None else base_env)
     # A mark every descendant inherits, even one that leaves the session with setsid: the
-    # kill sweeps /proc for it (see _kill_session).
+    # kill sweeps /proc for it (see metaq_py.launch.sweep).
     env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
         spec.rundir.mkdir(parents=True, exist_ok=True)
@@ -406,75 +405,6 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
             task.kill()
     for task in tasks:
         task.wait()
-
-
-def _kill_session(sid: int, mark: str | None = None) -> None:
-    """SIGKILL process group ``sid``, every other process still in session ``sid`` and, with
-    ``mark``, every process of this user whose environment carries the task's mark.
-
-    A process may leave its group (``setpgid``, job control in a shell) but not its session
-    without ``setsid``; the sweep over ``/proc`` catches the first kind too, and the mark the
-    second (a process that cleared its environment escapes it: the kernel keeps no other
-    trace short of a cgroup).
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, signal.SIGKILL)
-    for pid in _session_members(sid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    if mark is not None:
-        for pid in marked_processes(mark):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def marked_processes(mark: str) -> list[int]:
-    """The processes of this user whose environment holds ``MARK_VARIABLE=mark``."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
-    uid = os.getuid()
-    me = os.getpid()
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue  # gone, or not ours to read
-        if needle + b"\0" in environ or environ.endswith(needle):
-            found.append(int(entry))
-    return found
-
-
-def _session_members(sid: int) -> list[int]:
-    members = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members  # no /proc (not Linux): the process group kill has to do
-    # One getsid() per process: it reads the session the kernel keeps for the process, as the
-    # sixth field of /proc/PID/stat does, in one system call instead of three, and without
-    # letting go of the GIL (this runs at every task's exit over every process on the node).
-    getsid = os.getsid
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        if pid == sid:
-            continue
-        try:
-            if getsid(pid) == sid:
-                members.append(pid)
-        except OSError:
-            continue  # gone already, or hidden from us
-    return members
 
 
 def _check_script(spec: LaunchSpec) -> None:

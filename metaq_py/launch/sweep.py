@@ -1,0 +1,90 @@
+"""Sweeping up what a task leaves behind: every process of its session, and those it marked.
+
+When a task's script ends, or it is killed, :func:`kill_session` sends SIGKILL to its process
+group, to every other process still in its session (found through ``/proc``), and, when the
+task was stopped, to every process of this user whose environment carries the task's mark
+(:data:`MARK_VARIABLE`, set by :func:`~metaq_py.launch.process.launch`): so a task's nodes are
+free when the runner is told it is over, as SLURM frees a job step's. Without ``/proc`` (not
+Linux) the process group kill has to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+__all__ = ["MARK_VARIABLE", "kill_session", "marked_processes"]
+
+MARK_VARIABLE = "METAQ_TASK_MARK"
+"""The environment variable that marks every process of one task with a token of its own."""
+
+
+def kill_session(sid: int, mark: str | None = None) -> None:
+    """SIGKILL process group ``sid``, every other process still in session ``sid`` and, with
+    ``mark``, every process of this user whose environment carries the task's mark.
+
+    A process may leave its group (``setpgid``, job control in a shell) but not its session
+    without ``setsid``; the sweep over ``/proc`` catches the first kind too, and the mark the
+    second (a process that cleared its environment escapes it: the kernel keeps no other
+    trace short of a cgroup).
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)
+    for pid in session_members(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if mark is not None:
+        for pid in marked_processes(mark):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def marked_processes(mark: str) -> list[int]:
+    """The processes of this user whose environment holds ``MARK_VARIABLE=mark``."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    uid = os.getuid()
+    me = os.getpid()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue  # gone, or not ours to read
+        if needle + b"\0" in environ or environ.endswith(needle):
+            found.append(int(entry))
+    return found
+
+
+def session_members(sid: int) -> list[int]:
+    """The processes in session ``sid`` other than its leader (none found without ``/proc``)."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members  # no /proc (not Linux): the process group kill has to do
+    # One getsid() per process: it reads the session the kernel keeps for the process, as the
+    # sixth field of /proc/PID/stat does, in one system call instead of three, and without
+    # letting go of the GIL (this runs at every task's exit over every process on the node).
+    getsid = os.getsid
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid == sid:
+            continue
+        try:
+            if getsid(pid) == sid:
+                members.append(pid)
+        except OSError:
+            continue  # gone already, or hidden from us
+    return members
