@@ -1,14 +1,14 @@
 """The queue on disk: the file system is the queue.
 
-:mod:`~metaq_py.queue.layout` holds the folders and the states; :mod:`~metaq_py.queue.store`
-the runner's moves (claim, heartbeat, finish, requeue, reclaim); :mod:`~metaq_py.queue.admin`
-the people's commands (submit, hold, release, cancel, retry, find, list). Beside them: the
-index of waiting tasks (``index``), the one judgement of a task file (``judge``), logbooks, claims and leases, advance notices, the event
-log, the watcher, files made ahead of need (``premade``), the summary of ended tasks
-(``tally``) and ``metaq doctor``'s checks (``doctor``). Three subpackages: the file system below
-the level of tasks (:mod:`~metaq_py.queue.disk`), arrays and dependencies
-(:mod:`~metaq_py.queue.campaign`) and the owners' settings (:mod:`~metaq_py.queue.settings`).
-``docs/architecture.md`` has the table.
+:mod:`~metaq_py.queue.layout` holds the folders and the states; :mod:`~metaq_py.queue.store` the
+runner's moves (claim, heartbeat, finish, requeue, reclaim); :mod:`~metaq_py.queue.admin` the
+people's commands (submit, hold, release, cancel, retry, find, list). Beside them: the index of
+waiting tasks (``index``), the one judgement of a task file (``judge``), logbooks, claims and
+leases, advance notices, the event log, the watcher, files made ahead of need (``premade``), the
+summary of ended tasks (``tally``) and ``metaq doctor``'s checks (``doctor``). Three
+subpackages: the file system below the level of tasks (:mod:`~metaq_py.queue.disk`), arrays and
+dependencies (:mod:`~metaq_py.queue.campaign`) and the owners' settings
+(:mod:`~metaq_py.queue.settings`). ``docs/architecture.md`` has the table.
 
 This package is ``metaq_py.queue``; the repository's top-level ``queue/`` folder is an example
 queue, never a Python package.

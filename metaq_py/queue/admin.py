@@ -123,11 +123,12 @@ class QueueAdmin:
                    sub: str | None = None, hold: bool = False, array: str | None = None,
                    after: tuple[str, ...] = ()) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
-        (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
-        ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per
-        index (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every
-        ``AFTER`` and ``AFTER_ANY`` name is resolved against the queue and the scripts submitted along
-        (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle refuses them all.
+        (default ``todo``, or the last task folder), below sub-folder ``sub``, or into ``hold/`` with
+        ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
+        (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every
+        ``AFTER`` and ``AFTER_ANY`` name is resolved against the queue and the scripts
+        submitted along (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle
+        refuses them all.
 
         A plain task is written under a hidden temporary name in its folder and then linked to
         its real name, so no scan ever sees half a file and an existing task is never
