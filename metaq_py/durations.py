@@ -88,7 +88,7 @@ def parse_duration(text: str) -> float:
         values += [0.0] * (3 - len(values))
         if values[0] >= 24:
             raise DurationError(f"{text!r} has {values[0]:g} hours after a day field; use 0 to 23")
-        bounded = (1, 2)
+        bounded: tuple[int, ...] = (1, 2)
     else:
         values = [0.0] * (3 - len(values)) + values
         # The leading field may run over (90:00 is 90 minutes); the ones after it may not.

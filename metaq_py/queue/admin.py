@@ -17,7 +17,7 @@ import getpass
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -119,12 +119,12 @@ class QueueAdmin:
         return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
                                after=after)[0]
 
-    def submit_all(self, scripts: list[str] | list[Path], *, folder: str | None = None,
+    def submit_all(self, scripts: Sequence[str | os.PathLike[str]], *, folder: str | None = None,
                    sub: str | None = None, hold: bool = False, array: str | None = None,
                    after: tuple[str, ...] = ()) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
-        (default ``todo``, or the last task folder), below sub-folder ``sub``, or into ``hold/`` with
-        ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
+        (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
+        ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
         (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every
         ``AFTER`` and ``AFTER_ANY`` name is resolved against the queue and the scripts
         submitted along (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle

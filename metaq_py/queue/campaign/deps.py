@@ -26,7 +26,7 @@ import fnmatch
 import glob
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -190,7 +190,7 @@ def _job_folders(root: Path) -> list[Path]:
     return out
 
 
-def find_cycle(edges: dict[str, Iterable[str]]) -> list[str] | None:
+def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
     """A cycle in the graph ``edges`` (task -> the tasks it waits for), as the list of its
     tasks with the first repeated at the end, or ``None``."""
     state: dict[str, int] = {}
