@@ -10,8 +10,10 @@ of SLURM plus unit suffixes:
 ``MM:SS``, ``HH:MM:SS``, ``D-HH:MM:SS``, ``D-HH``, ``D-HH:MM``
     clock forms, as in ``sbatch --time``. Every field is decimal, so ``08`` and ``09`` are
     eight and nine (METAQ's bash read them as invalid octal and silently got 0).
-``90s``, ``30m``, ``2h``, ``1d``, ``1.5h``
-    a number with a unit suffix.
+``90s``, ``30m``, ``2h``, ``1d``, ``1.5h``, ``2hr``, ``30min``
+    a number with a unit suffix; ``hr`` and ``min`` are METAQ's spellings (``x/seconds``),
+    so every ``MIN_WC_TIME`` METAQ reads (``Nd``, ``Nhr``, ``Nmin``, ``[[D-]HH:]MM:SS[.f]``,
+    plain seconds) means the same here.
 
 Every duration is at most :data:`MAX_DURATION` (ten years): more is surely a typo, and
 would overflow the dates it is added to. Each use bounds it more tightly where it matters
@@ -43,16 +45,17 @@ class DurationError(MetaqError, ValueError):
 
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-_SUFFIXED = re.compile(rf"^({_NUMBER})\s*([smhd])$", re.IGNORECASE)
+_SUFFIXED = re.compile(rf"^({_NUMBER})\s*(hr|min|[smhd])$", re.IGNORECASE)
 _PLAIN = re.compile(rf"^{_NUMBER}$")
 _FIELD = re.compile(r"^[0-9]+$")
 _LAST_FIELD = re.compile(rf"^{_NUMBER}$")
-_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_UNIT = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
 
 MAX_DURATION = 10 * 365 * 86400.0
 """The longest duration :func:`parse_duration` reads: ten years, in seconds."""
 
-_FORMS = "use seconds, MM:SS, HH:MM:SS, D-HH:MM:SS or a number with s, m, h or d"
+_FORMS = ("use seconds, MM:SS, HH:MM:SS, D-HH:MM:SS or a number with s, m, min, h, hr "
+          "or d")
 
 
 @lru_cache(maxsize=4096)

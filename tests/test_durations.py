@@ -131,3 +131,59 @@ def test_parse_time_forms() -> None:
     for bad in ("", "25:00", "tomorrow", "+soon"):
         with pytest.raises(DurationError):
             parse_time(bad, now=now)
+
+
+# --- METAQ's forms (its x/seconds reads these; x/timespan writes the clock forms) ----------
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("2hr", 7200.0), ("30min", 1800.0), ("1d", 86400.0), ("33:00", 1980.0),
+    ("90:00", 5400.0), ("5400", 5400.0), ("1:30:00", 5400.0), ("5:00", 300.0),
+    ("1-02:03:04", 93784.0), ("2:03:04.5", 7384.5), ("0.25", 0.25), ("0hr", 0.0),
+])
+def test_metaq_readme_and_seconds_forms(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 3650), st.sampled_from([("d", 86400), ("hr", 3600), ("min", 60)]))
+def test_metaq_unit_suffixes(n: int, unit: tuple[str, int]) -> None:
+    suffix, size = unit
+    if n * size > MAX_DURATION:
+        with pytest.raises(DurationError, match="too large"):
+            parse_duration(f"{n}{suffix}")
+    else:
+        assert parse_duration(f"{n}{suffix}") == n * size
+
+
+def _timespan(total: int, frac: str) -> str:
+    """A duration written as METAQ's x/timespan writes it: ``D-HH:MM:SS``, ``H:MM:SS``,
+    ``M:SS`` or ``S``, with the fraction's digits after a dot."""
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        text = f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    elif hours:
+        text = f"{hours}:{minutes:02d}:{secs:02d}"
+    elif minutes:
+        text = f"{minutes}:{secs:02d}"
+    else:
+        text = str(secs)
+    return f"{text}.{frac}" if frac else text
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 3649 * 86400), st.text("0123456789", max_size=3))
+def test_what_metaq_timespan_writes_reads_back(total: int, frac: str) -> None:
+    expected = total + (float(f"0.{frac}") if frac else 0.0)
+    assert parse_duration(_timespan(total, frac)) == pytest.approx(expected, abs=1e-6)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 99), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59),
+       st.booleans())
+def test_metaq_clock_forms_without_padding(d: int, h: int, m: int, s: int, day: bool) -> None:
+    # x/seconds takes [[D-]HH:]MM:SS with or without leading zeros.
+    text = f"{d}-{h}:{m}:{s}" if day else f"{h}:{m}:{s}"
+    assert parse_duration(text) == (d * 86400 if day else 0) + h * 3600 + m * 60 + s
