@@ -85,87 +85,98 @@ class Timeline:
         return sum(span - self.busy_seconds(h) for h in self.hosts)
 
 
-def build_timeline(events: Iterable[dict[str, Any]], *, jobid: str) -> Timeline:
-    """The timeline of one job's events (in the order written). Raises ``ValueError`` when
-    they hold no ``runner-start``, as the log of a job that never ran metaq."""
-    hosts: list[str] = []
-    bars: list[Bar] = []
-    holds: list[Hold] = []
-    marks: list[Mark] = []
-    on: dict[str, dict[str, float]] = {}  # task -> host -> since
-    kinds: dict[str, str | None] = {}
-    held: dict[str, dict[str, float]] = {}  # notice -> host -> since
-    head: dict[str, Any] | None = None
-    stop: float | None = None
-    last = 0.0
+class _Replay:
+    """One pass over a job's events, keeping the bars, holds and marks open so far."""
 
-    def close(task: str, which: Iterable[str], t: float, outcome: str | None) -> None:
-        open_ = on.get(task, {})
+    def __init__(self) -> None:
+        self.hosts: list[str] = []
+        self.bars: list[Bar] = []
+        self.holds: list[Hold] = []
+        self.marks: list[Mark] = []
+        self.on: dict[str, dict[str, float]] = {}  # task -> host -> since
+        self.kinds: dict[str, str | None] = {}
+        self.held: dict[str, dict[str, float]] = {}  # notice -> host -> since
+        self.head: dict[str, Any] | None = None
+        self.stop: float | None = None
+        self.last = 0.0
+
+    def close(self, task: str, which: Iterable[str], t: float, outcome: str | None) -> None:
+        open_ = self.on.get(task, {})
         for h in list(which):
             since = open_.pop(h, None)
             if since is not None:
-                bars.append(Bar(h, task, since, t, kinds.get(task), outcome))
+                self.bars.append(Bar(h, task, since, t, self.kinds.get(task), outcome))
         if not open_:
-            on.pop(task, None)
+            self.on.pop(task, None)
 
-    def unhold(notice: str, t: float) -> None:
-        for h, since in held.pop(notice, {}).items():
-            holds.append(Hold(h, notice, since, t))
+    def unhold(self, notice: str, t: float) -> None:
+        for h, since in self.held.pop(notice, {}).items():
+            self.holds.append(Hold(h, notice, since, t))
 
-    for e in events:
+    def close_all(self, t: float) -> None:
+        for name in list(self.on):
+            self.close(name, list(self.on[name]), t, None)
+        for notice in list(self.held):
+            self.unhold(notice, t)
+
+    def runner_start(self, e: dict[str, Any], t: float, ehosts: list[str]) -> None:
+        self.close_all(t)
+        head = self.head if self.head is not None else e
+        self.head = {**head, "end": e.get("end"),
+                     "mechanism": e.get("mechanism", head.get("mechanism"))}
+        self.hosts.extend(h for h in ehosts if h not in self.hosts)
+        self.stop = None
+
+    def event(self, e: dict[str, Any]) -> None:
         kind, t = e["event"], float(e["time"])
-        last = max(last, t)
+        self.last = max(self.last, t)
         task = e.get("task")
         ehosts = [str(h) for h in e.get("hosts") or () if isinstance(h, str | int)]
         if kind == "runner-start":
-            for name in list(on):
-                close(name, list(on[name]), t, None)
-            for notice in list(held):
-                unhold(notice, t)
-            if head is None:
-                head = e
-            end = e.get("end")
-            head = {**head, "end": end, "mechanism": e.get("mechanism", head.get("mechanism"))}
-            hosts.extend(h for h in ehosts if h not in hosts)
-            stop = None
-            continue
-        if head is None:
-            continue
-        if kind == "runner-stop":
-            stop = t
+            self.runner_start(e, t, ehosts)
+        elif self.head is None:
+            return
+        elif kind == "runner-stop":
+            self.stop = t
         elif kind == "start" and isinstance(task, str):
-            kinds[task] = e.get("kind") if isinstance(e.get("kind"), str) else None
-            on.setdefault(task, {}).update({h: t for h in ehosts})
+            self.kinds[task] = e.get("kind") if isinstance(e.get("kind"), str) else None
+            self.on.setdefault(task, {}).update({h: t for h in ehosts})
             if e.get("kind") == "ondemand" and isinstance(e.get("notice"), str):
-                unhold(e["notice"], t)
+                self.unhold(e["notice"], t)
         elif kind == "end" and isinstance(task, str):
-            close(task, list(on.get(task, {})), t, str(e.get("outcome") or "ended"))
+            self.close(task, list(self.on.get(task, {})), t, str(e.get("outcome") or "ended"))
         elif kind == "preempt" and isinstance(task, str):
-            marks.extend(Mark(h, t, "preempt", task) for h in on.get(task, {}))
-        elif kind in ("shrink", "expand") and isinstance(task, str) and task in on:
+            self.marks.extend(Mark(h, t, "preempt", task) for h in self.on.get(task, {}))
+        elif kind in ("shrink", "expand") and isinstance(task, str) and task in self.on:
             # ``hosts`` is the task's host list after the change.
-            gone = [h for h in on[task] if h not in ehosts]
-            added = [h for h in ehosts if h not in on[task]]
-            marks.extend(Mark(h, t, kind, task) for h in (*gone, *added))
-            on[task].update({h: t for h in added})
-            close(task, gone, t, "shrunk")
+            gone = [h for h in self.on[task] if h not in ehosts]
+            added = [h for h in ehosts if h not in self.on[task]]
+            self.marks.extend(Mark(h, t, kind, task) for h in (*gone, *added))
+            self.on[task].update({h: t for h in added})
+            self.close(task, gone, t, "shrunk")
         elif kind == "reserve" and isinstance(e.get("notice"), str):
-            mine = held.setdefault(e["notice"], {})
+            mine = self.held.setdefault(e["notice"], {})
             for h in ehosts:
                 mine.setdefault(h, t)
         elif kind == "release" and isinstance(e.get("notice"), str):
-            unhold(e["notice"], t)
+            self.unhold(e["notice"], t)
+
+
+def build_timeline(events: Iterable[dict[str, Any]], *, jobid: str) -> Timeline:
+    """The timeline of one job's events (in the order written). Raises ``ValueError`` when
+    they hold no ``runner-start``, as the log of a job that never ran metaq."""
+    replay = _Replay()
+    for e in events:
+        replay.event(e)
+    head = replay.head
     if head is None:
         raise ValueError(f"the event log of job {jobid} has no runner-start event")
-    final = stop if stop is not None else last
-    for name in list(on):
-        close(name, list(on[name]), final, None)
-    for notice in list(held):
-        unhold(notice, final)
+    final = replay.stop if replay.stop is not None else replay.last
+    replay.close_all(final)
     end = head.get("end")
     return Timeline(
         jobid=jobid, machine=head.get("machine"), mechanism=head.get("mechanism"),
-        hosts=tuple(hosts), start=float(head["time"]), stop=final,
+        hosts=tuple(replay.hosts), start=float(head["time"]), stop=final,
         end=float(end) if isinstance(end, int | float) and not isinstance(end, bool) else None,
-        bars=tuple(sorted(bars, key=lambda b: (b.start, b.host))),
-        holds=tuple(holds), marks=tuple(marks), stopped=stop is not None)
+        bars=tuple(sorted(replay.bars, key=lambda b: (b.start, b.host))),
+        holds=tuple(replay.holds), marks=tuple(replay.marks), stopped=replay.stop is not None)
