@@ -128,7 +128,11 @@ def _signal_name(key: str, word: str) -> str:
 
 
 def _set_nodes(spec: dict, key: str, words: list[str]) -> None:
-    spec["nodes"] = _integer(key, words, least=1, most=MAX_NODES)
+    value = _integer(key, words, least=None, most=MAX_NODES)
+    if value < 0:
+        raise BadValue(f"{key} must be at least 1, not {value}")
+    # 0 is METAQ's GPU-only task; the header's check refuses it without GPUS.
+    spec["nodes"] = value
 
 
 def _set_min_nodes(spec: dict, key: str, words: list[str]) -> None:

@@ -169,10 +169,26 @@ def _checked(values: dict, seen: dict[str, int], path: str) -> TaskSpec:
                 raise TaskError(path, seen[key], f"CPUS asks for a share of one node, which "
                                                  f"a rigid task on one node gets; remove {key} "
                                                  f"or CPUS")
+    if nodes == 0:
+        _gpu_share(values, seen, path, kind)
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")
     return TaskSpec(path=path, lines=tuple(seen.items()), **values)
+
+
+def _gpu_share(values: dict, seen: dict[str, int], path: str, kind: Kind) -> None:
+    """Make METAQ's ``NODES 0`` with ``GPUS``, a GPU-only task, a share of one node."""
+    if not values.get("gpus"):
+        raise TaskError(path, seen["NODES"], "NODES must be at least 1, not 0. NODES 0 is "
+                                             "METAQ's GPU-only task, which needs GPUS too")
+    for key, bad in (("EXCLUSIVE", "EXCLUSIVE" in seen), ("TYPE", kind is not Kind.RIGID)):
+        if bad:
+            raise TaskError(path, seen[key], f"NODES 0 asks for a share of one node's GPUs, "
+                                             f"which only a rigid task gets; remove {key} or "
+                                             f"write NODES 1")
+    values["nodes"] = 1
+    values["gpu_share"] = True
 
 
 def late_directives(data: bytes) -> list[int]:
@@ -276,7 +292,7 @@ def format_directives(spec: TaskSpec) -> str:
 
     Only what differs from the defaults is written, in the order of :data:`KEYS`.
     """
-    out: list[tuple[str, str]] = [("NODES", str(spec.nodes))]
+    out: list[tuple[str, str]] = [("NODES", "0" if spec.gpu_share else str(spec.nodes))]
     if spec.gpus:
         out.append(("GPUS", str(spec.gpus)))
     if spec.min_wc_time is not None:

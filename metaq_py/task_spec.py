@@ -64,18 +64,21 @@ class TaskSpec:
     ``nodes`` is the node count (the *maximum* for a malleable task) and ``min_nodes`` the
     smallest count it can run on (equal to ``nodes`` unless ``type`` is malleable). ``gpus`` is
     the total number of GPUs the task needs. ``min_wc_time`` is the wall clock, in seconds, the
-    task needs at full size; ``None`` means the queue's default. ``priority``: higher runs
-    first within a folder. ``setup``: seconds spent before useful work starts, paid again on
-    every restart. ``retries``: how many times a failed run is tried again (``None``: the
-    queue's default). ``notice`` ties an on-demand task to an advance notice. ``path`` is where
-    the script was read from. ``cpus`` above 0 makes the task a *share* of one node: that many
-    of its cores, beside other shares, with ``gpus`` of its GPUs; 0 (no ``CPUS``) keeps whole
-    nodes, as METAQ did. ``exclusive`` keeps whole nodes to the task (``EXCLUSIVE``: the
-    default already, said out loud). ``after`` names the tasks (identities, arrays or globs)
-    that must have finished before this one may start, ``after_any`` those that must have
-    ended, whatever their outcome. ``array`` is the ``ARRAY`` index list, as written, for a
-    script that is to be queued once per index. ``lines`` maps each directive key given to
-    its line number, for error messages; it takes no part in comparisons.
+    task needs at full size; ``None`` means the queue's default. ``priority``: higher runs first
+    within a folder. ``setup``: seconds spent before useful work starts, paid again on every
+    restart. ``retries``: how many times a failed run is tried again (``None``: the queue's
+    default). ``notice`` ties an on-demand task to an advance notice. ``path`` is where the
+    script was read from. ``cpus`` above 0 makes the task a *share* of one node: that many of
+    its cores, beside other shares, with ``gpus`` of its GPUs; 0 (no ``CPUS``) keeps whole
+    nodes, as METAQ did. ``gpu_share`` is METAQ's GPU-only task (``NODES 0`` with ``GPUS``): a
+    share of one node with ``gpus`` GPUs and the cores that go with them there (the node's cores
+    per GPU), chosen when it is offered; ``nodes`` is then 1. ``exclusive`` keeps whole nodes to
+    the task (``EXCLUSIVE``: the default already, said out loud). ``after`` names the tasks
+    (identities, arrays or globs) that must have finished before this one may start,
+    ``after_any`` those that must have ended, whatever their outcome. ``array`` is the ``ARRAY``
+    index list, as written, for a script that is to be queued once per index. ``lines`` maps
+    each directive key given to its line number, for error messages; it takes no part in
+    comparisons.
     """
 
     path: str
@@ -95,6 +98,7 @@ class TaskSpec:
     retries: int | None = None
     resize: Resize | None = None
     cpus: int = 0
+    gpu_share: bool = False
     exclusive: bool = False
     after: tuple[str, ...] = ()
     after_any: tuple[str, ...] = ()

@@ -383,3 +383,38 @@ def test_parse_indices_raises_value_error_or_gives_sorted_unique(text: str) -> N
     except ValueError:
         return
     assert len(set(out)) == len(out) and all(i >= 0 for i in out)
+
+
+# --- METAQ's GPU-only task (NODES 0 with GPUS) ---------------------------------------------
+
+
+def test_nodes_0_with_gpus_is_a_share_of_one_node() -> None:
+    spec = parse("#!/bin/bash\n#METAQ NODES 0\n#METAQ GPUS 4\n#METAQ MIN_WC_TIME 2hr\nrun\n")
+    assert (spec.nodes, spec.gpus, spec.cpus, spec.gpu_share) == (1, 4, 0, True)
+    assert spec.min_wc_time == 7200.0
+    # GPUS may come first: METAQ reads the keys in any order.
+    assert parse("#!/bin/bash\n#METAQ GPUS 2\n#METAQ NODES 0\nrun\n").gpu_share
+    # A missing NODES keeps the default of one whole node, as in METAQ's own examples.
+    whole = parse("#!/bin/bash\n#METAQ GPUS 2\nrun\n")
+    assert (whole.nodes, whole.gpu_share) == (1, False)
+
+
+@pytest.mark.parametrize(("header", "line", "words"), [
+    ("#METAQ NODES 0", 2, "needs GPUS too"),
+    ("#METAQ NODES 0\n#METAQ GPUS 0", 2, "needs GPUS too"),
+    ("#METAQ NODES 0\n#METAQ GPUS 1\n#METAQ EXCLUSIVE", 4, "remove EXCLUSIVE or write NODES 1"),
+    ("#METAQ NODES 0\n#METAQ GPUS 1\n#METAQ TYPE ondemand", 4, "remove TYPE"),
+    ("#METAQ NODES 0\n#METAQ GPUS 1\n#METAQ CPUS 2", 2, "remove NODES or CPUS"),
+])
+def test_bad_gpu_only_tasks_are_refused_on_their_line(header: str, line: int,
+                                                      words: str) -> None:
+    e = error(f"#!/bin/bash\n{header}\nrun\n")
+    assert e.line == line and words in str(e)
+
+
+@given(st.integers(1, 64), st.sampled_from(["5400", "90:00", "1:30:00", "1.5h", "90min"]))
+def test_gpu_only_tasks_round_trip_through_format_directives(gpus: int, wc: str) -> None:
+    spec = parse(f"#!/bin/sh\n#METAQ NODES 0\n#METAQ GPUS {gpus}\n#METAQ MIN_WC_TIME {wc}\nx\n")
+    assert spec.min_wc_time == 5400.0 and spec.gpu_share and spec.gpus == gpus
+    again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t.sh")
+    assert again == spec

@@ -8,7 +8,9 @@ rejected, because another batch job of the same queue may be able to run them.
 GPUs: a task asks for ``GPUS`` in total. A whole-node task on ``k`` nodes may use
 ``k * gpus_per_node`` GPUs, and it gets ``ceil(GPUS / k)`` device ids on each of its nodes. A
 malleable task's smallest size is raised until its GPUs fit. A share of a node (``CPUS``) is a
-one-node job with ``cores`` and ``gpus``; the Cluster picks its core and GPU ids.
+one-node job with ``cores`` and ``gpus``; the Cluster picks its core and GPU ids. METAQ's
+GPU-only task (``NODES 0`` with ``GPUS``) is such a share too, with the cores that go with its
+GPUs on a node here (:func:`share_cores`).
 
 :class:`Offers` is the *offer window*: at each decision, the waiting tasks the scheduler is
 shown, as policy jobs, with a cache so that a decision costs the window and not the queue.
@@ -29,11 +31,13 @@ from metaq_py.queue.campaign.deps import Dependencies, Readiness
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
+from metaq_py.task_spec import TaskSpec
 
 if TYPE_CHECKING:  # fit_problem serves metaq explain too, which needs none of the runner
     from metaq_py.runner.context import Context
 
-__all__ = ["WINDOW", "History", "Offers", "fit_problem", "gpu_ids_for", "job_of", "past_runs"]
+__all__ = ["WINDOW", "History", "Offers", "fit_problem", "gpu_ids_for", "job_of", "past_runs",
+           "share_cores"]
 
 WINDOW = 1000
 """At most this many waiting tasks (or 16 per node, if more) are handed to the scheduler, in
@@ -48,11 +52,12 @@ def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
     spec = task.spec
     if spec.machine is not None and spec.machine != machine:
         return f"it must run on machine {spec.machine}, and this is {machine}"
-    if spec.cpus:
-        if shape is None or not shape.fits(spec.cpus, spec.gpus):
+    if spec.cpus or spec.gpu_share:
+        cores = share_cores(spec, shape)
+        if shape is None or not shape.fits(cores, spec.gpus):
             have = "an unknown number of" if shape is None else \
                 f"{shape.cores} cores ({shape.cpu_only} for tasks without GPUs) and {shape.gpus}"
-            return (f"it asks for {spec.cpus} cores and {spec.gpus} GPUs of one node, and a "
+            return (f"it asks for {cores} cores and {spec.gpus} GPUs of one node, and a "
                     f"node here has {have} GPUs")
         return None
     smallest = _smallest(task, gpus_per_node)
@@ -64,16 +69,18 @@ def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
     return None
 
 
-def job_of(task: Task, *, gpus_per_node: int) -> Job:
-    """The policy's view of a waiting task that :func:`fit_problem` accepted."""
+def job_of(task: Task, *, gpus_per_node: int, shape: NodeShape | None = None) -> Job:
+    """The policy's view of a waiting task that :func:`fit_problem` accepted (with the same
+    ``shape``)."""
     spec = task.spec
     cp = spec.checkpoint
-    if spec.cpus:  # a share of one node (fit_problem checked it fits one)
+    if spec.cpus or spec.gpu_share:  # a share of one node (fit_problem checked it fits one)
         return Job(
             id=task.id, kind=spec.type, size=1, walltime=task.walltime, submit=task.submit,
             priority=spec.priority, rank=task.rank, setup=spec.setup,
             checkpoint_interval=cp.interval if cp else None,
-            checkpoint_cost=cp.cost if cp else 0.0, cores=spec.cpus, gpus=spec.gpus)
+            checkpoint_cost=cp.cost if cp else 0.0, cores=share_cores(spec, shape),
+            gpus=spec.gpus)
     smallest = _smallest(task, gpus_per_node) or spec.nodes
     return Job(
         id=task.id, kind=spec.type, size=spec.nodes, min_size=smallest,
@@ -81,6 +88,17 @@ def job_of(task: Task, *, gpus_per_node: int) -> Job:
         setup=spec.setup, checkpoint_interval=cp.interval if cp else None,
         checkpoint_cost=cp.cost if cp else 0.0, notice=spec.notice,
     )
+
+
+def share_cores(spec: TaskSpec, shape: NodeShape | None) -> int:
+    """The cores a share of one node takes: its ``CPUS``; for METAQ's GPU-only task
+    (``NODES 0``), the cores that go with its GPUs on a node of ``shape``: the node's cores per
+    GPU (``cores_per_gpu``, else its cores split evenly among its GPUs), at least 1 per GPU.
+    METAQ counted GPUs alone; a share here needs cores to run on."""
+    if spec.cpus or shape is None or shape.gpus == 0:
+        return max(spec.cpus, 1)
+    per_gpu = shape.cores_per_gpu or shape.cores // shape.gpus
+    return min(shape.cores, max(1, per_gpu) * spec.gpus)
 
 
 def gpu_ids_for(gpus: int, nodes: int, gpu_ids: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -287,7 +305,7 @@ class Offers:
                     self.ctx.say(f"skipping {task.id}: {problem}")
                 self.skipped[task.id] = problem
             hit = (task, None if problem is not None else
-                   job_of(task, gpus_per_node=alloc.gpus_per_node))
+                   job_of(task, gpus_per_node=alloc.gpus_per_node, shape=self.shape))
             cache[task.id] = hit
         job = hit[1]
         if job is None:

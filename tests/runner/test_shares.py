@@ -183,3 +183,35 @@ def test_show_prints_a_running_shares_cores_and_gpus(tmp_path: Path) -> None:
                   next(x for x in ls if x.startswith("GPUs:"))) for ls in lines.values())
     assert got == [("cores: 0 (bound)", "GPUs: 0"), ("cores: 1 (bound)", "GPUs: 1")]
     assert as_json["running"]["hosts"] == ["local0"] and len(as_json["running"]["cores"]) == 1
+
+
+# METAQ's GPU-only task: NODES 0 with GPUS, and METAQ's own duration spelling.
+GPU_ONLY = TASK.replace("#METAQ GPUS 1\n#METAQ CPUS 1\n#METAQ MIN_WC_TIME 5:00\n",
+                        "#METAQ NODES 0\n#METAQ GPUS 1\n#METAQ MIN_WC_TIME 5min\n") \
+    .replace("-lt 4", "-lt 2")
+
+
+def test_metaq_gpu_only_tasks_share_one_node_with_its_cores_per_gpu(tmp_path: Path) -> None:
+    q, seen = tmp_path / "q", tmp_path / "seen"
+    seen.mkdir()
+    assert metaq("init", str(q)).returncode == 0
+    for i in range(2):
+        task = tmp_path / f"g{i}.sh"
+        task.write_text(GPU_ONLY.format(seen=seen))
+        task.chmod(0o755)
+        done = metaq("submit", str(task), "--queue", str(q))
+        assert done.returncode == 0, done.stderr
+    ran = metaq("run", "--queue", str(q), "--batch", "local", "--nodes", "1",
+                "--gpus-per-node", "2", "--cores-per-node", "4", "--launch-pause", "0")
+    assert ran.returncode == 0, ran.stderr
+    got = [json.loads(p.read_text()) for p in sorted(seen.glob("*.json"))]
+    assert len(got) == 2, (ran.stdout, ran.stderr)
+    assert all(g["marks"] == 2 for g in got), "the two ran at the same time on one node"
+    assert {g["gpus"] for g in got} == {"0", "1"} and len({g["host"] for g in got}) == 1
+    events = [json.loads(line) for p in (q / "jobs").rglob("events.jsonl")
+              for line in p.read_text().splitlines()]
+    starts = [e for e in events if e.get("event") == "start"]
+    # 4 cores and 2 GPUs on the node: each one-GPU task gets 2 cores, none shared.
+    assert len(starts) == 2 and all(len(e["cores"]) == 2 and len(e["gpu_ids"]) == 1
+                                    for e in starts)
+    assert not set(starts[0]["cores"]) & set(starts[1]["cores"])
