@@ -44,6 +44,7 @@ COMPILED = [
     "sim/engine/arrivals.py",
     "sim/engine/core.py",
     "sim/engine/ledger.py",
+    "sim/engine/samples.py",
     "sim/engine/waiting.py",
 ]
 """What mypyc compiles. Not among them: ``metaq_py/policy/mechanisms.py``, whose

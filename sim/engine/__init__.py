@@ -5,7 +5,7 @@
 - :mod:`~sim.engine.agenda`: what is due to happen, in one deterministic order;
 - :mod:`~sim.engine.arrivals`: the jobs and notices, fed lazily in order;
 - :mod:`~sim.engine.waiting`: the waiting jobs in queue order; :mod:`~sim.engine.ledger`: every
-  job's outcome as columns;
+  job's outcome as columns; :mod:`~sim.engine.samples`: the machine sampled over the run;
 - :mod:`~sim.engine.failures`: node failures a run may add; :mod:`~sim.engine.errors`: the
   simulator's error.
 

@@ -97,8 +97,9 @@ from sim.engine.arrivals import Feed, Precedence, feed
 from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
 from sim.engine.ledger import Ledger
+from sim.engine.samples import MachineSamples
 from sim.engine.waiting import Waiting
-from sim.run.result import Outcomes, Series, SimulationResult
+from sim.run.result import Outcomes, SimulationResult
 from sim.trace.loader import Trace
 from sim.workload.model import HybridWorkload
 
@@ -142,21 +143,15 @@ class Engine:
     :meth:`run` is the loop of the module docstring, one named step per stage:
     :meth:`_take_instant` (pop and handle what is due now), :meth:`_can_skip` (the skipping
     rules), :meth:`_decide` (one decision) with :meth:`_apply` (its actions) and
-    :meth:`_sample` (the machine over time). The run's state lives on the engine, created here.
+    its :class:`~sim.engine.samples.MachineSamples` (the machine over time). The run's state
+    lives on the engine, created here.
     """
 
     def __init__(self, source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
                  oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
                  progress: Progress | None = None, skip_inert: bool = True,
                  failures: NodeFailures | None = None, dependencies: bool = False) -> None:
-        oracle = oracle or cqsim_oracle
-        if isinstance(policy, Scheduler):
-            if oracle and not policy.oracle:
-                raise ValueError("oracle=True was asked of a scheduler built without oracle; "
-                                 "build it with make_scheduler(..., oracle=True)")
-            self.scheduler = policy
-        else:
-            self.scheduler = make_scheduler(policy, oracle=oracle)
+        self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
         # one, see _decide())
@@ -202,8 +197,7 @@ class Engine:
         self._inert = skip_inert
         self._tail_least = 0
         self._timings = array("d")
-        self._s_time = array("d")
-        self._s_busy, self._s_queued, self._s_reserved = array("l"), array("l"), array("l")
+        self._samples = MachineSamples()
 
     def run(self) -> SimulationResult:
         """Simulate until every job has ended (or nothing more can happen)."""
@@ -224,7 +218,7 @@ class Engine:
                 self._settled = True
             else:
                 self._decide(now, plain)
-            self._sample(now)
+            self._samples.take(now, self._busy, len(self._waiting), self.cluster.reserved)
         if self.progress is not None:
             self.progress(self._finished)
         return self._result(time.perf_counter() - wall0)
@@ -428,27 +422,25 @@ class Engine:
         else:
             cluster.apply(action, now=now)
 
-    def _sample(self, now: float) -> None:
-        """The machine at the end of instant ``now``, for :class:`~sim.run.result.Series`."""
-        reserved = self.cluster.reserved
-        self._s_time.append(now)
-        self._s_busy.append(self._busy)
-        self._s_queued.append(len(self._waiting))
-        self._s_reserved.append(sum([pool.count for pool in reserved.values()])
-                                if reserved else 0)
-
     def _result(self, wall_seconds: float) -> SimulationResult:
-        series = Series(time=np.frombuffer(self._s_time, dtype=np.float64).copy(),
-                        busy=np.asarray(self._s_busy, dtype=np.int64),
-                        queued=np.asarray(self._s_queued, dtype=np.int64),
-                        reserved=np.asarray(self._s_reserved, dtype=np.int64))
         scheduler, ledger = self.scheduler, self._ledger
         return SimulationResult(
             policy=scheduler.name, oracle=scheduler.oracle, cqsim_oracle=self.cqsim_oracle,
             nodes=self.cluster.total, hybrid=self.feed.hybrid,
             outcomes=Outcomes(ledger.columns(), ledger.id, self.feed.categories),
             decision_seconds=np.frombuffer(self._timings, dtype=np.float64).copy(),
-            series=series, agenda_items=self._handled, wall_seconds=wall_seconds)
+            series=self._samples.series(), agenda_items=self._handled, wall_seconds=wall_seconds)
+
+
+def _scheduler(policy: str | Scheduler, oracle: bool) -> Scheduler:
+    """The scheduler a run decides with: ``policy`` built with ``oracle``, or ``policy`` itself
+    when it is a ready scheduler (which must then have been built with oracle if asked)."""
+    if not isinstance(policy, Scheduler):
+        return make_scheduler(policy, oracle=oracle)
+    if oracle and not policy.oracle:
+        raise ValueError("oracle=True was asked of a scheduler built without oracle; "
+                         "build it with make_scheduler(..., oracle=True)")
+    return policy
 
 
 def _running(r: Running | None) -> Running:
