@@ -53,7 +53,7 @@ __all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
 
 _log = logging.getLogger(__name__)
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ def judge(path: str | os.PathLike[str], *, root: Path | None = None,
     try:
         spec = parse_header(data, path=name, truncated=truncated)
         if root is not None and config is not None:
-            admit(spec, root=root, config=config)
+            admit(spec, root=root, config=config, owner=opened.st_uid)
     except TaskError as e:
         return Verdict(None, e, opened, content=True)
     return Verdict(spec, None, opened)

@@ -37,7 +37,7 @@ from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
-from metaq_py.queue.settings.admission import resolve_log
+from metaq_py.queue.settings.admission import log_refusal, resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.watcher import QueueWatcher
 
@@ -165,15 +165,16 @@ class Layout:
         return EventLog(self.job_dir(jobid) / "events.jsonl", clock=self.clock)
 
     def log_path(self, claim: Claim | Task) -> Path:
-        """Where a task's output goes: its ``LOG``, or else
-        ``jobs/<jobid>/logs/<folder>/<relpath>.log`` (unique per task identity). A claim is
-        needed for the default, since it names the job."""
+        """Where a task's output goes: its ``LOG`` (as written, for
+        :func:`~metaq_py.queue.disk.logfile.open_log` to walk and check against the task's
+        owner), or else ``jobs/<jobid>/logs/<folder>/<relpath>.log`` (unique per task
+        identity). A claim is needed for the default, since it names the job."""
         spec = claim.spec
         if spec is not None and spec.log is not None:
             resolved = resolve_log(spec.log, root=self.root, config=self.config)
             if resolved is None:
                 raise TaskError(spec.path, spec.line_of("LOG"),
-                                f"LOG {spec.log} is outside the queue's log roots")
+                                log_refusal(spec.log, root=self.root, config=self.config))
             return resolved
         if not isinstance(claim, Claim):
             raise QueueError(f"{claim.id} has no LOG; its log path depends on the job that "

@@ -18,6 +18,7 @@ from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.launch.binding import machine_cpus
 from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
@@ -95,8 +96,14 @@ class Launcher:
         if claim.spec.log is not None:
             try:
                 tee = self.ctx.queue.log_path(claim)
-            except MetaqError as e:
+                # Checked against the task's owner and made (with its folders) without
+                # following a link; launch then opens the file made here (O_NOFOLLOW).
+                os.close(open_log(tee, os.stat(claim.path).st_uid))
+            except (MetaqError, LogRefused) as e:
                 self._failed(live, str(e))
+                return
+            except OSError as e:
+                self._failed(live, f"the LOG {tee} cannot be opened: {e.strerror}")
                 return
         resize = claim.spec.resize
         try:

@@ -313,17 +313,33 @@ def test_init_with_group_makes_setgid_group_folders(tmp_path: Path) -> None:
     assert q.config.group == "0"
 
 
-def test_log_outside_the_log_roots_is_an_error(q: Queue, tmp_path: Path) -> None:
+def test_log_where_the_owner_may_not_write_is_an_error(q: Queue, tmp_path: Path) -> None:
     put(q.root / "todo" / "esc.sh", "#METAQ LOG /etc/passwd\n")
     put(q.root / "todo" / "dots.sh", "#METAQ LOG jobs/../../x.log\n")
     put(q.root / "todo" / "ok.sh", "#METAQ LOG jobs/mine/ok.log\n")
+    put(q.root / "todo" / "inj.sh", "#METAQ LOG jobs/events.jsonl\n")
+    for name in ("esc.sh", "dots.sh"):  # tasks of a user who may write neither place
+        os.chown(q.root / "todo" / name, 65534, 65534)
     settle(q)
     tasks = q.pending()
     assert [t.id for t in tasks] == ["todo/ok.sh"]
-    assert "outside the queue's log roots" in (q.root / "rejected/todo/esc.sh.reason").read_text()
-    assert (q.root / "rejected/todo/dots.sh").exists()
+    assert "may not write it" in (q.root / "rejected/todo/esc.sh.reason").read_text()
+    assert "may not write in it" in (q.root / "rejected/todo/dots.sh.reason").read_text()
+    assert "jobs/ folder" in (q.root / "rejected/todo/inj.sh.reason").read_text()
     claim = q.claim(tasks[0], machine="m", jobid="9")
-    assert q.log_path(claim) == (q.root / "jobs/mine/ok.log").resolve()
+    assert q.log_path(claim) == (q.root / "jobs/mine/ok.log").absolute()
+
+
+def test_log_roots_tighten_where_a_log_may_go(tmp_path: Path) -> None:
+    q = Queue.init(tmp_path / "q")
+    (q.root / "metaq.yaml").write_text("log_roots: [log]\n")
+    q = Queue(q.root)
+    put(q.root / "todo" / "out.sh", f"#METAQ LOG {tmp_path}/elsewhere.log\n")
+    put(q.root / "todo" / "in.sh", "#METAQ LOG log/in.log\n")
+    settle(q)
+    assert [t.id for t in q.pending()] == ["todo/in.sh"]
+    assert "outside the queue's log roots" in \
+        (q.root / "rejected/todo/out.sh.reason").read_text()
 
 
 # --- claims and moves ----------------------------------------------------------------------

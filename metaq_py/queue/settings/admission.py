@@ -1,8 +1,11 @@
 """Whether a well-formed task is admitted to one particular queue.
 
 The directives parser knows nothing of the queue; this module checks a parsed spec against the
-queue's settings: the caps on nodes, GPUs and wall clock, and that ``LOG`` stays under one of
-the log roots (a task must not be able to make the batch job's owner write anywhere).
+queue's settings: the caps on nodes, GPUs and wall clock, and where ``LOG`` may go. As in
+METAQ, a task may log wherever its own owner may write (under the queue, its ``log/`` folder
+included, or the owner's own folders; see :mod:`metaq_py.queue.disk.logfile`), except into the
+queue's ``jobs/`` folder itself or a job's event log. ``log_roots`` in ``metaq.yaml`` tighten
+this: when set, a log must also lie under one of them (or the queue's ``jobs/``).
 """
 
 from __future__ import annotations
@@ -12,35 +15,53 @@ from pathlib import Path
 
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
+from metaq_py.queue.disk.logfile import log_problem, log_target
 from metaq_py.queue.settings.config import QueueConfig
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["admit", "resolve_log"]
+__all__ = ["admit", "log_refusal", "resolve_log"]
 
 
 def resolve_log(log: str, *, root: Path, config: QueueConfig) -> Path | None:
     """The absolute path a ``LOG`` value names (relative ones are relative to the queue root),
-    or ``None`` when it is not under any of the queue's log roots. Symlinks are resolved, so
-    a link inside a log root cannot point the log elsewhere."""
-    p = Path(log)
-    target = os.path.realpath(p if p.is_absolute() else root.absolute() / p)
+    or ``None`` when the queue refuses it whoever the owner: a file directly in ``jobs/`` or a
+    job's ``events.jsonl``, or, with ``log_roots`` set, a path outside them. Links are
+    resolved for these tests, so a link cannot point the log into ``jobs/`` or out of a
+    root; the path itself is returned as written, for :func:`~metaq_py.queue.disk.logfile
+    .open_log` to walk."""
+    target = log_target(log, root)
     jobs = os.path.realpath(root.absolute() / "jobs")
-    parent = os.path.dirname(target)
-    if parent == jobs or (os.path.dirname(parent) == jobs
-                          and os.path.basename(target) == "events.jsonl"):
-        # jobs/ holds one folder per job, and jobs/<jobid>/events.jsonl its accounting: a
-        # task's output there would corrupt it.
-        return None
+    for where in {str(target), os.path.realpath(target)}:
+        parent = os.path.dirname(where)
+        if parent == jobs or (os.path.dirname(parent) == jobs
+                              and os.path.basename(where) == "events.jsonl"):
+            # jobs/ holds one folder per job, and jobs/<jobid>/events.jsonl its accounting: a
+            # task's output there would corrupt it.
+            return None
+    if len(config.log_roots) <= 1:  # only jobs/, always there: no log_roots were set
+        return target
+    real = os.path.realpath(target)
     for base in config.log_roots:
-        real = os.path.realpath(base)
-        if target != real and os.path.commonpath([target, real]) == real:
-            return Path(target)
+        top = os.path.realpath(base)
+        if real != top and os.path.commonpath([real, top]) == top:
+            return target
     return None
 
 
-def admit(spec: TaskSpec, *, root: Path, config: QueueConfig) -> None:
-    """Raise :class:`TaskError` if ``spec`` asks for more than the queue allows, or logs
-    outside the queue's log roots."""
+def log_refusal(log: str, *, root: Path, config: QueueConfig) -> str:
+    """The sentence that says why :func:`resolve_log` refused ``log``."""
+    if len(config.log_roots) <= 1:
+        return (f"LOG {log} would write into the queue's jobs/ folder or a job's event log, "
+                f"which only the runner writes; log elsewhere, e.g. under the queue's log/")
+    roots = ", ".join(config.log_roots)
+    return (f"LOG {log} is outside the queue's log roots ({roots}); write the log under one "
+            f"of them or add a root to log_roots in metaq.yaml")
+
+
+def admit(spec: TaskSpec, *, root: Path, config: QueueConfig, owner: int | None = None) -> None:
+    """Raise :class:`TaskError` if ``spec`` asks for more than the queue allows, or logs where
+    the queue refuses or where the task's ``owner`` (a user id; ``None``: not checked) may not
+    write."""
     caps = config.caps
     if caps.nodes is not None and spec.min_nodes > caps.nodes:
         raise TaskError(spec.path, spec.line_of("NODES") or spec.line_of("MIN_NODES"),
@@ -55,8 +76,9 @@ def admit(spec: TaskSpec, *, root: Path, config: QueueConfig) -> None:
         raise TaskError(spec.path, spec.line_of("MIN_WC_TIME"),
                         f"MIN_WC_TIME {format_duration(wc)} is more than this queue allows "
                         f"({format_duration(caps.min_wc_time)}, caps.min_wc_time in metaq.yaml)")
-    if spec.log is not None and resolve_log(spec.log, root=root, config=config) is None:
-        roots = ", ".join(config.log_roots)
-        raise TaskError(spec.path, spec.line_of("LOG"),
-                        f"LOG {spec.log} is outside the queue's log roots ({roots}); write the "
-                        f"log under one of them or add a root to log_roots in metaq.yaml")
+    if spec.log is not None:
+        target = resolve_log(spec.log, root=root, config=config)
+        why = log_refusal(spec.log, root=root, config=config) if target is None \
+            else None if owner is None else log_problem(target, owner)
+        if why is not None:
+            raise TaskError(spec.path, spec.line_of("LOG"), why)

@@ -115,8 +115,9 @@ class QueueConfig:
     first). ``order``: one of :data:`ORDERS`, which waiting task goes first among those of the
     same folder and ``PRIORITY``. ``trusted_users``: if not empty, only tasks owned by these
     users are accepted. ``group``: the collaboration's group; files and folders writable by it
-    are trusted (any other group- or world-writable path is refused). ``log_roots``: absolute
-    folders a task's ``LOG`` may write under; the queue's ``jobs/`` is always one of them.
+    are trusted (any other group- or world-writable path is refused). ``log_roots``: when set,
+    the only folders (absolute) a task's ``LOG`` may write under, besides the queue's
+    ``jobs/`` (always the first); unset, a ``LOG`` may go wherever the task's owner may write.
     ``heartbeat``: seconds between lease heartbeats; ``stale_after``: a lease not renewed for
     this long is considered lost; ``poll_interval``: seconds between rescans when no
     file-system event arrives (NFS and Lustre deliver none from other hosts).
@@ -178,8 +179,8 @@ trusted_users: []
 # group- or world-writable task or folder is refused.
 group: {group}
 
-# Folders a task's #METAQ LOG may write under (the queue's jobs/ folder is always allowed).
-# Relative paths are relative to the queue root.
+# A task's #METAQ LOG may go wherever the task's owner may write. If set, only under these
+# folders (and the queue's jobs/). Relative paths are relative to the queue root.
 log_roots: []
 
 # What a task gets when it does not say.

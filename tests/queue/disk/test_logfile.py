@@ -1,0 +1,61 @@
+"""The walk that checks and opens a task's ``LOG``: the owner's right to write, links made
+by others, and a link planted after the check (the open itself never follows it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from metaq_py.queue.disk.logfile import LogRefused, log_problem, log_target, open_log
+
+NOBODY = 65534
+
+
+def test_missing_folders_are_made_where_the_owner_may_write(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    target = home / "a/b/c.log"
+    assert log_problem(target, NOBODY) is None
+    assert not (home / "a").exists()  # asking makes nothing
+    fd = open_log(target, NOBODY)
+    os.write(fd, b"x")
+    os.close(fd)
+    assert target.read_bytes() == b"x"
+    assert log_problem(tmp_path / "c.log", NOBODY) is not None  # root's folder, mode 755
+
+
+def test_a_link_planted_after_the_check_is_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "logs/t.log"
+    assert log_problem(target, 0) is None
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "secret").write_text("keep")
+    target.symlink_to(tmp_path / "secret")
+    with pytest.raises(LogRefused, match="symlink"):
+        open_log(target, 0)
+    assert (tmp_path / "secret").read_text() == "keep"
+
+
+def test_folder_links_of_the_owner_or_root_are_followed(tmp_path: Path) -> None:
+    real = tmp_path / "lustre/proj"
+    real.mkdir(parents=True)
+    (tmp_path / "scratch").symlink_to("lustre/proj")  # relative, made by root
+    fd = open_log(tmp_path / "scratch/run/x.log", 0)
+    os.close(fd)
+    assert (real / "run/x.log").is_file()
+    os.lchown(tmp_path / "scratch", NOBODY, NOBODY)
+    assert "symlink made by nobody" in (log_problem(tmp_path / "scratch/y.log", 0) or "")
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.log")
+    assert "not a regular file" in (log_problem(tmp_path / "f.log", 0) or "")
+    with pytest.raises(LogRefused):
+        open_log(tmp_path / "f.log", 0)
+
+
+def test_log_target_is_relative_to_the_queue_root(tmp_path: Path) -> None:
+    assert log_target("log/x.log", tmp_path) == tmp_path.absolute() / "log/x.log"
+    assert log_target("jobs/../../x.log", tmp_path) == tmp_path.absolute().parent / "x.log"
