@@ -13,17 +13,20 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
+from metaq_py.cli.metaq_env import read_metaq_env
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
 from metaq_py.runner.loop import Runner, RunOptions
 from metaq_py.runner.reclaim import view_leases
+
+_T = TypeVar("_T")
 
 
 def _seconds(text: str | None, flag: str) -> float | None:
@@ -37,7 +40,10 @@ def _seconds(text: str | None, flag: str) -> float | None:
 
 @app.command()
 def run(
-    queue: QueueOpt = Path("queue"),
+    queue: Annotated[Path | None, typer.Option(
+        "--queue", "-q", envvar="METAQ_QUEUE",
+        help="The queue directory (or set METAQ_QUEUE, or METAQ as a METAQ job script "
+             "does; default: ./queue).")] = None,
     nodes: Annotated[int | None, typer.Option(
         help="Use this many nodes: the size of a local pretend cluster, or the first N of the "
              "batch job's nodes.")] = None,
@@ -45,9 +51,10 @@ def run(
         help="Stop by this duration from now even if the batch job could run longer.")] = None,
     mechanism: Annotated[str, typer.Option(
         help=f"The scheduler: {', '.join(MECHANISMS)}.")] = "easy",
-    linger: Annotated[bool, typer.Option(
-        "--linger", help="Wait for new work until the wall clock ends, instead of stopping "
-                         "when nothing left fits.")] = False,
+    linger: Annotated[bool | None, typer.Option(
+        "--linger/--no-linger",
+        help="Wait for new work until the wall clock ends, instead of stopping when nothing "
+             "left fits (default: no, or METAQ_LOOP_FOREVER).")] = None,
     max_tasks: Annotated[int | None, typer.Option(
         help="At most this many tasks at once (default: caps.tasks in metaq.yaml).")] = None,
     launch_pause: Annotated[str | None, typer.Option(
@@ -89,18 +96,26 @@ def run(
 ) -> None:
     """Backfill the queue's tasks into this batch job's nodes until nothing left fits.
 
-    With --linger, it keeps going until the wall clock ends."""
+    With --linger, it keeps going until the wall clock ends. METAQ's job-script variables
+    (METAQ, METAQ_NODES, METAQ_RUN_TIME, ...) are read when set; flags override them
+    (docs/metaq-compat.md)."""
     with reported():
-        q = open_queue(queue)
+        metaq = read_metaq_env(os.environ, nodes=nodes)
+        for line in metaq.warnings:
+            typer.echo(f"warning: {line}", err=True)
+        q = open_queue(queue or metaq.queue or Path("queue"))
         try:
-            overrides = BatchOverrides(system=batch, machine=machine, jobid=jobid, nnodes=nodes,
-                                       gpus_per_node=gpus_per_node,
-                                       cores_per_node=cores_per_node,
-                                       cores_per_gpu=cores_per_gpu,
-                                       walltime=_seconds(walltime, "--walltime"))
+            pause = _seconds(launch_pause, "--launch-pause")
+            overrides = BatchOverrides(
+                system=batch, machine=_first(machine, metaq.machine),
+                jobid=_first(jobid, metaq.jobid), nnodes=_first(nodes, metaq.nodes),
+                gpus_per_node=_first(gpus_per_node, metaq.gpus_per_node),
+                cores_per_node=cores_per_node, cores_per_gpu=cores_per_gpu,
+                walltime=_first(_seconds(walltime, "--walltime"), metaq.walltime))
             options = RunOptions(
-                mechanism=mechanism, linger=linger, max_tasks=max_tasks,
-                launch_pause=_seconds(launch_pause, "--launch-pause"),
+                mechanism=mechanism, linger=bool(_first(linger, metaq.linger)),
+                max_tasks=_first(max_tasks, metaq.max_tasks),
+                launch_pause=_first(pause, metaq.launch_pause),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
                 srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
                 warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events,
@@ -110,6 +125,11 @@ def run(
         runner = Runner(q, detect_batch(overrides=overrides), options=options)
         code = runner.run()
     raise typer.Exit(code)
+
+
+def _first(flag: _T | None, variable: _T | None) -> _T | None:
+    """A flag's value if it was given, else the METAQ variable's: flags override variables."""
+    return flag if flag is not None else variable
 
 
 def _batch_for_leases(batch: str | None, machine: str | None) -> tuple[BatchSystem, str | None]:
