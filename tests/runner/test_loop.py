@@ -247,11 +247,13 @@ def test_a_claim_lost_to_another_runner_is_not_offered_again_from_a_kept_window(
 
 
 def test_a_task_that_cannot_start_at_first_is_retried_by_the_same_runner(tmp_path: Path) -> None:
-    """Its LOG folder is missing at its first launch (a scratch folder made a moment too
-    late): the launch fails on the spot, the task goes back to its folder with the attempt
-    counted, and the same runner starts it again instead of stopping with it waiting."""
+    """Its LOG folder cannot be made at its first launch (a scratch link into /proc, where no
+    folder can be made, put right a moment too late): the launch fails on the spot, the task
+    goes back to its folder with the attempt counted, and the same runner starts it again
+    instead of stopping with it waiting."""
     q = make_queue(tmp_path / "q")
     scratch = q.root / "jobs" / "scratch"
+    scratch.symlink_to("/proc/metaq-no-such-folder")
     task(q, "late.sh", 'echo "attempt $METAQ_ATTEMPT"', LOG="jobs/scratch/late.log",
          RETRIES=1)
     said: list[str] = []
@@ -259,6 +261,7 @@ def test_a_task_that_cannot_start_at_first_is_retried_by_the_same_runner(tmp_pat
     def say(line: str) -> None:
         said.append(line)
         if line.startswith("cannot start"):
+            scratch.unlink()
             scratch.mkdir()  # only now: the first launch has failed for want of it
 
     r = runner(q, nodes=1, say=say)
@@ -278,6 +281,7 @@ def test_a_task_that_can_never_start_ends_in_failed_after_its_attempts(tmp_path:
     """A launch failure counts an attempt (``caps.attempts`` here 3): the runner tries the
     task until they are used up, it ends in failed/, and only then the runner stops."""
     q = make_queue(tmp_path / "q", settings=SETTINGS.replace("attempts: 5", "attempts: 3"))
+    (q.root / "jobs/missing").symlink_to("/proc/metaq-no-such-folder")  # never made
     task(q, "never.sh", "true", LOG="jobs/missing/never.log", RETRIES=1)
     task(q, "fine.sh", "true", MIN_WC_TIME="1s")
     assert runner(q, nodes=1).run() == 0

@@ -19,7 +19,6 @@ folder at a time with ``openat``, so that what is checked is what is opened.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import pwd
@@ -140,9 +139,14 @@ def _walk(path: Path, owner: int, *, make: bool) -> int | None:
                     raise _not_writable(here, folder, owner) from None
                 if not make:
                     return None
-                with contextlib.suppress(FileExistsError):
+                try:
                     os.mkdir(part, 0o755, dir_fd=fd)
                     made = True
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    raise LogRefused(f"the folder {here / part} of the LOG file {path} cannot "
+                                     f"be made: {e.strerror}") from None
                 parts.insert(0, part)  # look at what is there now, made or raced
                 continue
             if stat.S_ISLNK(st.st_mode):
@@ -169,7 +173,7 @@ def _walk(path: Path, owner: int, *, make: bool) -> int | None:
             _check_last(fd, here, name, owner)
     except OSError as e:
         os.close(fd)
-        raise LogRefused(f"the LOG {path} cannot be reached: {e.strerror}") from None
+        raise LogRefused(f"the LOG file {path} cannot be reached: {e.strerror}") from None
     except BaseException:
         os.close(fd)
         raise
