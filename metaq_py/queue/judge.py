@@ -17,17 +17,19 @@ to meet, and without a queue nothing is admitted).
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.directives import parse_header, read_head
 from metaq_py.errors import TaskError
+from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.settings.admission import admit
 from metaq_py.queue.settings.config import QueueConfig
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["Head", "Verdict", "judge"]
+__all__ = ["Head", "Verdict", "judge", "judge_in_queue"]
 
 Head = tuple[bytes, bool, os.stat_result]
 """A task file's header as :func:`~metaq_py.directives.read_head` returns it: the first bytes,
@@ -90,3 +92,43 @@ def judge(path: str | os.PathLike[str], *, root: Path | None = None,
     except TaskError as e:
         return Verdict(None, e, opened, content=True)
     return Verdict(spec, None, opened)
+
+
+def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueConfig,
+                   trust: Trust) -> Verdict:
+    """Judge the task file at ``path`` as the queue at ``root`` runs it: a name the queue can
+    keep, a symlink (if it is one) that is trusted and points to a file, every folder from the
+    file up to the root trusted, and then the file itself (:func:`judge`)."""
+    name = str(path)
+    why = name_problem(os.path.basename(name), path=name)
+    if why is None:
+        try:
+            lst = os.lstat(name)
+        except OSError:
+            lst = None
+        if lst is not None and stat.S_ISLNK(lst.st_mode):
+            why = trust.problem(lst, "the symlink")
+            if why is None and os.path.isdir(name):
+                why = "this is a symlink to a folder, which the queue never follows"
+        if why is None:
+            why = _folders_problem(Path(name).parent, root=root, trust=trust)
+    if why is not None:
+        return Verdict(None, TaskError(name, None, why), None)
+    return judge(path, root=root, config=config, trust=trust)
+
+
+def _folders_problem(folder: Path, *, root: Path, trust: Trust) -> str | None:
+    """Why a task in ``folder`` cannot be trusted because of a folder between it and the queue
+    root (both included), or ``None``."""
+    root = root.absolute()
+    here = folder.absolute()
+    while True:
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return None  # gone: the file's own read says so
+        what = "the queue folder" if here == root else f"the folder {here}"
+        why = trust.problem(st, what)
+        if why is not None or here == root or root not in here.parents:
+            return why
+        here = here.parent

@@ -36,7 +36,7 @@ from metaq_py.queue.disk.fileio import create_new
 from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.index import Task
-from metaq_py.queue.lease import Claim
+from metaq_py.queue.lease import Claim, read_claims
 from metaq_py.queue.settings.admission import log_refusal, resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.watcher import QueueWatcher
@@ -70,8 +70,9 @@ _L = TypeVar("_L", bound="Layout")
 
 class Layout:
     """The folders of one queue (see the module's docstring) and its settings, read once from
-    ``metaq.yaml``: where a task sits in each state, where a job's logs and events go. Cheap
-    to create; nothing is written unless asked to."""
+    ``metaq.yaml``: where a task sits in each state, where a job's logs and events go, and
+    the leases of claimed tasks as anyone may read them. Cheap to create; nothing is written
+    unless asked to."""
 
     def __init__(self, root: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
         self.root = Path(root)
@@ -185,6 +186,26 @@ class Layout:
         """A watcher that wakes on changes in the task folders and notices."""
         folders = [self.root / f for f in (*self.config.folders, NOTICES)]
         return QueueWatcher(folders, interval=interval or self.config.poll_interval)
+
+    # --- leases, read by anyone ------------------------------------------------------------
+
+    def leases(self, *, machine: str | None = None, jobid: str | None = None,
+               specs: bool = False) -> list[Claim]:
+        """Every claimed task (optionally of one machine or job) with its lease. With
+        ``specs``, each claim's script is parsed (``spec`` stays ``None`` if it fails)."""
+        return read_claims(self.root / WORKING, machine=machine, jobid=jobid, specs=specs)
+
+    def stale(self, *, now: float | None = None) -> list[Claim]:
+        """Claims whose heartbeat is older than ``stale_after`` (their job is presumed lost)."""
+        now = self.clock.now() if now is None else now
+        return [c for c in self.leases() if now - c.heartbeat > self.stale_after(c)]
+
+    def stale_after(self, claim: Claim) -> float:
+        """How long ``claim``'s lease may go unrenewed before it is lost: what its holder
+        wrote in it, so that a runner with another ``metaq.yaml`` (read before or after a
+        change) never takes back a live claim; this queue's setting for a lease that does not
+        say."""
+        return claim.stale_after if claim.stale_after is not None else self.config.stale_after
 
 
 def safe_name(name: str, what: str) -> str:

@@ -39,7 +39,7 @@ from metaq_py.queue.disk.folders import (
 )
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.index import Index, Scan, Task
-from metaq_py.queue.judge import Verdict, judge
+from metaq_py.queue.judge import Verdict, judge_in_queue
 from metaq_py.queue.layout import (
     CANCELLED,
     DONE_STATES,
@@ -51,7 +51,7 @@ from metaq_py.queue.layout import (
     Layout,
     safe_name,
 )
-from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, read_claims, write_lease
+from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.trust import Trust
@@ -144,41 +144,9 @@ class Queue(Layout):
         return None if error is None else str(error)
 
     def judge(self, path: str | os.PathLike[str]) -> Verdict:
-        """Judge the task file at ``path`` as this queue runs it: a name the queue can keep,
-        a symlink (if it is one) that is trusted and points to a file, and the file readable,
-        trusted, parsed and admitted (see :func:`~metaq_py.queue.judge.judge`)."""
-        name = str(path)
-        why = name_problem(os.path.basename(name), path=name)
-        if why is None:
-            try:
-                lst = os.lstat(name)
-            except OSError:
-                lst = None
-            if lst is not None and stat.S_ISLNK(lst.st_mode):
-                why = self._trust.problem(lst, "the symlink")
-                if why is None and os.path.isdir(name):
-                    why = "this is a symlink to a folder, which the queue never follows"
-            if why is None:
-                why = self._folders_problem(Path(name).parent)
-        if why is not None:
-            return Verdict(None, TaskError(name, None, why), None)
-        return judge(path, root=self.root, config=self.config, trust=self._trust)
-
-    def _folders_problem(self, folder: Path) -> str | None:
-        """Why a task in ``folder`` cannot be trusted because of a folder between it and the
-        queue root (both included), or ``None``."""
-        root = self.root.absolute()
-        here = folder.absolute()
-        while True:
-            try:
-                st = os.lstat(here)
-            except OSError:
-                return None  # gone: the file's own read says so
-            what = "the queue folder" if here == root else f"the folder {here}"
-            why = self._trust.problem(st, what)
-            if why is not None or here == root or root not in here.parents:
-                return why
-            here = here.parent
+        """Judge the task file at ``path`` as this queue runs it (see
+        :func:`~metaq_py.queue.judge.judge_in_queue`)."""
+        return judge_in_queue(path, root=self.root, config=self.config, trust=self._trust)
 
     def reject(self, path: str | os.PathLike[str], reason: str) -> Path | None:
         """Move the task file at ``path`` (in a task folder) to ``rejected/`` and write
@@ -313,24 +281,6 @@ class Queue(Layout):
                              usage=usage)
         return self._back(claim, attempts=attempts, event="requeued", reason=reason,
                           usage=usage)
-
-    def leases(self, *, machine: str | None = None, jobid: str | None = None,
-               specs: bool = False) -> list[Claim]:
-        """Every claimed task (optionally of one machine or job) with its lease. With
-        ``specs``, each claim's script is parsed (``spec`` stays ``None`` if it fails)."""
-        return read_claims(self.root / WORKING, machine=machine, jobid=jobid, specs=specs)
-
-    def stale(self, *, now: float | None = None) -> list[Claim]:
-        """Claims whose heartbeat is older than ``stale_after`` (their job is presumed lost)."""
-        now = self.clock.now() if now is None else now
-        return [c for c in self.leases() if now - c.heartbeat > self.stale_after(c)]
-
-    def stale_after(self, claim: Claim) -> float:
-        """How long ``claim``'s lease may go unrenewed before it is lost: what its holder
-        wrote in it, so that a runner with another ``metaq.yaml`` (read before or after a
-        change) never takes back a live claim; this queue's setting for a lease that does not
-        say."""
-        return claim.stale_after if claim.stale_after is not None else self.config.stale_after
 
     def reclaim(self, claim: Claim, *, reason: str) -> Moved | None:
         """Take back a claim whose job is dead or whose lease is stale: the task returns to its
