@@ -37,8 +37,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import fields
 
-from metaq_py.api.script import Directives, Duration, Line, Names, shell_lines
-from metaq_py.policy.model import Kind
+from metaq_py.api.script import Directives, Line, shell_lines
 
 __all__ = ["TaskKind"]
 
@@ -49,26 +48,8 @@ class TaskKind(ABC):
     shell: str = "/bin/bash"
     """The interpreter the task's script runs with (its shebang)."""
 
-    nodes: int | None = None
-    gpus: int | None = None
-    min_wc_time: Duration | None = None
-    project: str | None = None
-    log: str | None = None
-    machine: str | None = None
-    type: Kind | str | None = None
-    min_nodes: int | None = None
-    priority: int | None = None
-    setup: Duration | None = None
-    checkpoint: tuple[Duration, Duration] | str | None = None
-    signal: str | None = None
-    notice: str | None = None
-    retries: int | None = None
-    resize: str | None = None
-    cpus: int | None = None
-    exclusive: bool = False
-    array: str | None = None
-    after: Names | None = None
-    after_any: Names | None = None
+    # The directives are not declared again here: any attribute named as a field of
+    # Directives (nodes, gpus, min_wc_time, ...) is one, and the rest keep their defaults.
 
     def prologue(self) -> Sequence[Line] | Line | None:
         """Shell lines run first (make folders, stage inputs); none by default."""
@@ -85,7 +66,8 @@ class TaskKind(ABC):
 
     def directives(self) -> Directives:
         """What each task of this kind asks for, from the attributes named as directives."""
-        return Directives(**{f.name: getattr(self, f.name) for f in fields(Directives)})
+        return Directives(**{f.name: getattr(self, f.name) for f in fields(Directives)
+                              if hasattr(self, f.name)})
 
     def body(self) -> list[str]:
         """The script's lines after its header: the three steps under ``set -e``."""
