@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_indices
+from metaq_py.directive_keys import MAX_SIGNAL_LEAD, format_indices, parse_indices
 from metaq_py.directives import (
     HEADER_LIMIT,
     format_directives,
@@ -418,3 +418,10 @@ def test_gpu_only_tasks_round_trip_through_format_directives(gpus: int, wc: str)
     assert spec.min_wc_time == 5400.0 and spec.gpu_share and spec.gpus == gpus
     again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t.sh")
     assert again == spec
+
+
+@given(st.sets(st.integers(min_value=0, max_value=5000), min_size=1, max_size=60))
+def test_format_indices_is_read_back_by_parse_indices(values: set[int]) -> None:
+    text = format_indices(values)
+    assert parse_indices(text) == tuple(sorted(values))
+    assert format_indices(parse_indices(text)) == text

@@ -27,10 +27,11 @@ import typer
 from metaq_py.cli.live_view import count_tables, live_section, print_live, watch
 from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
 from metaq_py.cli.task_view import entry_json, print_history, print_spec
+from metaq_py.directive_keys import format_indices
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
-from metaq_py.queue.campaign.arrays import format_indices, read_array
+from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import PENDING, STATES
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue

@@ -24,6 +24,8 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 
+from metaq_py.directive_keys import format_indices
+
 __all__ = ["bind_here", "cpu_list", "cpu_mask", "machine_cpus", "parse_cpu_list", "pinned",
            "srun_binding"]
 
@@ -38,16 +40,7 @@ def cpu_mask(cpus: Sequence[int]) -> str:
 
 def cpu_list(cpus: Sequence[int]) -> str:
     """``cpus`` in the kernel's list form (``0-3,8``), as ``Cpus_allowed_list`` prints it."""
-    out: list[str] = []
-    ordered = sorted(set(cpus))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
+    return format_indices(cpus)
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

@@ -40,7 +40,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.disk.fileio import write_all
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "format_indices", "index_file",
+__all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "index_file",
            "make_array", "read_array", "split_ref"]
 
 ARRAY_FILE = ".array"
@@ -82,20 +82,6 @@ def split_ref(ref: str) -> tuple[str, str | None]:
         if base and "[" not in base and (sel == "*" or _index_list(sel)):
             return base, sel
     return ref, None
-
-
-def format_indices(indices: list[int]) -> str:
-    """Indices as a short list of ranges, as ``--array`` takes them: ``0-3,7,9-10``."""
-    out: list[str] = []
-    ordered = sorted(indices)
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def _index_list(text: str) -> bool:
