@@ -25,23 +25,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
+from tests import runner_helpers as helpers
 from tests.runner_helpers import make_queue, task
 
 TASKS = 200
 RUNNER_LIMIT = 45.0
 """Seconds both runners together may take; more counts as a hang."""
 
-SETTINGS = """\
-folders: [priority, todo]
-defaults:
-  min_wc_time: "5m"
-caps:
-  launch_pause: 0
-  attempts: 5
-heartbeat: 1s
-stale_after: 30s
-poll_interval: 1s
-"""
+SETTINGS = helpers.SETTINGS.replace("stale_after: 3s", "stale_after: 30s")
+"""The runner tests' settings, with leases kept long enough that no live claim of a runner
+slowed down by the adversary is taken back."""
 
 FOLDERS = ("", "todo", "todo/sub", "priority", "hold", "hold/todo", "working",
            "working/chaos", "working/chaos/cA/todo", "working/chaos/cB/todo", "finished",
