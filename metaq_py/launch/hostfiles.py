@@ -11,7 +11,7 @@ Each file is named after its content (a hash of the host list) in one folder of 
 job, written under a temporary name and renamed into place (no task ever sees half of it),
 made read-only, and never changed afterwards. A task that may be resized in place gets a
 hostfile of its own instead, in its run folder, since the runner rewrites that one on a
-resize (see :mod:`metaq_py.runner.live_task`).
+resize (see :mod:`metaq_py.runner.tasks.live_task`).
 """
 
 from __future__ import annotations

@@ -5,16 +5,14 @@ around it, one module per job:
 
 * :mod:`~metaq_py.runner.wakeups`: the inbox, the queue and run-folder watchers, the signals;
 * :mod:`~metaq_py.runner.offers`: waiting tasks turned into policy jobs (the offer window);
-* :mod:`~metaq_py.runner.decide` and :mod:`~metaq_py.runner.resizing`: applying decisions
-  to the Cluster and to processes;
-* :mod:`~metaq_py.runner.roster`: the tasks this runner holds and the hosts they hold;
-* :mod:`~metaq_py.runner.launching`: starting them; :mod:`~metaq_py.runner.exits`: settling
-  their exits;
+* :mod:`~metaq_py.runner.decide`: applying decisions to the Cluster and to processes;
 * :mod:`~metaq_py.runner.upkeep`: heartbeats, reclaims (:mod:`~metaq_py.runner.reclaim`)
   and notices;
-* :mod:`~metaq_py.runner.live_task`: one running task; :mod:`~metaq_py.runner.events`: the
-  run's event vocabulary and its :class:`~metaq_py.runner.events.EventWriter`;
-  :mod:`~metaq_py.runner.options` and :mod:`~metaq_py.runner.context`: what they share.
+* :mod:`~metaq_py.runner.events`: the run's event vocabulary and its
+  :class:`~metaq_py.runner.events.EventWriter`; :mod:`~metaq_py.runner.options` and
+  :mod:`~metaq_py.runner.context`: what they all share;
+* :mod:`metaq_py.runner.tasks`: what the runner does to the tasks it holds (the roster,
+  placing, launching, resizing, settling exits, one live task).
 
 Nothing is imported here, so that importing a piece imports no more than it needs.
 """

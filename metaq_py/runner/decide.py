@@ -4,7 +4,7 @@ Each action of a :class:`~metaq_py.policy.model.Decision` goes to the Cluster fi
 :meth:`Cluster.apply <metaq_py.cluster.Cluster.apply>` (the one place the model's state
 changes), and then to the tasks it names: a start claims its task in the queue and puts it on
 the roster to launch; a preemption stops its victim; a shrink or expansion resizes a running
-task (see :mod:`metaq_py.runner.resizing`); reservations only change the Cluster. A task that
+task (see :mod:`metaq_py.runner.tasks.resizing`); reservations only change the Cluster. A task that
 another runner claimed first makes the rest of the decision moot: the scheduler decides again
 on a fresh view of the queue.
 """
@@ -31,11 +31,11 @@ from metaq_py.policy import (
 )
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
-from metaq_py.runner.live_task import LiveTask, Why
 from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
-from metaq_py.runner.placing import in_one_block, named_nodes, usable_for
-from metaq_py.runner.resizing import Resizer
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.live_task import LiveTask, Why
+from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
+from metaq_py.runner.tasks.resizing import Resizer
+from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Decider"]
 
@@ -143,7 +143,7 @@ class Decider:
 
     def _in_one_block(self, start: Start, job: Job, named: Counter[int]) -> Start:
         """``start`` moved inside one block of neighbouring nodes where it spans several and
-        one block has room (see :mod:`metaq_py.runner.placing`); ``named`` is kept up to
+        one block has room (see :mod:`metaq_py.runner.tasks.placing`); ``named`` is kept up to
         date. Only batch tasks on free nodes move: a share has one node, and an on-demand
         task or a borrower takes the nodes held for it."""
         if len(start.nodes) <= 1 or job.cores or job.kind is Kind.ONDEMAND \

@@ -11,7 +11,7 @@ tests can run it on a fake one.
 Each pass, at one instant:
 
 1. kills whose grace period is over, resize confirmations and their deadlines
-   (:mod:`~metaq_py.runner.resizing`), checkpoints;
+   (:mod:`~metaq_py.runner.tasks.resizing`), checkpoints;
 2. at each heartbeat, leases renewed and lost claims of other jobs taken back
    (:mod:`~metaq_py.runner.upkeep`; lost claims also at start);
 3. at the end of the allocation (its end minus ``margin`` minus the grace periods), or on
@@ -20,9 +20,9 @@ Each pass, at one instant:
    (:mod:`~metaq_py.runner.offers`), the scheduler decides, and its actions are applied to the
    Cluster and then to processes (:mod:`~metaq_py.runner.decide`);
 5. claimed tasks are launched when their hosts are physically free, one per launch pause
-   (:mod:`~metaq_py.runner.launching`, :mod:`~metaq_py.runner.roster`).
+   (:mod:`~metaq_py.runner.tasks.launching`, :mod:`~metaq_py.runner.tasks.roster`).
 
-Exits are settled as they arrive (:mod:`~metaq_py.runner.exits`). The runner stops when
+Exits are settled as they arrive (:mod:`~metaq_py.runner.tasks.exits`). The runner stops when
 nothing is running and the last decision started nothing (so nothing waiting can ever fit
 here), unless ``linger`` keeps it waiting for new work until the allocation ends, or a waiting
 task it could run in the time left waits for a dependency that is waiting or running
@@ -55,13 +55,13 @@ from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
 from metaq_py.runner.events import EventWriter
-from metaq_py.runner.exits import Settler
-from metaq_py.runner.launching import Launcher, StartProcess
-from metaq_py.runner.live_task import Why
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
-from metaq_py.runner.resizing import Resizer
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.exits import Settler
+from metaq_py.runner.tasks.launching import Launcher, StartProcess
+from metaq_py.runner.tasks.live_task import Why
+from metaq_py.runner.tasks.resizing import Resizer
+from metaq_py.runner.tasks.roster import Roster
 from metaq_py.runner.upkeep import Upkeep
 from metaq_py.runner.wakeups import Wakeup, Wakeups, What
 

@@ -15,10 +15,10 @@ from metaq_py.batch import BatchError
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.queue.notices import load_notices
 from metaq_py.runner.context import Context
-from metaq_py.runner.exits import Settler
-from metaq_py.runner.live_task import Why
 from metaq_py.runner.reclaim import lost_claims
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.exits import Settler
+from metaq_py.runner.tasks.live_task import Why
+from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["NOTICE_WAIT", "Upkeep"]
 

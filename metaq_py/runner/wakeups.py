@@ -28,8 +28,8 @@ from metaq_py.launch import TaskProcess
 from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.store import Queue
 from metaq_py.queue.watcher import QueueWatcher
-from metaq_py.runner.live_task import LiveTask
 from metaq_py.runner.options import RunOptions
+from metaq_py.runner.tasks.live_task import LiveTask
 
 __all__ = ["STOP_SIGNALS", "Wakeup", "Wakeups", "What"]
 

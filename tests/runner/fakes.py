@@ -23,8 +23,8 @@ from metaq_py.clock import Clock
 from metaq_py.launch import LaunchSpec
 from metaq_py.launch.process import ExitStatus
 from metaq_py.queue.store import Queue
-from metaq_py.runner.live_task import ack_path
 from metaq_py.runner.loop import Runner, RunOptions
+from metaq_py.runner.tasks.live_task import ack_path
 from metaq_py.runner.wakeups import Wakeup, Wakeups, What
 
 START = 1_000_000.0

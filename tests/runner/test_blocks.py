@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from metaq_py.batch.topology import blocks_of
 from metaq_py.policy import Preempt, Reserve, Shrink, Start
-from metaq_py.runner.placing import NodeBlocks, in_one_block, named_nodes, usable_for
+from metaq_py.runner.tasks.placing import NodeBlocks, in_one_block, named_nodes, usable_for
 from tests.cli.test_queue import metaq
 from tests.runner_helpers import events, make_queue, of, runner, task
 

@@ -22,8 +22,8 @@ from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
-from metaq_py.runner.live_task import LiveTask
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.live_task import LiveTask
+from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Launcher", "StartProcess"]
 

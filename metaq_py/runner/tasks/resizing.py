@@ -1,7 +1,7 @@
 """Resizing running tasks: in place, with the task's confirmation, or by a restart.
 
 A malleable task that declares ``#METAQ RESIZE in-place`` is asked to resize where it runs
-(the protocol is in :mod:`metaq_py.runner.live_task`); any other, or one already being
+(the protocol is in :mod:`metaq_py.runner.tasks.live_task`); any other, or one already being
 stopped, is stopped gracefully and started again on its new hosts. Without a confirmation
 within its grace period an in-place resize falls back to a restart.
 """
@@ -13,8 +13,8 @@ import signal
 from metaq_py.durations import format_duration
 from metaq_py.policy import Expand, Shrink
 from metaq_py.runner.context import Context
-from metaq_py.runner.live_task import LiveTask, Why
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.live_task import LiveTask, Why
+from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Resizer"]
 

@@ -1,6 +1,6 @@
 """Settling task exits: where a task goes in the queue when its process is over.
 
-Why the runner stopped a task (:class:`~metaq_py.runner.live_task.Why`) decides: a task
+Why the runner stopped a task (:class:`~metaq_py.runner.tasks.live_task.Why`) decides: a task
 stopped for a restart starts again at once on its new hosts; a preempted or interrupted one
 goes back to its folder to resume; a cancelled one to ``cancelled/``; a lost one is left
 alone (it is no longer ours); any other is finished or failed by its exit code. When the queue
@@ -19,9 +19,9 @@ from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.usage import Usage
 from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.runner.context import Context
-from metaq_py.runner.live_task import LiveTask, Why
 from metaq_py.runner.offers import gpu_ids_for
-from metaq_py.runner.roster import Roster
+from metaq_py.runner.tasks.live_task import LiveTask, Why
+from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Settler"]
 

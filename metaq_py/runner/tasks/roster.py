@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.runner.context import Context
-from metaq_py.runner.live_task import LiveTask, Why
-from metaq_py.runner.placing import NodeBlocks
+from metaq_py.runner.tasks.live_task import LiveTask, Why
+from metaq_py.runner.tasks.placing import NodeBlocks
 
 __all__ = ["Roster"]
 
