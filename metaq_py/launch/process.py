@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.launch.binding import cpu_list, machine_cpus, pinned
+from metaq_py.launch.cgroup import kill_cgroup, remove_cgroup, task_cgroup
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
@@ -110,11 +111,15 @@ class TaskProcess:
         clock: Callable[[], float],
         started_at: float,
         mark: str | None = None,
+        cgroup: Path | None = None,
     ) -> None:
         self.spec = spec
         self.pid = popen.pid
         self.mark = mark
         """The token in this task's ``METAQ_TASK_MARK``, found in every descendant."""
+        self.cgroup = cgroup
+        """The task's own cgroup, where the kernel let the runner make one (see
+        :mod:`metaq_py.launch.cgroup`): stopping the task kills all of it at once."""
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
@@ -183,6 +188,8 @@ class TaskProcess:
             if self._reaped:
                 return False
             self.sent_signals.append(signal.SIGKILL)
+            if self.cgroup is not None:
+                kill_cgroup(self.cgroup)
             kill_session(self.pid, self.mark)
             return True
 
@@ -211,9 +218,13 @@ class TaskProcess:
         with self._lock:
             # A task that was stopped takes every marked process with it; one that ended by
             # itself leaves what it detached on purpose (the tee reports it, see tee.py).
+            if self.cgroup is not None and self.sent_signals:
+                kill_cgroup(self.cgroup)
             kill_session(self.pid, self.mark if self.sent_signals else None)
             returncode, usage = _reap(self._popen)
             self._reaped = True
+        if self.cgroup is not None:
+            remove_cgroup(self.cgroup, wait=1.0 if self.sent_signals else 0.0)
         self.ended_at = self._clock()
         if self._tee is not None:
             self.output_errors = tuple(self._tee.finish())
@@ -370,11 +381,12 @@ def launch(
         # The child has its own copy; the parent's must go, or the pipe would never end.
         os.close(out_fd)
     started_at = clock()
+    cgroup = task_cgroup(env[MARK_VARIABLE], popen.pid)
     if tee is not None:
         tee.start()
     return TaskProcess(
         spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
-        mark=env[MARK_VARIABLE],
+        mark=env[MARK_VARIABLE], cgroup=cgroup,
     )
 
 

@@ -26,8 +26,8 @@ def kill_session(sid: int, mark: str | None = None) -> None:
 
     A process may leave its group (``setpgid``, job control in a shell) but not its session
     without ``setsid``; the sweep over ``/proc`` catches the first kind too, and the mark the
-    second (a process that cleared its environment escapes it: the kernel keeps no other
-    trace short of a cgroup).
+    second (a process that cleared its environment escapes it; the task's cgroup, where
+    :mod:`metaq_py.launch.cgroup` could make one, still holds it).
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, signal.SIGKILL)

@@ -1,0 +1,120 @@
+"""A cgroup per task, where the kernel lets this runner make one: the whole of a task is then
+killed at once, however its processes hid (``setsid``, a cleared environment, a double fork).
+
+The runner looks for the cgroup v2 hierarchy it runs in (``/proc/self/cgroup``'s ``0::`` line
+under the ``cgroup2`` mount of ``/proc/self/mountinfo``) and tries to make a folder of its own
+there, ``metaq-<pid>``. Where it may (root, or a delegated subtree, as systemd and some batch
+systems give a job), each task gets ``metaq-<pid>/<mark>``, and its script is moved into it the
+moment it has started (``Popen`` returns once the script is executing, so a script that cannot
+start still fails as one sentence). Every process it makes from then on is born inside the
+cgroup; one it forked in that first instant stays outside, where the sweep still looks for it.
+Stopping the task writes ``1`` to its ``cgroup.kill`` (Linux 5.14 and later).
+
+Where it may not (no cgroup v2, no write access, an older kernel), nothing changes: the process
+group, the session sweep and the mark of :mod:`metaq_py.launch.sweep` do the work, as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import time
+from pathlib import Path
+
+__all__ = ["kill_cgroup", "remove_cgroup", "runner_cgroup", "task_cgroup"]
+
+_runner_cgroup: Path | bool | None = False
+"""This process's own cgroup for its tasks: ``False`` until looked for, ``None`` if none."""
+
+
+def _own_cgroup() -> Path | None:
+    """The cgroup v2 folder this process runs in, or ``None`` without cgroup v2."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    path = next((line[3:] for line in lines if line.startswith("0::")), None)
+    mount = next((m.split()[4] for m in mounts if " - cgroup2 " in m), None)
+    if path is None or mount is None:
+        return None
+    return Path(mount) / path.lstrip("/")
+
+
+def runner_cgroup() -> Path | None:
+    """The folder under which this runner makes its tasks' cgroups, made on first use; ``None``
+    where the kernel does not let it (the sweep alone then stops tasks)."""
+    global _runner_cgroup
+    if _runner_cgroup is False:
+        _runner_cgroup = None
+        own = _own_cgroup()
+        if own is not None:
+            mine = own / f"metaq-{os.getpid()}"
+            with contextlib.suppress(OSError):
+                mine.mkdir(exist_ok=True)
+                if (mine / "cgroup.kill").exists():
+                    _runner_cgroup = mine
+                    atexit.register(_tidy, mine)
+                    _tidy_dead_runners(own)
+                else:  # a kernel older than 5.14: no way to kill a cgroup at once
+                    mine.rmdir()
+    return _runner_cgroup if isinstance(_runner_cgroup, Path) else None
+
+
+def task_cgroup(mark: str, pid: int) -> Path | None:
+    """A new cgroup for the task marked ``mark``, with its script (process ``pid``) moved into
+    it; ``None`` where none can be made, and the task then runs where the runner does."""
+    parent = runner_cgroup()
+    if parent is None:
+        return None
+    cgroup = parent / mark
+    try:
+        cgroup.mkdir()
+        (cgroup / "cgroup.procs").write_text(str(pid))
+    except OSError:
+        remove_cgroup(cgroup)
+        return None
+    return cgroup
+
+
+def kill_cgroup(cgroup: Path) -> None:
+    """SIGKILL every process in ``cgroup`` at once."""
+    with contextlib.suppress(OSError):
+        (cgroup / "cgroup.kill").write_text("1")
+
+
+def remove_cgroup(cgroup: Path, *, wait: float = 0.0) -> None:
+    """Remove ``cgroup`` once it is empty, waiting up to ``wait`` seconds for processes just
+    killed to be gone (the kernel reaps a killed cgroup's members asynchronously). A task that
+    ended by itself may have left processes running on purpose: its cgroup then stays."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
+
+
+def _tidy(mine: Path) -> None:
+    """At exit, remove this runner's empty task cgroups and then its own folder; a cgroup still
+    holding what a task left running on purpose stays, and so does the folder above it."""
+    with contextlib.suppress(OSError):
+        for child in mine.iterdir():
+            if child.is_dir():
+                remove_cgroup(child)
+    remove_cgroup(mine)
+
+
+def _tidy_dead_runners(own: Path) -> None:
+    """Tidy what runners that died without exiting (``kill -9``, a lost node) left here."""
+    with contextlib.suppress(OSError):
+        for folder in own.glob("metaq-*"):
+            pid = folder.name.removeprefix("metaq-")
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                _tidy(folder)

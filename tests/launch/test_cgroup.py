@@ -1,0 +1,63 @@
+"""A task's own cgroup, where the kernel lets the runner make one: stopping the task kills
+every process it made, even one that left its session and cleared its environment, which the
+sweep of metaq_py.launch.sweep cannot find."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from metaq_py.launch import launch
+from metaq_py.launch.cgroup import runner_cgroup
+from tests.launch.test_launch import all_dead, script, spec_for, wait_for_file
+
+pytestmark = pytest.mark.skipif(
+    runner_cgroup() is None,
+    reason="the kernel gives this process no cgroup v2 folder it may write (not root, no "
+    "delegated subtree, or Linux before 5.14): tasks are stopped by the session sweep alone",
+)
+
+# A child that leaves the session *and* clears its environment, so it carries no mark: only
+# the cgroup still knows it belongs to the task.
+HIDES = f"""#!{sys.executable}
+import os, subprocess
+child = subprocess.Popen(["/usr/bin/env", "-i", "{sys.executable}", "-c",
+                          "import os, time; os.setsid(); time.sleep(3600)"],
+                         env={{}}, start_new_session=True)
+with open(os.environ["METAQ_CHECKPOINT_FILE"], "w") as f:
+    f.write(str(child.pid))
+import time
+time.sleep(3600)
+"""
+
+
+def _cgroup_of(pid: int) -> str:
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    return next(line[3:] for line in lines if line.startswith("0::"))
+
+
+def test_stopping_a_task_kills_a_child_that_cleared_its_environment(tmp_path: Path) -> None:
+    proc = launch(spec_for(tmp_path, script(tmp_path, "hide.py", HIDES)))
+    spec = proc.spec
+    child = int(wait_for_file(spec.checkpoint_file))
+    try:
+        assert proc.cgroup is not None and proc.cgroup.is_dir()
+        assert _cgroup_of(child) == _cgroup_of(proc.pid)
+        assert _cgroup_of(child).endswith(proc.cgroup.name)
+        assert b"METAQ_TASK_MARK" not in Path(f"/proc/{child}/environ").read_bytes()
+        proc.terminate(0.5)
+        assert all_dead([child], timeout=5.0), "the hidden child outlived its task"
+        assert not proc.cgroup.exists(), "the task's cgroup was not removed"
+    finally:
+        if os.path.exists(f"/proc/{child}"):
+            all_dead([child], timeout=0.0)
+
+
+def test_a_task_that_ends_by_itself_leaves_no_cgroup_behind(tmp_path: Path) -> None:
+    proc = launch(spec_for(tmp_path, script(tmp_path, "ok.sh", "#!/bin/sh\ntrue\n")))
+    status = proc.wait(10)
+    assert status is not None and status.returncode == 0
+    assert proc.cgroup is not None and not proc.cgroup.exists()
