@@ -251,6 +251,18 @@ class _Profile:
             k = low
         return 0
 
+    def reserve(self, job: Job, end: float, oracle: bool) -> None:
+        """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
+        ever offers (its level once every running job has ended), if it ends by ``end``: the
+        reservation conservative backfilling gives every job it does not start now."""
+        k = min(job.size, self.avail[-1])
+        if k < job.min_size:
+            return
+        duration = job.time_at(k, oracle)
+        t = self.earliest(k, duration)
+        if t + duration <= end:
+            self.hold(t, t + duration, k)
+
     def earliest(self, k: int, duration: float) -> float:
         """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps).
 
@@ -308,13 +320,7 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
             if pool.count == 0:
                 return
             continue
-        k = min(job.size, profile.avail[-1])
-        if k < job.min_size:
-            continue
-        duration = job.time_at(k, oracle)
-        t = profile.earliest(k, duration)
-        if t + duration <= end:
-            profile.hold(t, t + duration, k)
+        profile.reserve(job, end, oracle)
 
 
 class _Shortest:
@@ -486,10 +492,4 @@ def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> N
             work.start(job, nodes)
             profile.hold(now, now + job.time_at(k, oracle), k)
             continue
-        k = min(job.size, profile.avail[-1])
-        if k < job.min_size:
-            continue
-        duration = job.time_at(k, oracle)
-        t = profile.earliest(k, duration)
-        if t + duration <= end:
-            profile.hold(t, t + duration, k)
+        profile.reserve(job, end, oracle)
