@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import time
 from pathlib import Path
@@ -42,24 +43,24 @@ def _own_cgroup() -> Path | None:
     return Path(mount) / path.lstrip("/")
 
 
+@functools.cache
 def runner_cgroup() -> Path | None:
     """The folder under which this runner makes its tasks' cgroups, made on first use; ``None``
     where the kernel does not let it (the sweep alone then stops tasks)."""
-    global _runner_cgroup
-    if _runner_cgroup is False:
-        _runner_cgroup = None
-        own = _own_cgroup()
-        if own is not None:
-            mine = own / f"metaq-{os.getpid()}"
-            with contextlib.suppress(OSError):
-                mine.mkdir(exist_ok=True)
-                if (mine / "cgroup.kill").exists():
-                    _runner_cgroup = mine
-                    atexit.register(_tidy, mine)
-                    _tidy_dead_runners(own)
-                else:  # a kernel older than 5.14: no way to kill a cgroup at once
-                    mine.rmdir()
-    return _runner_cgroup if isinstance(_runner_cgroup, Path) else None
+    own = _own_cgroup()
+    if own is None:
+        return None
+    mine = own / f"metaq-{os.getpid()}"
+    try:
+        mine.mkdir(exist_ok=True)
+        if not (mine / "cgroup.kill").exists():  # before Linux 5.14: no kill of a whole cgroup
+            mine.rmdir()
+            return None
+    except OSError:
+        return None
+    atexit.register(_tidy, mine)
+    _tidy_dead_runners(own)
+    return mine
 
 
 def task_cgroup(mark: str, pid: int) -> Path | None:
