@@ -26,30 +26,37 @@ printf '{{"host": "%s", "gpus": "%s", "cpus": "%s", "marks": %s}}\\n' \\
 """
 
 
-def test_four_one_gpu_shares_run_at_once_on_two_nodes(tmp_path: Path) -> None:
+def _run_shares(tmp_path: Path, text: str, count: int,
+                *run_args: str) -> tuple[list[dict], list[dict]]:
+    """Submit ``count`` copies of the task ``text`` to a new queue, run them with a local
+    ``metaq run`` and ``run_args``; what each one reported, and the run's start events."""
     q, seen = tmp_path / "q", tmp_path / "seen"
     seen.mkdir()
     assert metaq("init", str(q)).returncode == 0
-    for i in range(4):
+    for i in range(count):
         task = tmp_path / f"t{i}.sh"
-        task.write_text(TASK.format(seen=seen))
+        task.write_text(text.format(seen=seen))
         task.chmod(0o755)
         done = metaq("submit", str(task), "--queue", str(q))
         assert done.returncode == 0, done.stderr
-    ran = metaq("run", "--queue", str(q), "--batch", "local", "--nodes", "2",
-                "--gpus-per-node", "2", "--cores-per-node", "2", "--launch-pause", "0")
+    ran = metaq("run", "--queue", str(q), "--batch", "local", "--launch-pause", "0", *run_args)
     assert ran.returncode == 0, ran.stderr
     got = [json.loads(p.read_text()) for p in sorted(seen.glob("*.json"))]
-    assert len(got) == 4, (ran.stdout, ran.stderr)
+    assert len(got) == count, (ran.stdout, ran.stderr)
+    events = [json.loads(line) for p in (q / "jobs").rglob("events.jsonl")
+              for line in p.read_text().splitlines()]
+    return got, [e for e in events if e.get("event") == "start"]
+
+
+def test_four_one_gpu_shares_run_at_once_on_two_nodes(tmp_path: Path) -> None:
+    got, starts = _run_shares(tmp_path, TASK, 4, "--nodes", "2", "--gpus-per-node", "2",
+                      "--cores-per-node", "2")
     assert all(g["marks"] == 4 for g in got), "the four ran at the same time"
     places = {(g["host"], g["gpus"]) for g in got}
     assert len(places) == 4, f"each share has its own (host, GPU): {got}"
     assert {g["gpus"] for g in got} == {"0", "1"} and len({g["host"] for g in got}) == 2
     cores = {(g["host"], g["cpus"]) for g in got}
     assert len(cores) == 4 and {g["cpus"] for g in got} == {"0", "1"}
-    events = [json.loads(line) for p in (q / "jobs").rglob("events.jsonl")
-              for line in p.read_text().splitlines()]
-    starts = [e for e in events if e.get("event") == "start"]
     assert len(starts) == 4 and all(len(e["cores"]) == 1 and len(e["gpu_ids"]) == 1
                                     for e in starts)
 
@@ -192,25 +199,10 @@ GPU_ONLY = TASK.replace("#METAQ GPUS 1\n#METAQ CPUS 1\n#METAQ MIN_WC_TIME 5:00\n
 
 
 def test_metaq_gpu_only_tasks_share_one_node_with_its_cores_per_gpu(tmp_path: Path) -> None:
-    q, seen = tmp_path / "q", tmp_path / "seen"
-    seen.mkdir()
-    assert metaq("init", str(q)).returncode == 0
-    for i in range(2):
-        task = tmp_path / f"g{i}.sh"
-        task.write_text(GPU_ONLY.format(seen=seen))
-        task.chmod(0o755)
-        done = metaq("submit", str(task), "--queue", str(q))
-        assert done.returncode == 0, done.stderr
-    ran = metaq("run", "--queue", str(q), "--batch", "local", "--nodes", "1",
-                "--gpus-per-node", "2", "--cores-per-node", "4", "--launch-pause", "0")
-    assert ran.returncode == 0, ran.stderr
-    got = [json.loads(p.read_text()) for p in sorted(seen.glob("*.json"))]
-    assert len(got) == 2, (ran.stdout, ran.stderr)
+    got, starts = _run_shares(tmp_path, GPU_ONLY, 2, "--nodes", "1", "--gpus-per-node", "2",
+                              "--cores-per-node", "4")
     assert all(g["marks"] == 2 for g in got), "the two ran at the same time on one node"
     assert {g["gpus"] for g in got} == {"0", "1"} and len({g["host"] for g in got}) == 1
-    events = [json.loads(line) for p in (q / "jobs").rglob("events.jsonl")
-              for line in p.read_text().splitlines()]
-    starts = [e for e in events if e.get("event") == "start"]
     # 4 cores and 2 GPUs on the node: each one-GPU task gets 2 cores, none shared.
     assert len(starts) == 2 and all(len(e["cores"]) == 2 and len(e["gpu_ids"]) == 1
                                     for e in starts)
