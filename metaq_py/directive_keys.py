@@ -25,9 +25,11 @@ __all__ = [
     "MAX_NODES",
     "MAX_PRIORITY",
     "MAX_RETRIES",
+    "MAX_SHAPES",
     "MAX_SIGNAL_LEAD",
     "MAX_WALL_CLOCK",
     "REPEATABLE",
+    "SHAPE_KEYS",
     "WARNING_SIGNALS",
     "BadValue",
     "format_indices",
@@ -60,8 +62,14 @@ MAX_WALL_CLOCK = 366 * 86400.0
 MAX_ARRAY = 100_000
 """The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
 
-REPEATABLE = ("AFTER", "AFTER_ANY")
-"""The keys that may be given on several lines: each line adds names."""
+REPEATABLE = ("AFTER", "AFTER_ANY", "SHAPE")
+"""The keys that may be given on several lines: each line adds names (or a shape)."""
+
+MAX_SHAPES = 16
+"""The most ``SHAPE`` lines one task may have."""
+
+SHAPE_KEYS = ("NODES", "GPUS", "CPUS", "MIN_WC_TIME")
+"""The keys a ``SHAPE`` line may set; the rest of the header holds for every shape."""
 
 INDEX = "{index}"
 """In an ``AFTER`` name of an array task, the task's own index (``AFTER prop.sh[{index}]``)."""
@@ -295,6 +303,29 @@ def parse_indices(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _set_shape(spec: dict, key: str, words: list[str]) -> None:
+    """One ``SHAPE`` line: pairs of a key and its value (``SHAPE NODES 8 MIN_WC_TIME 1h``),
+    each read as the key itself reads it. What the line leaves out comes from the header, and
+    the shape as a whole is checked once the header is read (:mod:`metaq_py.directives`)."""
+    shapes = spec.setdefault("shapes", [])
+    if len(shapes) >= MAX_SHAPES:
+        raise BadValue(f"{key} is given more than {MAX_SHAPES} times; a task has at most "
+                       f"{MAX_SHAPES + 1} shapes")
+    if not words or len(words) % 2:
+        raise BadValue(f"{key} takes pairs of a key and a value, such as "
+                       f"{key} NODES 8 MIN_WC_TIME 1h")
+    values: dict = {}
+    for name, value in zip(words[::2], words[1::2], strict=True):
+        if name not in SHAPE_KEYS:
+            raise BadValue(f"{key} cannot set {name!r}; a shape sets only "
+                           f"{', '.join(SHAPE_KEYS)}")
+        field = name.lower()
+        if field in values:
+            raise BadValue(f"{key} sets {name} twice")
+        KEYS[name](values, name, [value])
+    shapes.append(values)
+
+
 _Setter = Callable[[dict, str, list[str]], None]
 
 KEYS: dict[str, _Setter] = {
@@ -318,6 +349,8 @@ KEYS: dict[str, _Setter] = {
     # Shares of a node (mpi_jm, HyperQueue): some cores and GPUs of one node.
     "CPUS": _set_cpus,
     "EXCLUSIVE": _set_exclusive,
+    # Several sizes, the one that starts soonest taken (mpi_jm's task sizes).
+    "SHAPE": _set_shape,
     # Campaigns: arrays and dependencies (SLURM's --array and --dependency).
     "ARRAY": _set_array,
     "AFTER": _set_after,

@@ -34,7 +34,7 @@ from metaq_py.directive_keys import KEYS, REPEATABLE, BadValue
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.policy.model import Kind
-from metaq_py.task_spec import TaskSpec
+from metaq_py.task_spec import TaskShape, TaskSpec
 
 __all__ = [
     "HEADER_LIMIT",
@@ -89,6 +89,7 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
         lines = _decode_header(raw_lines, path)
     values: dict = {}
     seen: dict[str, int] = {}
+    shape_lines: list[int] = []
     ended = False
     for number, line in enumerate(lines, start=1):
         if number == 1:
@@ -125,10 +126,12 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
         except BadValue as e:
             raise TaskError(path, number, str(e)) from None
         seen[key] = number
+        if key == "SHAPE":
+            shape_lines.append(number)
     if truncated and not ended:
         raise TaskError(path, None, f"the header runs past {HEADER_LIMIT // 1024} KiB without "
                                     f"ending; put a command after the #METAQ lines")
-    return _checked(values, seen, path)
+    return _checked(values, seen, path, shape_lines)
 
 
 def _decode_header(raw_lines: list[bytes], path: str) -> list[str]:
@@ -154,8 +157,10 @@ def _unknown_key(key: str) -> str:
     return f"{key!r} is not a known {PREFIX} key{hint}"
 
 
-def _checked(values: dict, seen: dict[str, int], path: str) -> TaskSpec:
+def _checked(values: dict, seen: dict[str, int], path: str,
+             shape_lines: list[int] | None = None) -> TaskSpec:
     kind = values.get("type", Kind.RIGID)
+    shapes = values.pop("shapes", [])
     nodes = values.get("nodes", 1)
     for key, needs in (("MIN_NODES", Kind.MALLEABLE), ("RESIZE", Kind.MALLEABLE),
                        ("NOTICE", Kind.ONDEMAND)):
@@ -174,7 +179,51 @@ def _checked(values: dict, seen: dict[str, int], path: str) -> TaskSpec:
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")
+    if shapes:
+        values["shapes"] = _shapes(shapes, values, seen, path, shape_lines or [])
     return TaskSpec(path=path, lines=tuple(seen.items()), **values)
+
+
+def _shapes(given: list[dict], values: dict, seen: dict[str, int], path: str,
+            lines: list[int]) -> tuple[TaskShape, ...]:
+    """The ``SHAPE`` lines as whole shapes: what a line leaves out comes from the header
+    (``values``, already checked). A line that sets ``NODES`` or ``CPUS`` gives the whole size
+    (``CPUS`` a share of one node; ``NODES`` whole nodes, ``NODES 0`` METAQ's GPU-only share);
+    ``GPUS`` and ``MIN_WC_TIME`` are kept from the header unless set."""
+    kind = values.get("type", Kind.RIGID)
+    if kind is not Kind.RIGID:
+        why = ("a malleable task already runs at any size from MIN_NODES to NODES"
+               if kind is Kind.MALLEABLE else "an on-demand task starts at once, at one size")
+        raise TaskError(path, lines[0], f"SHAPE applies only to rigid tasks; {why}")
+    own = TaskShape(nodes=values.get("nodes", 1), gpus=values.get("gpus", 0),
+                    cpus=values.get("cpus", 0), min_wc_time=values.get("min_wc_time"),
+                    gpu_share=values.get("gpu_share", False))
+    out: list[TaskShape] = []
+    for line, d in zip(lines, given, strict=True):
+        gpus = d.get("gpus", own.gpus)
+        nodes, cpus, share = own.nodes, own.cpus, own.gpu_share
+        if "cpus" in d:
+            if d.get("nodes", 1) != 1:
+                raise TaskError(path, line, "SHAPE with CPUS is a share of one node; remove "
+                                            "its NODES or write NODES 1")
+            nodes, cpus, share = 1, d["cpus"], False
+        elif "nodes" in d:
+            nodes, cpus, share = d["nodes"], 0, False
+            if nodes == 0:
+                if not gpus:
+                    raise TaskError(path, line, "SHAPE NODES 0 is METAQ's GPU-only task, "
+                                                "which needs GPUS too")
+                nodes, share = 1, True
+        if (cpus or share) and "EXCLUSIVE" in seen:
+            raise TaskError(path, line, "this SHAPE is a share of one node, and EXCLUSIVE "
+                                        "keeps whole nodes; remove one of them")
+        shape = TaskShape(nodes=nodes, gpus=gpus, cpus=cpus,
+                          min_wc_time=d.get("min_wc_time", own.min_wc_time), gpu_share=share)
+        if shape == own or shape in out:
+            twin = "the header's own" if shape == own else f"line {lines[out.index(shape)]}'s"
+            raise TaskError(path, line, f"this SHAPE is the same as {twin}; remove it")
+        out.append(shape)
+    return tuple(out)
 
 
 def _gpu_share(values: dict, seen: dict[str, int], path: str, kind: Kind) -> None:
@@ -327,6 +376,8 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("CPUS", str(spec.cpus)))
     if spec.exclusive:
         out.append(("EXCLUSIVE", ""))
+    for shape in spec.shapes:
+        out.append(("SHAPE", _shape_words(shape)))
     if spec.array is not None:
         out.append(("ARRAY", spec.array))
     if spec.after:
@@ -335,3 +386,14 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("AFTER_ANY", " ".join(spec.after_any)))
     return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
 
+
+def _shape_words(shape: TaskShape) -> str:
+    """A ``SHAPE`` line's words that give ``shape`` whole, whatever the header says."""
+    if shape.cpus:
+        words = [f"CPUS {shape.cpus}"]
+    else:
+        words = [f"NODES {0 if shape.gpu_share else shape.nodes}"]
+    words.append(f"GPUS {shape.gpus}")
+    if shape.min_wc_time is not None:
+        words.append(f"MIN_WC_TIME {format_duration(shape.min_wc_time)}")
+    return " ".join(words)

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from metaq_py.policy.model import Kind
 
-__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskSpec", "with_path"]
-
+__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec", "with_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +57,20 @@ class Resize:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskShape:
+    """Another size a task may run at (``#METAQ SHAPE``): ``nodes`` whole nodes, or a share
+    of one node (``cpus`` above 0, or ``gpu_share``), with ``gpus`` GPUs in all, for
+    ``min_wc_time`` seconds. Every field is given, whatever the ``SHAPE`` line left to the
+    header, so a shape is whole on its own."""
+
+    nodes: int
+    gpus: int
+    cpus: int
+    min_wc_time: float | None
+    gpu_share: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TaskSpec:
     """What a task script asks for, read from its ``#METAQ`` lines.
 
@@ -76,7 +89,9 @@ class TaskSpec:
     the task (``EXCLUSIVE``: the default already, said out loud). ``after`` names the tasks
     (identities, arrays or globs) that must have finished before this one may start,
     ``after_any`` those that must have ended, whatever their outcome. ``array`` is the ``ARRAY``
-    index list, as written, for a script that is to be queued once per index. ``lines`` maps
+    index list, as written, for a script that is to be queued once per index. ``shapes`` are
+    the other sizes the task accepts (``SHAPE`` lines, in the order written): the policy picks,
+    among the header's own shape and these, the one that starts soonest. ``lines`` maps
     each directive key given to its line number, for error messages; it takes no part in
     comparisons.
     """
@@ -103,6 +118,7 @@ class TaskSpec:
     after: tuple[str, ...] = ()
     after_any: tuple[str, ...] = ()
     array: str | None = None
+    shapes: tuple[TaskShape, ...] = ()
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +133,20 @@ class TaskSpec:
                 return n
         return None
 
+    @property
+    def shape(self) -> TaskShape:
+        """The header's own shape: shape 0 of :meth:`in_shape`."""
+        return TaskShape(nodes=self.nodes, gpus=self.gpus, cpus=self.cpus,
+                         min_wc_time=self.min_wc_time, gpu_share=self.gpu_share)
+
+    def in_shape(self, index: int) -> TaskSpec:
+        """The spec as it runs in its shape ``index``: 0 is the header's own, ``i`` the
+        ``i``-th ``SHAPE`` line. The result has no other shapes: it is what one run asks for."""
+        if index == 0:
+            return self if not self.shapes else replace(self, shapes=())
+        s = self.shapes[index - 1]
+        return replace(self, nodes=s.nodes, min_nodes=0, gpus=s.gpus, cpus=s.cpus,
+                       min_wc_time=s.min_wc_time, gpu_share=s.gpu_share, shapes=())
 
 
 def with_path(spec: TaskSpec, path: str) -> TaskSpec:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from metaq_py.directives import (
 )
 from metaq_py.errors import TaskError
 from metaq_py.policy.model import Kind
-from metaq_py.task_spec import Checkpoint, Resize, Signal, TaskSpec
+from metaq_py.task_spec import Checkpoint, Resize, Signal, TaskShape, TaskSpec
 
 
 def parse(text: str) -> TaskSpec:
@@ -263,7 +264,7 @@ def specs(draw: st.DrawFn) -> TaskSpec:
     if kind is Kind.MALLEABLE and draw(st.booleans()):
         mode = draw(st.sampled_from(["in-place", "restart"]))
         resize = Resize(mode=mode, signal=draw(_signal) if mode == "in-place" else None)
-    return TaskSpec(
+    spec = TaskSpec(
         path="t.sh",
         nodes=nodes,
         min_nodes=draw(st.integers(1, nodes)) if kind is Kind.MALLEABLE else 0,
@@ -280,7 +281,25 @@ def specs(draw: st.DrawFn) -> TaskSpec:
         notice=draw(_word) if kind is Kind.ONDEMAND and draw(st.booleans()) else None,
         retries=draw(st.none() | st.integers(0, 20)),
         resize=resize,
+        shapes=draw(_shapes()) if kind is Kind.RIGID else (),
     )
+    # a shape equal to the header's own is refused (tested below), so none is drawn
+    return replace(spec, shapes=tuple(s for s in spec.shapes if s != spec.shape))
+
+
+@st.composite
+def _shapes(draw: st.DrawFn) -> tuple[TaskShape, ...]:
+    """Distinct shapes of every kind: whole nodes, a share by cores, METAQ's GPU-only."""
+    out: list[TaskShape] = []
+    for _ in range(draw(st.integers(0, 3))):
+        size = draw(st.sampled_from(["whole", "cpus", "gpu-only"]))
+        gpus = draw(st.integers(1 if size == "gpu-only" else 0, 8))
+        shape = TaskShape(nodes=draw(st.integers(1, 64)) if size == "whole" else 1, gpus=gpus,
+                          cpus=draw(st.integers(1, 128)) if size == "cpus" else 0,
+                          min_wc_time=draw(_pos), gpu_share=size == "gpu-only")
+        if shape not in out:
+            out.append(shape)
+    return tuple(out)
 
 
 @settings(max_examples=300)
@@ -288,6 +307,50 @@ def specs(draw: st.DrawFn) -> TaskSpec:
 def test_format_then_parse_gives_the_same_spec(spec: TaskSpec) -> None:
     text = "#!/bin/bash\n" + format_directives(spec) + "exec ./work\n"
     assert parse_header(text.encode(), path="t.sh") == spec
+
+
+# --- shapes (issue 18) --------------------------------------------------------------------
+
+
+def test_a_shape_line_fills_in_what_it_leaves_out_from_the_header() -> None:
+    spec = parse_header(b"#!/bin/bash\n#METAQ NODES 4\n#METAQ GPUS 16\n#METAQ MIN_WC_TIME 2h\n"
+                        b"#METAQ SHAPE NODES 8 MIN_WC_TIME 1h\n#METAQ SHAPE MIN_WC_TIME 3h\n"
+                        b"#METAQ SHAPE CPUS 8 GPUS 1\n#METAQ SHAPE NODES 0 GPUS 2\nrun\n",
+                        path="t.sh")
+    assert spec.shapes == (
+        TaskShape(nodes=8, gpus=16, cpus=0, min_wc_time=3600.0),
+        TaskShape(nodes=4, gpus=16, cpus=0, min_wc_time=3 * 3600.0),
+        TaskShape(nodes=1, gpus=1, cpus=8, min_wc_time=7200.0),
+        TaskShape(nodes=1, gpus=2, cpus=0, min_wc_time=7200.0, gpu_share=True),
+    )
+    assert spec.in_shape(0) == replace(spec, shapes=())
+    one = spec.in_shape(1)
+    assert (one.nodes, one.min_nodes, one.gpus, one.min_wc_time, one.shapes) == \
+        (8, 8, 16, 3600.0, ())
+    share = spec.in_shape(3)
+    assert (share.nodes, share.cpus, share.gpus, share.gpu_share) == (1, 8, 1, False)
+    assert spec.in_shape(4).gpu_share
+
+
+@pytest.mark.parametrize(("lines", "line", "words"), [
+    ("#METAQ SHAPE NODES", 2, "pairs of a key and a value"),
+    ("#METAQ SHAPE PROJECT x", 2, "cannot set 'PROJECT'"),
+    ("#METAQ SHAPE NODES 2 NODES 3", 2, "sets NODES twice"),
+    ("#METAQ SHAPE NODES 1", 2, "the same as the header's own"),
+    ("#METAQ SHAPE NODES 2\n#METAQ SHAPE NODES 2", 3, "the same as line 2's"),
+    ("#METAQ SHAPE NODES 0", 2, "needs GPUS too"),
+    ("#METAQ SHAPE CPUS 4 NODES 2", 2, "share of one node"),
+    ("#METAQ EXCLUSIVE\n#METAQ SHAPE CPUS 4", 3, "EXCLUSIVE"),
+    ("#METAQ TYPE malleable\n#METAQ SHAPE NODES 2", 3, "only to rigid tasks"),
+    ("#METAQ SHAPE NODES 2\n#METAQ TYPE ondemand", 2, "only to rigid tasks"),
+    ("#METAQ SHAPE MIN_WC_TIME soon", 2, "MIN_WC_TIME"),
+    ("\n".join(f"#METAQ SHAPE NODES {n}" for n in range(2, 19)), 18, "more than 16 times"),
+])
+def test_a_bad_shape_line_is_named_with_its_line(lines: str, line: int, words: str) -> None:
+    with pytest.raises(TaskError) as e:
+        parse_header(f"#!/bin/bash\n{lines}\nrun\n".encode(), path="t.sh")
+    assert e.value.line == line
+    assert words in str(e.value)
 
 
 # --- bounds (issue 15) ---------------------------------------------------------------------
