@@ -72,6 +72,11 @@ class Cluster(Holdings):
         if isinstance(action, Start):
             if job is None or job.id != action.job:
                 raise ClusterError(f"starting job {action.job!r} needs its waiting Job record")
+            if action.shape != job.shape:
+                try:
+                    job = job.in_shape(action.shape)
+                except ValueError as e:
+                    raise ClusterError(str(e)) from None
             return self.start(job, action.nodes, now=now, borrowed=action.borrowed)
         if isinstance(action, Preempt):
             return self.preempt(action.job, now=now)

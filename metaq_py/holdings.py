@@ -122,20 +122,22 @@ class Holdings:
 
     def snapshot(self, *, now: float, waiting: Sequence[Job], end: float = math.inf,
                  ordered: bool = False, ondemand_waiting: int | None = None,
-                 waitlist: Waitlist | None = None) -> Snapshot:
+                 waitlist: Waitlist | None = None, shaped: bool | None = False) -> Snapshot:
         """The world as a scheduler sees it, over the live containers (no copies).
 
         ``ordered``: the driver keeps ``waiting`` in queue order
         (:mod:`metaq_py.policy.order`); ``ondemand_waiting``: it counts the on-demand
         jobs in it; ``waitlist``: it keeps them in a :class:`~metaq_py.policy.waitlist.Waitlist`
-        too (:class:`~metaq_py.policy.model.Snapshot`). Apply the decision before changing
+        too (:class:`~metaq_py.policy.model.Snapshot`); ``shaped``: whether some waiting job
+        has other shapes (``None``: the decision looks; the default, ``False``, is the
+        simulator's, whose jobs have one shape each). Apply the decision before changing
         anything.
         """
         # positional, in field order: a decision per event builds one, and keywords cost more
         return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
                         self._notices, self._lending.owed, end, self._borrowers, ordered,
                         self._ends.by_end, self._ends.by_true_end, ondemand_waiting,
-                        self._shares, waitlist)
+                        self._shares, waitlist, shaped)
 
     def check(self) -> None:
         """Verify every invariant from scratch (O(nodes); for tests and debugging)."""

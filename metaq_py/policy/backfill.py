@@ -47,6 +47,7 @@ from itertools import accumulate
 
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.order import in_order_view
+from metaq_py.policy.shapes import in_shapes
 from metaq_py.policy.shares import ShareRoom
 from metaq_py.policy.waitlist import Waitlist
 from metaq_py.policy.work import Work
@@ -96,6 +97,7 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
 
 def easy(work: Work, queue: Sequence[Job]) -> None:
     """One EASY pass over ``queue``, recording starts on ``work``."""
+    queue = in_shapes(work, queue)
     if work.shares is not None:
         _easy_shares(work, queue, work.shares)
         return
@@ -295,6 +297,7 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
     nodes away, so a job that cannot start now cannot start later in the pass, and the
     reservations of the jobs after it could not change what starts now.
     """
+    queue = in_shapes(work, queue)
     if work.shares is not None:
         _conservative_shares(work, queue, work.shares)
         return

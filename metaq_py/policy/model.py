@@ -72,6 +72,11 @@ class Job:
     ``cores`` above 0 makes the job a *share* of one node (:mod:`metaq_py.policy.shares`):
     ``size`` is then 1, the job is rigid, and it uses ``cores`` cores and ``gpus`` GPUs of
     its node beside other shares. With ``cores`` 0 (every trace job) it takes whole nodes.
+
+    ``shapes`` are the other shapes a rigid job accepts, each a Job of the same id (with no
+    shapes of its own), and ``shape`` says which of its task's shapes a Job is (0: the first
+    the task names). A decision starts the shape that starts soonest
+    (:mod:`metaq_py.policy.shapes`), and its :class:`Start` names it.
     """
 
     id: JobId
@@ -89,12 +94,14 @@ class Job:
     notice: str | None = None
     cores: int = 0
     gpus: int = 0
+    shape: int = 0
+    shapes: tuple[Job, ...] = ()
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
                  rank: int = 0, setup: float = 0.0, checkpoint_interval: float | None = None,
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
-                 gpus: int = 0) -> None:
+                 gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = ()) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -111,6 +118,8 @@ class Job:
         object.__setattr__(self, "notice", notice)
         object.__setattr__(self, "cores", cores)
         object.__setattr__(self, "gpus", gpus)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "shapes", shapes)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -122,6 +131,19 @@ class Job:
         if self.cores and (self.size != 1 or self.kind is not Kind.RIGID or self.gpus < 0):
             raise ValueError(f"job {self.id!r}: a share of a node ({self.cores} cores) is a "
                              f"rigid job on one node with 0 or more GPUs")
+        if self.shapes and (self.kind is not Kind.RIGID or any(
+                s.id != self.id or s.shapes or s.kind is not Kind.RIGID for s in self.shapes)):
+            raise ValueError(f"job {self.id!r}: only a rigid job has other shapes, each a "
+                             f"rigid job of the same id with no shapes of its own")
+
+    def in_shape(self, shape: int) -> Job:
+        """This job in its task's shape ``shape`` (itself, or one of :attr:`shapes`)."""
+        if shape == self.shape:
+            return self
+        for other in self.shapes:
+            if other.shape == shape:
+                return other
+        raise ValueError(f"job {self.id!r} has no shape {shape}")
 
     def time_at(self, nodes: int, oracle: bool) -> float:
         """The time this job is assumed to need on ``nodes`` nodes.
@@ -223,6 +245,8 @@ class Snapshot:
     ``waitlist``, when the driver keeps one (:mod:`metaq_py.policy.waitlist`), indexes
     ``waiting`` by size and estimate, so that EASY's backfilling skips the jobs that cannot
     start without walking past them; the decision is the same with it or without it.
+    ``shaped`` says whether some waiting job has other shapes (:attr:`Job.shapes`); ``None``:
+    the decision looks. A driver whose jobs never have any (the simulator) says ``False``.
     """
 
     now: float
@@ -241,6 +265,7 @@ class Snapshot:
     ondemand_waiting: int | None = None
     shares: SharedNodes | None = None
     waitlist: Waitlist | None = None
+    shaped: bool | None = None
 
     def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
                  waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
@@ -250,7 +275,8 @@ class Snapshot:
                  ending: Sequence[Ending] | None = None,
                  ending_true: Sequence[Ending] | None = None,
                  ondemand_waiting: int | None = None,
-                 shares: SharedNodes | None = None, waitlist: Waitlist | None = None) -> None:
+                 shares: SharedNodes | None = None, waitlist: Waitlist | None = None,
+                 shaped: bool | None = None) -> None:
         # written out (see "Hot values" below); a mapping left out is a new empty one
         object.__setattr__(self, "now", now)
         object.__setattr__(self, "total", total)
@@ -268,6 +294,7 @@ class Snapshot:
         object.__setattr__(self, "ondemand_waiting", ondemand_waiting)
         object.__setattr__(self, "shares", shares)
         object.__setattr__(self, "waitlist", waitlist)
+        object.__setattr__(self, "shaped", shaped)
 
 
 # --- actions -------------------------------------------------------------------------------
@@ -275,17 +302,21 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Start:
-    """Start ``job`` on exactly ``nodes``. ``borrowed``: the notice whose reserved nodes it uses."""
+    """Start ``job`` on exactly ``nodes``. ``borrowed``: the notice whose reserved nodes it uses.
+    ``shape``: which of the job's shapes (:meth:`Job.in_shape`) it starts in."""
 
     job: JobId
     nodes: Nodes
     borrowed: str | None = None
+    shape: int = 0
 
-    def __init__(self, job: JobId, nodes: Nodes, borrowed: str | None = None) -> None:
+    def __init__(self, job: JobId, nodes: Nodes, borrowed: str | None = None,
+                 shape: int = 0) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "job", job)
         object.__setattr__(self, "nodes", nodes)
         object.__setattr__(self, "borrowed", borrowed)
+        object.__setattr__(self, "shape", shape)
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ class Work:
         """Start ``job`` on ``nodes``, ascending (as :meth:`NodePool.take` hands them out),
         already taken from a pool."""
         k = len(nodes)
-        self.actions.append(Start(job.id, nodes, borrowed))
+        self.actions.append(Start(job.id, nodes, borrowed, job.shape))
         end = self.now + job.time_at(k, self.oracle)
         if job.cores:
             # a share frees no node by itself: its node's release is the ShareRoom's
