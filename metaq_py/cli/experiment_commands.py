@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -26,10 +27,12 @@ from rich.table import Table
 from metaq_py.cli.shared import app, console
 
 if TYPE_CHECKING:
-    from sim.run.spec import TraceSource
+    from sim.run.spec import RunSpec, TraceSource
+    from sim.study.calibrate import Calibration
     from sim.study.execution import FinishedRun
     from sim.study.findings import Finding
-    from sim.study.grid import Study
+    from sim.study.full import TraceResults
+    from sim.study.grid import Study, Variant
 
 THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / \
     "theta_2022.swf.gz"
@@ -65,6 +68,9 @@ def experiment(
     sweep: Annotated[list[str] | None, typer.Option(
         help="Also vary a parameter: KEY=V1,V2,... (repeatable), e.g. checkpoint_scale=0.5,2 "
              "or failure_mtbf=5h,50h.")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Change a modelling choice for every run, calibration included: "
+                      "KEY=V (repeatable), e.g. oracle=1 or mtbf=6h.")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
              "Default: ../shared/traces/theta_2022.swf.gz next to the repository when "
@@ -134,30 +140,36 @@ def experiment(
         if load is not None and (calibrate is not None or study == "all"):
             raise _BadArgument("--load cannot be used with --calibrate or --study all, "
                                "which find the paper's load themselves")
+        overrides = _settings(set_ or [])
         if study == "all":
             _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
                           seeds=seeds or 3, first_seed=first_seed, workers=workers,
-                          out=out or Path("experiment-all"), fresh=fresh)
+                          out=out or Path("experiment-all"), fresh=fresh, overrides=overrides)
             return
         if len(paths) > 1:
             raise _BadArgument("several traces need --study all")
         chosen = _study(study)
-        source, said = _trace_source(trace=paths[0] if paths else None, synthetic=synthetic,
-                                     jobs=jobs, nodes=nodes)
+        own, said = _trace_source(trace=paths[0] if paths else None, synthetic=synthetic,
+                                  jobs=jobs, nodes=nodes)
+        source, calibration = own, None
         if load is not None:
-            source, said = _with_load(source, said, load)
+            source, said = _with_load(own, said, load)
         if calibrate is not None:
-            source, said = _calibrated(source, said, out or Path(f"experiment-{chosen.name}"),
-                                       workers=workers)
-        seeds = 10 if seeds is None else seeds
-        specs = _grid(chosen, source, seeds=seeds, first_seed=first_seed,
-                      workloads=workloads, policies=policies, sweep=sweep or [])
+            source, said, calibration = _calibrated(
+                own, said, out or Path(f"experiment-{chosen.name}"), workers=workers,
+                overrides=overrides)
+        specs_at = [_grid(chosen, at, seeds=10 if seeds is None else seeds,
+                          first_seed=first_seed, workloads=workloads, policies=policies,
+                          sweep=sweep or [], overrides=overrides)
+                    for at in ([source] if calibration is None else [source, own])]
+        specs = specs_at[0]
         context = _context(chosen, said, specs)
         if emit_tasks is not None:
             _emit(specs, emit_tasks, context, task_walltime=task_walltime, project=project)
             return
+        two = None if calibration is None else _TwoLoads(own, calibration, specs_at[1])
         _run_study(specs, out or Path(f"experiment-{chosen.name}"), context, workers=workers,
-                   fresh=fresh, said=said)
+                   fresh=fresh, said=said, two=two)
     except _BadArgument as e:
         _fail(e)
     except (SpecError, TraceError) as e:
@@ -209,8 +221,20 @@ def _with_load(source: TraceSource, said: str, load: float) -> tuple[TraceSource
     return replace(source, load=load), f"{said.rstrip('.')}, arrivals x{load:g} as fast."
 
 
-def _calibrated(source: TraceSource, said: str, out: Path, *,
-                workers: int | None) -> tuple[TraceSource, str]:
+def _settings(texts: list[str]) -> Variant:
+    """``--set KEY=V`` options as sorted overrides; a key set twice is an error."""
+    from sim.study.grid import parse_setting
+
+    pairs = [parse_setting(t) for t in texts]
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise _BadArgument(f"--set {k} is given twice")
+    return tuple(sorted(pairs))
+
+
+def _calibrated(source: TraceSource, said: str, out: Path, *, workers: int | None,
+                overrides: Variant) -> tuple[TraceSource, str, Calibration]:
     """``source`` at the paper's load; prints the factor and the Table III comparison."""
     from dataclasses import replace
 
@@ -218,7 +242,8 @@ def _calibrated(source: TraceSource, said: str, out: Path, *,
     from sim.study.execution import RunStore, run_grid
 
     store = RunStore(out / "runs")
-    found = calibrate(source, lambda specs: run_grid(specs, workers=workers, store=store))
+    found = calibrate(source, lambda specs: run_grid(specs, workers=workers, store=store),
+                      overrides=overrides)
     console.print(f"Calibrated: load x{found.factor:g} gives baseline EASY "
                   f"{100 * found.reached:.2f}% utilisation (paper's reading; paper 83.93%).")
     table = Table(title="Baseline beside the paper's Table III")
@@ -228,11 +253,12 @@ def _calibrated(source: TraceSource, said: str, out: Path, *,
         table.add_row(*row)
     console.print(table)
     return (replace(source, load=found.factor),
-            f"{said.rstrip('.')}, at the paper's load (arrivals x{found.factor:g} as fast).")
+            f"{said.rstrip('.')}, at the paper's load (arrivals x{found.factor:g} as fast).",
+            found)
 
 
 def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, workloads: str,
-          policies: str | None, sweep: list[str]) -> tuple:
+          policies: str | None, sweep: list[str], overrides: Variant) -> tuple[RunSpec, ...]:
     from sim.study.grid import build_grid, parse_sweep
 
     if seeds < 1:
@@ -241,10 +267,10 @@ def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, wor
         raise _BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
     return build_grid(study, trace=source, seeds=seeds, first_seed=first_seed,
                       workloads=_split(workloads) or (), policies=_split(policies),
-                      sweeps=[parse_sweep(s) for s in sweep])
+                      sweeps=[parse_sweep(s) for s in sweep], overrides=overrides)
 
 
-def _context(study: Study, said: str, specs: tuple) -> dict[str, object]:
+def _context(study: Study, said: str, specs: tuple[RunSpec, ...]) -> dict[str, object]:
     seeds = sorted({s.seed for s in specs})
     return {"name": study.name, "title": study.title, "question": study.question,
             "trace": said.removeprefix("Using ").rstrip("."), "seeds": seeds,
@@ -253,7 +279,7 @@ def _context(study: Study, said: str, specs: tuple) -> dict[str, object]:
 
 def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                    nodes: int | None, seeds: int, first_seed: int, workers: int | None,
-                   out: Path, fresh: bool) -> None:
+                   out: Path, fresh: bool, overrides: Variant) -> None:
     """``--study all``: calibrate, run and judge all 17 observations on every trace."""
     import os
     import time
@@ -294,20 +320,12 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
         return run_grid(specs, workers=workers, store=store, fresh=fresh)
 
     seed_list = tuple(range(first_seed, first_seed + seeds))
-    results = run_all(sources, seeds=seed_list, run=run)
+    results = run_all(sources, seeds=seed_list, run=run, overrides=overrides)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
     files = write_full(results, out, FullContext(command=command, seeds=seed_list,
                                                  runs=len(list(store.records()))))
     for r in results:
-        table = Table(title=f"The paper's 17 observations: {r.verdicts.trace} at "
-                            f"x{r.plan.factor:g}")
-        for column in ("#", "Verdict", "Ours"):
-            table.add_column(column, overflow="fold")
-        words = {True: "[green]holds[/green]", False: "[red]does not hold[/red]",
-                 None: "cannot judge"}
-        for v in r.verdicts.paper:
-            table.add_row(str(v.number), words[v.holds], v.ours)
-        console.print(table)
+        _show_verdicts(r)
     console.print(f"Wrote {len(files)} files to {out}/ (report.md) in "
                   f"{time.perf_counter() - started:.0f} s.")
 
@@ -315,8 +333,31 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
 # --- the four modes -------------------------------------------------------------------------
 
 
-def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
-               workers: int | None, fresh: bool, said: str) -> None:
+@dataclass(frozen=True, slots=True)
+class _TwoLoads:
+    """What ``--calibrate paper`` runs beside the study at the paper's load: the same grid
+    (``specs``) on the trace at its own load (``source``)."""
+
+    source: TraceSource
+    calibration: Calibration
+    specs: tuple[RunSpec, ...]
+
+
+def _show_verdicts(r: TraceResults) -> None:
+    """The 17 verdicts of one trace at the paper's load and at its own."""
+    table = Table(title=f"The paper's 17 observations: {r.verdicts.trace}")
+    for column in ("#", f"At x{r.plan.factor:g}", "At x1", f"Ours at x{r.plan.factor:g}"):
+        table.add_column(column, overflow="fold")
+    words = {True: "[green]holds[/green]", False: "[red]does not hold[/red]",
+             None: "cannot judge"}
+    for paper, own in zip(r.verdicts.paper, r.verdicts.own, strict=True):
+        table.add_row(str(paper.number), words[paper.holds],
+                      "—" if paper.number >= 13 else words[own.holds], paper.ours)
+    console.print(table)
+
+
+def _run_study(specs: tuple[RunSpec, ...], out: Path, context: dict[str, object], *,
+               workers: int | None, fresh: bool, said: str, two: _TwoLoads | None) -> None:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -331,20 +372,34 @@ def _run_study(specs: tuple, out: Path, context: dict[str, object], *,
     if workers is not None and workers < 1:
         raise _BadArgument(f"--workers must be at least 1, got {workers}")
     console.print(said)
-    console.print(f"{len(specs)} runs of study {context['name']!r} into {out}/.")
+    every = list(dict.fromkeys([*specs, *(two.specs if two else ())]))
+    console.print(f"{len(every)} runs of study {context['name']!r} into {out}/"
+                  + (" (at the trace's own load and at the paper's)." if two else "."))
     store = RunStore(out / "runs")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("runs", total=len(specs))
+        task = progress.add_task("runs", total=len(every))
 
         def done(record: FinishedRun) -> None:
             s = record.spec
             progress.update(task, advance=1,
                             description=f"{s.policy} {s.workload} seed {s.seed}")
 
-        records = run_grid(specs, workers=workers, store=store, fresh=fresh, on_done=done)
-    _write(records, out, context)
+        found = dict(zip(every, run_grid(every, workers=workers, store=store, fresh=fresh,
+                                         on_done=done), strict=True))
+    records = [found[s] for s in specs]
+    if two is None:
+        _write(records, out, context)
+        return
+    from sim.study.full import two_loads
+    from sim.study.full_report import side_by_side, write_two_loads
+
+    r = two_loads(two.source, two.calibration, str(context["name"]), [found[s] for s in two.specs],
+                  records)
+    _write(records, out, context, beside=side_by_side(r))
+    write_two_loads(r, out)
+    _show_verdicts(r)
 
 
 def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_walltime: str,
@@ -392,7 +447,8 @@ def _collect(directory: Path, out: Path | None) -> None:
     _write(list(got.records), out or directory, got.context)
 
 
-def _write(records: list[FinishedRun], out: Path, context: dict[str, object]) -> None:
+def _write(records: list[FinishedRun], out: Path, context: dict[str, object], *,
+           beside: list[str] | None = None) -> None:
     from sim.study.outputs import write_study
     from sim.study.report import StudyContext
 
@@ -401,7 +457,7 @@ def _write(records: list[FinishedRun], out: Path, context: dict[str, object]) ->
                        question=str(context.get("question", "")),
                        trace=records[0].trace, seeds=seeds, runs=len(records),
                        command=str(context.get("command", "")))
-    result = write_study(records, out, ctx)
+    result = write_study(records, out, ctx, beside=beside or ())
     _show(result.findings)
     console.print(f"Wrote {', '.join(p.name for p in result.files)} to {out}/.")
 

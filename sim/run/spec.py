@@ -6,9 +6,10 @@ spec gives the same numbers), cacheable (its :attr:`~RunSpec.key` names the stor
 portable (:meth:`~RunSpec.to_json` is what an emitted ``#METAQ`` task carries to another
 machine).
 
-Parameter overrides name either a field of :class:`~sim.workload.model.WorkloadModel` (for instance
-``checkpoint_scale`` or ``malleable_min_fraction``) or a failure-injection parameter
-(:data:`FAILURE_KEYS`). Values are numbers; durations are seconds.
+Parameter overrides name a field of :class:`~sim.workload.model.WorkloadModel` (for instance
+``checkpoint_scale`` or ``malleable_min_fraction``), a failure-injection parameter
+(:data:`FAILURE_KEYS`) or a parameter of the scheduler (:data:`POLICY_KEYS`). Values are
+numbers; durations are seconds; ``oracle`` is 0 or 1.
 """
 
 from __future__ import annotations
@@ -20,19 +21,26 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from metaq_py.policy.mechanisms import MECHANISMS
+from metaq_py.policy.mechanisms import MECHANISMS, Scheduler, make_scheduler
 from sim.workload.model import WORKLOADS, WorkloadModel
 
 FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 """Overrides that switch on node failures: the machine-wide mean time between node failures
 and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
 
+POLICY_KEYS = ("oracle", "release_after", "warning")
+"""Overrides that build the scheduler (:func:`metaq_py.policy.mechanisms.make_scheduler`):
+``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
+how long after a notice's estimated arrival its reservation is released, ``warning`` how long
+before the arrival CUP preempts a malleable job, both in seconds."""
+
 _NUMERIC_MODEL_FIELDS = tuple(
     f.name for f in dataclasses.fields(WorkloadModel)
     if f.name not in ("seed", "name", "grouping", "notice_shares")
     and f.type in ("float", "int"))
-OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS)
+OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS, *POLICY_KEYS)
 """Every parameter a run may override."""
 
 Value = float | int
@@ -50,6 +58,11 @@ def check_override(key: str, value: Value) -> Value:
         raise SpecError(f"parameter {key} needs a number, got {value!r}")
     if key in FAILURE_KEYS and not value > 0:
         raise SpecError(f"parameter {key} must be positive, got {value!r}")
+    if key == "oracle" and value not in (0, 1):
+        raise SpecError(f"parameter oracle is 0 (requested walltimes) or 1 (true runtimes), "
+                        f"got {value!r}")
+    if key in POLICY_KEYS and not value >= 0:
+        raise SpecError(f"parameter {key} must be 0 or more, got {value!r}")
     # one spelling per value, so that 1 and 1.0 give the same spec and the same key
     return float(value)
 
@@ -138,8 +151,16 @@ class RunSpec:
     def model(self) -> WorkloadModel:
         """The workload model of this run: the workload's notice shares, the seed, and every
         override that is a model field."""
-        changes = {k: v for k, v in self.overrides if k not in FAILURE_KEYS}
+        changes = {k: v for k, v in self.overrides
+                   if k not in FAILURE_KEYS and k not in POLICY_KEYS}
         return WorkloadModel.for_workload(self.workload, seed=self.seed, **changes)
+
+    def scheduler(self) -> Scheduler:
+        """The run's scheduler: :attr:`policy` built with the overrides of
+        :data:`POLICY_KEYS` (the defaults of :func:`make_scheduler` for the rest)."""
+        options: dict[str, Any] = {k: (v == 1 if k == "oracle" else v)
+                                   for k, v in self.overrides if k in POLICY_KEYS}
+        return make_scheduler(self.policy, **options)
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "workload": self.workload, "seed": self.seed,

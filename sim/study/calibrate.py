@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from sim.run.spec import RunSpec, TraceSource
 from sim.study.execution import FinishedRun
-from sim.study.grid import BASELINE
+from sim.study.grid import BASELINE, Variant
 
 PAPER_TABLE_III: Mapping[str, float] = {
     "utilisation_paper": 0.8393, "turnaround_all": 15.6, "instant_start": 0.2269}
@@ -51,14 +51,16 @@ class Calibration:
         return abs(self.reached - self.target) <= TOLERANCE
 
 
-def _spec(source: TraceSource, factor: float) -> RunSpec:
+def _spec(source: TraceSource, factor: float, overrides: Variant) -> RunSpec:
     return RunSpec(policy=BASELINE, workload="W5", seed=0,
-                   trace=replace(source, load=round(factor, 4)))
+                   trace=replace(source, load=round(factor, 4)), overrides=overrides)
 
 
 def calibrate(source: TraceSource, run: Runner, *,
-              target: float = PAPER_TABLE_III[CALIBRATION_METRIC]) -> Calibration:
-    """The load factor at which baseline EASY on ``source`` reaches ``target``.
+              target: float = PAPER_TABLE_III[CALIBRATION_METRIC],
+              overrides: Variant = ()) -> Calibration:
+    """The load factor at which baseline EASY on ``source`` (with ``overrides``, the
+    modelling choices the study runs under) reaches ``target``.
 
     The first guess is ``target`` over the utilisation at load 1 (utilisation grows about in
     proportion below saturation); then the bracket is widened until it holds the target and
@@ -69,7 +71,7 @@ def calibrate(source: TraceSource, run: Runner, *,
     def at(factor: float) -> float:
         factor = round(factor, 4)
         if factor not in records:
-            records[factor] = run([_spec(source, factor)])[0]
+            records[factor] = run([_spec(source, factor, overrides)])[0]
             steps.append((factor, _value(records[factor])))
         return _value(records[factor])
 

@@ -85,7 +85,7 @@ def run_one(spec: RunSpec) -> FinishedRun:
     trace = load_source(spec.trace)
     workload = hybrid_workload(trace, spec.model())
     failures = _failure_source(spec, trace)
-    result = simulate(workload, policy=spec.policy, failures=failures)
+    result = simulate(workload, policy=spec.scheduler(), failures=failures)
     counts = None if failures is None else failures.counts()
     metrics = result_metrics(result, counts)
     return FinishedRun(spec=spec, metrics=metrics, wall_seconds=time.perf_counter() - t0,

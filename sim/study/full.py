@@ -11,6 +11,9 @@ For each trace, after calibrating the paper's load (:mod:`sim.study.calibrate`, 
 
 Every run is an ordinary :class:`~sim.run.spec.RunSpec`: all of them go through one
 :func:`~sim.study.execution.run_grid` (parallel, stored, resumable), duplicates once.
+
+``overrides`` (``metaq experiment --set``) change a modelling choice for every run,
+calibration included: the whole study under an alternative, to see which verdicts it moves.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from metaq_py.policy.mechanisms import MECHANISMS
 from sim.run.spec import RunSpec, TraceSource
 from sim.study.aggregate import ResultsTable, aggregate
 from sim.study.calibrate import Calibration, calibrate
 from sim.study.execution import FinishedRun
-from sim.study.grid import HOUR, PAPER_POLICIES, Variant
+from sim.study.grid import HOUR, PAPER_POLICIES, Variant, with_overrides
 from sim.study.observations import Evidence, Verdict, judge_all
 from sim.workload.model import WORKLOADS
 
@@ -54,25 +58,28 @@ class TracePlan:
 
 
 def _grid(source: TraceSource, variants: Sequence[Variant], workloads: Sequence[str],
-          seeds: Sequence[int]) -> tuple[RunSpec, ...]:
-    return tuple(RunSpec(policy=p, workload=w, seed=s, trace=source, overrides=v)
+          seeds: Sequence[int], overrides: Variant) -> tuple[RunSpec, ...]:
+    return tuple(RunSpec(policy=p, workload=w, seed=s, trace=source,
+                         overrides=with_overrides(v, overrides))
                  for v in variants for p in PAPER_POLICIES for w in workloads for s in seeds)
 
 
 def plan(source: TraceSource, calibration: Calibration, *, seeds: Sequence[int],
-         workloads: Sequence[str] = tuple(WORKLOADS)) -> TracePlan:
-    """Every run the 17 observations need on ``source`` (at load 1) calibrated to F."""
+         workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = ()) -> TracePlan:
+    """Every run the 17 observations need on ``source`` (at load 1) calibrated to F, each
+    with ``overrides`` on top of its own."""
     factor = calibration.factor
     at_f = replace(source, load=factor)
     parts: dict[str, tuple[RunSpec, ...]] = {
-        "own": _grid(replace(source, load=1.0), ((),), workloads, seeds),
-        "paper": _grid(at_f, ((),), workloads, seeds),
+        "own": _grid(replace(source, load=1.0), ((),), workloads, seeds, overrides),
+        "paper": _grid(at_f, ((),), workloads, seeds, overrides),
     }
     for name, variants in VARIANT_STUDIES.items():
-        parts[name] = _grid(at_f, variants, (VARIANT_WORKLOAD,), seeds)
+        parts[name] = _grid(at_f, variants, (VARIANT_WORKLOAD,), seeds, overrides)
     for multiple in SENSITIVITY_LOADS:
         scaled = replace(source, load=round(factor * multiple, 4))
-        parts[f"load-{multiple:g}"] = _grid(scaled, ((),), (VARIANT_WORKLOAD,), seeds)
+        parts[f"load-{multiple:g}"] = _grid(scaled, ((),), (VARIANT_WORKLOAD,), seeds,
+                                            overrides)
     return TracePlan(source=source, calibration=calibration, parts=parts)
 
 
@@ -116,11 +123,12 @@ class TraceResults:
 
 def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int],
             run: Callable[[list[RunSpec]], list[FinishedRun]],
-            workloads: Sequence[str] = tuple(WORKLOADS)) -> list[TraceResults]:
+            workloads: Sequence[str] = tuple(WORKLOADS),
+            overrides: Variant = ()) -> list[TraceResults]:
     """Calibrate each trace, run every part of every trace through ``run`` at once, and
-    judge the 17 observations per trace."""
-    calibrations = [calibrate(s, run) for s in sources]
-    plans = [plan(s, c, seeds=seeds, workloads=workloads)
+    judge the 17 observations per trace; ``overrides`` apply to every run."""
+    calibrations = [calibrate(s, run, overrides=overrides) for s in sources]
+    plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides)
              for s, c in zip(sources, calibrations, strict=True)]
     specs = every_spec(plans)
     records = dict(zip(specs, run(specs), strict=True))
@@ -129,3 +137,21 @@ def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int],
         parts = tables(p, records)
         out.append(TraceResults(p, parts, judge_trace(p.source.describe(), parts)))
     return out
+
+
+def two_loads(source: TraceSource, calibration: Calibration, study: str,
+              own: Sequence[FinishedRun], paper: Sequence[FinishedRun]) -> TraceResults:
+    """A plain study (``metaq experiment --calibrate paper``) run at the trace's own load
+    (``own``) and at the paper's (``paper``), as ``--study all`` reads one trace: the parts
+    ``own`` and ``paper``, and, when the study is one of observations 13-17's, its runs at
+    the paper's load as that observation's evidence."""
+    def table(records: Sequence[FinishedRun]) -> ResultsTable:
+        seen = {r.spec.policy for r in records}
+        return aggregate(records, policies=[m for m in MECHANISMS if m in seen])
+
+    tables = {"own": table(own), "paper": table(paper)}
+    if study in VARIANT_STUDIES:
+        tables[study] = tables["paper"]
+    parts = {"own": tuple(r.spec for r in own), "paper": tuple(r.spec for r in paper)}
+    trace_plan = TracePlan(source=source, calibration=calibration, parts=parts)
+    return TraceResults(trace_plan, tables, judge_trace(source.describe(), tables))

@@ -144,6 +144,32 @@ def _both(results: Sequence[TraceResults]) -> list[str]:
     return _table(["#", "Claim", *(f"{n} (paper's load)" for n in names), "Conclusion"], rows)
 
 
+def two_loads(r: TraceResults) -> list[str]:
+    """The study at the trace's own load and at the paper's, side by side: the factor F and
+    the baseline beside Table III, the 17 verdicts at both loads, the headline at each.
+    ``--study all`` shows it per trace; ``--calibrate paper`` in its report."""
+    cal = r.plan.calibration
+    out = ["### The paper's load", "",
+           f"F = {cal.factor:g}: baseline EASY reaches {100 * cal.reached:.2f}% against "
+           f"the paper's {100 * cal.target:.2f}% (steps tried: "
+           + ", ".join(f"x{f:g} → {100 * u:.2f}%" for f, u in cal.steps) + ").", ""]
+    out += [*_table(TABLE_III_HEADER, table_iii(cal)), ""]
+    out += ["### The 17 observations", "", *_observations(r), ""]
+    for name, label in (("paper", f"at the paper's load (x{r.plan.factor:g})"),
+                        ("own", "at the trace's own load (x1)")):
+        t = r.tables[name]
+        where = "averaged over the workloads seed by seed" if len(t.workloads) > 1 else \
+            t.workloads[0]
+        out += [f"### Headline {label}, {where}", "", *_headline(t), ""]
+        extra = ["utilisation_paper", "busy_utilisation", "useful_node_hours",
+                 "busy_node_hours", "lost_node_hours", "ondemand_work_share"]
+        overall = ALL if len(t.workloads) > 1 else t.workloads[0]
+        rows = [[p, *(_cell(t.cell(p, m, workload=overall), m) for m in extra)]
+                for p in t.policies]
+        out += [*_table(["Policy", *(BY_KEY[m].label for m in extra)], rows), ""]
+    return out
+
+
 def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
     """The whole report as Markdown."""
     seeds = context.seeds
@@ -175,24 +201,11 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
     if len(results) > 1:
         out += ["## On every trace", "", *_both(results), ""]
     for r in results:
-        cal = r.plan.calibration
-        out += [f"## {r.verdicts.trace}", "", "### The paper's load", "",
-                f"F = {cal.factor:g}: baseline EASY reaches {100 * cal.reached:.2f}% against "
-                f"the paper's {100 * cal.target:.2f}% (steps tried: "
-                + ", ".join(f"x{f:g} → {100 * u:.2f}%" for f, u in cal.steps) + ").", ""]
-        out += [*_table(TABLE_III_HEADER, table_iii(cal)), ""]
-        out += ["### The 17 observations", "", *_observations(r), ""]
+        out += [f"## {r.verdicts.trace}", "", *two_loads(r)]
         out += ["### Sensitivity of the ranking", "", *_sensitivity(r), ""]
-        for name, label in (("paper", f"at the paper's load (x{r.plan.factor:g})"),
-                            ("own", "at the trace's own load (x1)")):
-            out += [f"### Headline {label}, averaged over W1..W5 seed by seed", ""]
-            out += [*_headline(r.tables[name]), ""]
-            extra = ["utilisation_paper", "busy_utilisation", "useful_node_hours",
-                     "busy_node_hours", "lost_node_hours", "ondemand_work_share"]
-            t = r.tables[name]
-            rows = [[p, *(_cell(t.cell(p, m), m) for m in extra)] for p in t.policies]
-            out += [*_table(["Policy", *(BY_KEY[m].label for m in extra)], rows), ""]
         for name in ("checkpoint", "failures", "malleable-min", "setup"):
+            if name not in r.tables:
+                continue
             t = r.tables[name]
             out += [f"### Study `{name}` at x{r.plan.factor:g}, {VARIANT_WORKLOAD}", ""]
             metrics = ["turnaround_all", "turnaround_rigid", "utilisation", "instant_start",
@@ -202,6 +215,37 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
             out += [*_table(["Policy", "Variant", *(BY_KEY[m].label for m in metrics)], rows),
                     ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _write_observations(results: Sequence[TraceResults], out: Path) -> Path:
+    """``observations.json``: every trace's 17 verdicts at the paper's load and its own."""
+    data = [{"trace": r.verdicts.trace, "factor": r.plan.factor,
+             "calibration_steps": r.plan.calibration.steps,
+             "observations": [{"number": o.number, "claim": o.claim,
+                               "paper_load": asdict(p), "own_load": asdict(w)}
+                              for o, p, w in zip(OBSERVATIONS, r.verdicts.paper,
+                                                 r.verdicts.own, strict=True)]}
+            for r in results]
+    path = out / "observations.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def side_by_side(r: TraceResults) -> list[str]:
+    """The section ``metaq experiment --calibrate paper`` adds to a study's report."""
+    return ["## At the trace's own load and at the paper's, side by side", "",
+            f"The same runs at the trace's own load (x1) and at the paper's (x{r.plan.factor:g}"
+            f"), with the paper's 17 observations judged on each as far as this study's runs "
+            f"go (the rest say what they lack; `--study all` runs everything). Utilisation in "
+            f"the verdicts is the steady-state one.", "", *two_loads(r)]
+
+
+def write_two_loads(r: TraceResults, out: Path) -> list[Path]:
+    """Beside a study's outputs: ``results_own.csv`` (the table at the trace's own load) and
+    ``observations.json``."""
+    path = out / "results_own.csv"
+    path.write_text(r.tables["own"].to_csv())
+    return [path, _write_observations([r], out)]
 
 
 def write_full(results: Sequence[TraceResults], out: Path, context: FullContext) -> list[Path]:
@@ -214,16 +258,7 @@ def write_full(results: Sequence[TraceResults], out: Path, context: FullContext)
             path = out / f"results_{slug}_{name}.csv"
             path.write_text(table.to_csv())
             files.append(path)
-    data = [{"trace": r.verdicts.trace, "factor": r.plan.factor,
-             "calibration_steps": r.plan.calibration.steps,
-             "observations": [{"number": o.number, "claim": o.claim,
-                               "paper_load": asdict(p), "own_load": asdict(w)}
-                              for o, p, w in zip(OBSERVATIONS, r.verdicts.paper,
-                                                 r.verdicts.own, strict=True)]}
-            for r in results]
-    path = out / "observations.json"
-    path.write_text(json.dumps(data, indent=1) + "\n")
-    files.append(path)
+    files.append(_write_observations(results, out))
     path = out / "report.md"
     path.write_text(render_full(results, context))
     files.append(path)

@@ -41,7 +41,8 @@ Variant = tuple[tuple[str, Value], ...]
 """Sorted ``(parameter, value)`` overrides; ``()`` is the defaults."""
 
 DURATION_KEYS = frozenset({"mtbf", "late_window", "campaign_gap", "checkpoint_cost_small",
-                           "checkpoint_cost_large", "failure_mtbf", "failure_repair"})
+                           "checkpoint_cost_large", "failure_mtbf", "failure_repair",
+                           "release_after", "warning"})
 """Parameters given in seconds; a sweep may write them as durations (``5h``, ``6:00:00``)."""
 
 
@@ -112,6 +113,23 @@ def parse_sweep(text: str) -> tuple[str, tuple[Value, ...]]:
     return key, tuple(parsed)
 
 
+def with_overrides(variant: Variant, overrides: Variant) -> Variant:
+    """``variant`` with ``overrides`` added (``--set``: a modelling choice changed for every
+    run); a parameter in both is an error, since the study varies what ``--set`` would fix."""
+    clash = sorted({k for k, _ in variant} & {k for k, _ in overrides})
+    if clash:
+        raise SpecError(f"--set {clash[0]} clashes with a variant of the study that varies it")
+    return tuple(sorted((*variant, *overrides)))
+
+
+def parse_setting(text: str) -> tuple[str, Value]:
+    """``KEY=V`` as ``(KEY, V)`` (durations allowed as in :func:`parse_sweep`)."""
+    key, values = parse_sweep(text)
+    if len(values) != 1:
+        raise SpecError(f"--set takes one value, KEY=V, got {text!r}")
+    return key, values[0]
+
+
 def variants_of(study: Study, sweeps: Sequence[tuple[str, Sequence[Value]]] = ()) -> \
         tuple[Variant, ...]:
     """The study's variants times every combination of the sweeps' values (a sweep's value
@@ -133,8 +151,10 @@ def variants_of(study: Study, sweeps: Sequence[tuple[str, Sequence[Value]]] = ()
 def build_grid(study: Study, *, trace: TraceSource, seeds: int = DEFAULT_SEEDS,
                first_seed: int = 0, workloads: Iterable[str] = tuple(WORKLOADS),
                policies: Iterable[str] | None = None,
-               sweeps: Sequence[tuple[str, Sequence[Value]]] = ()) -> tuple[RunSpec, ...]:
-    """Every run of ``study``: variant x policy x workload x seed, in that nesting order."""
+               sweeps: Sequence[tuple[str, Sequence[Value]]] = (),
+               overrides: Variant = ()) -> tuple[RunSpec, ...]:
+    """Every run of ``study``: variant x policy x workload x seed, in that nesting order;
+    ``overrides`` are added to every variant."""
     if seeds < 1:
         raise SpecError(f"a study needs at least one seed, got {seeds}")
     if first_seed < 0:
@@ -144,7 +164,8 @@ def build_grid(study: Study, *, trace: TraceSource, seeds: int = DEFAULT_SEEDS,
     if not workloads or not chosen:
         raise SpecError("a study needs at least one workload and one policy")
     return tuple(
-        RunSpec(policy=policy, workload=workload, seed=seed, trace=trace, overrides=variant)
+        RunSpec(policy=policy, workload=workload, seed=seed, trace=trace,
+                overrides=with_overrides(variant, overrides))
         for variant in variants_of(study, sweeps)
         for policy in chosen
         for workload in workloads

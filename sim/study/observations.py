@@ -279,7 +279,7 @@ def _variant(e: Evidence, name: str) -> ResultsTable:
 
 def _label(t: ResultsTable, key: str, value: float) -> str:
     for v in t.variants:
-        if v == f"{key}={value:g}" or v.startswith(f"{key}={value:g},"):
+        if f"{key}={value:g}" in v.split(","):
             return v
     raise _Lacking(f"{key}={value:g}")
 

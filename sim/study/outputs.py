@@ -63,8 +63,10 @@ def runs_csv(records: Sequence[FinishedRun]) -> str:
     return out.getvalue()
 
 
-def write_study(records: Sequence[FinishedRun], out: Path, context: StudyContext) -> StudyOutputs:
-    """Tabulate, judge, plot and report ``records`` into ``out``."""
+def write_study(records: Sequence[FinishedRun], out: Path, context: StudyContext, *,
+                beside: Sequence[str] = ()) -> StudyOutputs:
+    """Tabulate, judge, plot and report ``records`` into ``out``; ``beside`` is a section
+    the report puts after the findings."""
     out.mkdir(parents=True, exist_ok=True)
     ordered = sorted(records, key=lambda r: (r.spec.policy, r.spec.workload, r.spec.seed))
     # keep the variants in the order the records name them (the study's order)
@@ -92,5 +94,5 @@ def write_study(records: Sequence[FinishedRun], out: Path, context: StudyContext
     if len(table.variants) > 1:
         files.append(variant_panels(table, out / "variants.png", title=context.title))
         figures.append(("Variants side by side, averaged over workloads", "variants.png"))
-    write("report.md", render(table, findings, context, figures=figures))
+    write("report.md", render(table, findings, context, figures=figures, beside=beside))
     return StudyOutputs(table=table, findings=findings, files=tuple(files))

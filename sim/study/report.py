@@ -58,8 +58,9 @@ def _holds(f: Finding) -> str:
 
 
 def render(table: ResultsTable, findings: Sequence[Finding], context: StudyContext, *,
-           figures: Sequence[tuple[str, str]] = ()) -> str:
-    """The report as Markdown; ``figures`` are (caption, relative path) pairs."""
+           figures: Sequence[tuple[str, str]] = (), beside: Sequence[str] = ()) -> str:
+    """The report as Markdown; ``figures`` are (caption, relative path) pairs; ``beside`` is
+    a section of Markdown lines put after the findings (the study at two loads)."""
     overall = ALL if len(table.workloads) > 1 else table.workloads[0]
     paper = [m.key for m in PAPER_METRICS if m.key in table.metrics]
     extra = [m.key for m in EXTRA_METRICS if m.key in table.metrics]
@@ -85,6 +86,8 @@ def render(table: ResultsTable, findings: Sequence[Finding], context: StudyConte
     out += ["", "## The paper's findings beside ours", ""]
     out += _table(["Finding", "Paper", "Ours", "Verdict", "Why not / note"],
                   [[f.claim, f.paper, f.ours, _holds(f), f.reason or ""] for f in findings])
+    if beside:
+        out += ["", *beside]
 
     if len(table.variants) > 1:
         out += ["", "## Variants side by side", "",

@@ -101,7 +101,38 @@ def test_load_and_calibrate_are_checked(tmp_path: Path) -> None:
     assert "load x2" in (tmp_path / "report.md").read_text()
 
 
-def test_calibrate_paper_reports_the_factor_and_table_iii(tmp_path: Path) -> None:
+def test_calibrate_paper_runs_the_study_at_both_loads_side_by_side(tmp_path: Path) -> None:
     result = invoke(*QUICK, "--calibrate", "paper", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "Calibrated: load x" in result.output and "Table III" in result.output
+    factor = json.loads((tmp_path / "observations.json").read_text())[0]["factor"]
+    assert factor != 1.0
+    # the grid ran twice: at the trace's own load and at the paper's, each stored
+    loads = sorted({json.loads(p.read_text())["spec"]["trace"].get("load", 1.0)
+                    for p in (tmp_path / "runs").glob("*_W1_*.json")})
+    assert loads == [1.0, factor]
+    report = (tmp_path / "report.md").read_text()
+    assert "## At the trace's own load and at the paper's, side by side" in report
+    assert f"Verdict at x{factor:g} | Verdict at x1 |" in report
+    assert f"### Headline at the paper's load (x{factor:g})" in report
+    assert "### Headline at the trace's own load (x1)" in report
+    # the own-load table holds the own-load runs' figures, not the calibrated ones
+    own = (tmp_path / "results_own.csv").read_text()
+    paper = (tmp_path / "results.csv").read_text()
+    assert own != paper and "N&PAA" in own
+
+
+def test_set_changes_a_modelling_choice_for_every_run(tmp_path: Path) -> None:
+    result = invoke(*QUICK, "--set", "oracle=1", "--set", "release_after=20m",
+                    "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    specs = [json.loads(p.read_text())["spec"] for p in (tmp_path / "runs").glob("*.json")]
+    assert len(specs) == 2
+    assert all(s["overrides"] == {"oracle": 1.0, "release_after": 1200.0} for s in specs)
+    for args, words in ((["--set", "oracle=2"], "oracle is 0"),
+                        (["--set", "mtbf=6h", "--set", "mtbf=3h"], "--set mtbf is given twice"),
+                        (["--set", "mtbf=6h,3h"], "--set takes one value"),
+                        (["--study", "checkpoint", "--set", "checkpoint_scale=3"],
+                         "clashes with a variant")):
+        bad = invoke(*QUICK, *args, "--out", str(tmp_path / "bad"))
+        assert bad.exit_code == 2 and words in bad.output, bad.output

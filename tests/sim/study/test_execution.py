@@ -36,6 +36,21 @@ def test_same_spec_gives_identical_figures() -> None:
     assert other.metrics != a.metrics
 
 
+def test_scheduler_overrides_build_the_scheduler_and_change_the_run() -> None:
+    plain = RunSpec(policy="CUA&SPAA", workload="W5", seed=1, trace=SRC)
+    changed = RunSpec(policy="CUA&SPAA", workload="W5", seed=1, trace=SRC,
+                      overrides=(("oracle", 1), ("release_after", 60), ("warning", 30)))
+    built = changed.scheduler()
+    assert (built.oracle, built.release_after, built.warning) == (True, 60.0, 30.0)
+    default = plain.scheduler()
+    assert (default.oracle, default.release_after, default.warning) == (False, 600.0, 120.0)
+    # scheduler parameters are not workload-model fields: the model is the same
+    assert changed.model() == plain.model()
+    oracle = RunSpec(policy="easy", workload="W5", seed=1, trace=SRC, overrides=(("oracle", 1),))
+    walltime = RunSpec(policy="easy", workload="W5", seed=1, trace=SRC)
+    assert run_one(oracle).metrics["wait_all"] != run_one(walltime).metrics["wait_all"]
+
+
 def test_parallel_runs_equal_serial_runs(grid, records) -> None:
     subset = grid[:6]
     parallel = run_grid(subset, workers=2)
