@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
+from metaq_py.directive_keys import format_indices, parse_indices
 from metaq_py.durations import (
     DurationError,
     format_duration,
@@ -24,12 +25,15 @@ from metaq_py.durations import (
 )
 from metaq_py.errors import QueueError
 from metaq_py.policy.model import Notice
+from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.campaign.arrays import split_ref
 from metaq_py.queue.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
 from metaq_py.queue.store import Queue
 from metaq_py.report.accounting import Report, build_report, parse_since
 from metaq_py.report.allocations import live_jobs
 from metaq_py.report.explain import explain as explain_task
 from metaq_py.report.joblog import EVENTS_NAME, read_job_log, read_job_logs
+from metaq_py.report.task_use import Named, TaskUse, task_use
 from metaq_py.report.timeline import build_timeline
 
 
@@ -134,13 +138,24 @@ def _notice_json(n: Notice, who: str) -> dict:
 
 @app.command()
 def report(
+    tasks: Annotated[list[str] | None, typer.Argument(
+        help="Report on these tasks alone, one row each: <folder>/<path> or a file path; an "
+             "array as one row (run.sh), or some of its indices (run.sh[0-9]).",
+        show_default=False)] = None,
+    each: Annotated[bool, typer.Option(
+        "--each", help="With an array named, one row per index under the array's row.")
+    ] = False,
     since: Annotated[str | None, typer.Option(
         "--since", metavar="DATE",
         help="Only events from DATE on: 2025-03-01, 2025-03-01T14:30, or 7d ago.")] = None,
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Show node-hours, GPU-hours and CPU efficiency per project, outcomes, on-demand work."""
+    """Show node-hours, GPU-hours and CPU efficiency per project, or per task or array named.
+
+    Without tasks: per project, outcomes and on-demand work. With tasks (an array as one
+    thing, as hold, cancel and retry take it): tasks finished and failed, node-hours,
+    GPU-hours and CPU efficiency of each."""
     with reported():
         q = open_queue(queue)
         start = None
@@ -149,6 +164,22 @@ def report(
                 start = parse_since(since, now=time.time())
             except DurationError as e:
                 raise QueueError(f"--since: {e}") from None
+        if tasks:
+            named = [_named(QueueAdmin(q), ref) for ref in tasks]
+            logs = read_job_logs(q.root)
+            rows = task_use(logs, named, since=start, each=each)
+            if json_out:
+                typer.echo(json.dumps({"since": start, "tasks": [r.to_json() for r in rows]},
+                                      indent=2))
+            else:
+                _print_task_use(rows, start)
+            for log in logs:
+                for p in log.problems:
+                    typer.echo(f"warning: {p}", err=True)
+            return
+        if each:
+            raise QueueError("--each lists the indices of an array: name one, such as "
+                             "'metaq report run.sh --each'")
         rep = build_report(read_job_logs(q.root), since=start)
         if json_out:
             typer.echo(json.dumps(rep.to_json(), indent=2))
@@ -156,6 +187,39 @@ def report(
             _print_report(rep)
         for p in rep.problems:
             typer.echo(f"warning: {p}", err=True)
+
+
+def _named(admin: QueueAdmin, ref: str) -> Named:
+    """The task, or the indices of the array, that ``ref`` names, in any state."""
+    info = admin.array_of(ref)
+    if info is None:
+        task = admin.find(ref).id
+        return Named(task, (task,))
+    sel = split_ref(ref)[1]
+    try:
+        indices = info.indices if sel in (None, "*") else parse_indices(sel or "")
+    except ValueError as e:
+        raise QueueError(f"{ref!r}: {e}") from None
+    unknown = sorted(set(indices) - set(info.indices))
+    if unknown:
+        raise QueueError(f"the array {info.id} has no index {unknown[0]} (its indices are "
+                         f"{format_indices(info.indices)})")
+    name = info.id if sel is None else f"{info.id}[{sel}]"
+    return Named(name, tuple(info.member(i) for i in indices), array=True)
+
+
+def _print_task_use(rows: list[TaskUse], since: float | None) -> None:
+    span = f"since {format_time(since)}" if since is not None else "all time"
+    t = Table(title=f"usage per task, {span}")
+    for col in ("task", "tasks", "finished", "failed", "runs", "node-hours", "GPU-hours",
+                "CPU efficiency"):
+        t.add_column(col, justify="left" if col == "task" else "right")
+    for row in rows:
+        for r, indent in ((row, ""), *((m, "  ") for m in row.members)):
+            t.add_row(indent + r.name, str(r.tasks), str(r.finished), str(r.failed),
+                      str(r.runs), f"{r.node_hours:.2f}", f"{r.gpu_hours:.2f}",
+                      _efficiency(r.cpu_hours, r.core_hours, r.measured))
+    console.print(t)
 
 
 def _efficiency(cpu_hours: float, core_hours: float, measured: int) -> str:

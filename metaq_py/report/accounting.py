@@ -33,7 +33,8 @@ from typing import Any
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.report.joblog import JobLog
 
-__all__ = ["OUTCOMES", "OnDemand", "ProjectUse", "Report", "build_report", "parse_since"]
+__all__ = ["OUTCOMES", "OnDemand", "ProjectUse", "Report", "build_report", "cpu_seconds",
+           "event_seconds", "parse_since"]
 
 OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed")
 """The outcomes an ``end`` event may carry, in the order reports show them."""
@@ -152,13 +153,13 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
             kind = e["event"]
             if kind == "end":
                 project = e.get("project") if isinstance(e.get("project"), str) else NO_PROJECT
-                node_s[project] += _seconds(e.get("node_seconds"))
-                gpu_s[project] += _seconds(e.get("gpu_seconds"))
+                node_s[project] += event_seconds(e.get("node_seconds"))
+                gpu_s[project] += event_seconds(e.get("gpu_seconds"))
                 runs[project] += 1
-                cpu = _cpu_seconds(e)
-                if cpu is not None and _seconds(e.get("core_seconds")) > 0:
+                cpu = cpu_seconds(e)
+                if cpu is not None and event_seconds(e.get("core_seconds")) > 0:
                     cpu_s[project] += cpu
-                    core_s[project] += _seconds(e.get("core_seconds"))
+                    core_s[project] += event_seconds(e.get("core_seconds"))
                     measured[project] += 1
                 outcome = str(e.get("outcome", "unknown"))
                 per_project.setdefault(project, Counter())[outcome] += 1
@@ -172,7 +173,7 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
                 od["arrivals"] += 1
             elif kind == "preempt":
                 od["preemptions"] += 1
-                lost += _seconds(e.get("lost_node_seconds"))
+                lost += event_seconds(e.get("lost_node_seconds"))
             elif kind == "shrink":
                 od["shrinks"] += 1
             elif kind == "reclaim":
@@ -210,19 +211,19 @@ def parse_since(text: str, *, now: float) -> float:
                             f"duration ago such as 7d") from None
 
 
-def _seconds(value: object) -> float:
+def event_seconds(value: object) -> float:
     """A non-negative finite number from an event field; anything else counts as zero."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
     return float(value) if math.isfinite(value) and value > 0 else 0.0
 
 
-def _cpu_seconds(e: dict[str, Any]) -> float | None:
+def cpu_seconds(e: dict[str, Any]) -> float | None:
     """User plus system CPU seconds of an ``end`` event; ``None`` when it does not say."""
     user, system = e.get("cpu_user_seconds"), e.get("cpu_system_seconds")
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (user, system)):
         return None
-    return _seconds(user) + _seconds(system)
+    return event_seconds(user) + event_seconds(system)
 
 
 def _ordered(counts: Counter[str]) -> dict[str, int]:
