@@ -6,8 +6,9 @@ A batch job's runner never needs any of this: it works through :class:`~metaq_py
 ``Queue`` and moves tasks only through its one move (:meth:`~metaq_py.queue.store.Queue.move`),
 so a person's move races a runner's exactly as two runners race: one rename wins.
 
-A person names a task by its identity ``<folder>/<relpath>`` (``todo/sub/run.sh``) or by a
-path to its file anywhere in the queue.
+A person names a task by its identity ``<folder>/<relpath>`` (``todo/sub/run.sh``), by a
+path to its file anywhere in the queue, or by its bare file name (``run.sh``) when only one
+task has it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from metaq_py.queue.logbook import Logbook, read_logbook
 from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["Entry", "QueueAdmin"]
+__all__ = ["Entry", "QueueAdmin", "tasks_named"]
 
 _STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
                 FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
@@ -322,8 +323,9 @@ class QueueAdmin:
 
     def find(self, ref: str, *, states: tuple[str, ...] = STATES) -> Entry:
         """The task a person means by ``ref``: its identity ``<folder>/<relpath>`` (such as
-        ``todo/sub/run.sh``), a path to its file anywhere in the queue, or one index of an
-        array (``run.sh[17]``)."""
+        ``todo/sub/run.sh``), a path to its file anywhere in the queue (``working/`` too), one
+        index of an array (``run.sh[17]``), or its bare file name (``run.sh``) when exactly
+        one task in ``states`` has that name (:func:`tasks_named`)."""
         info = self.array_of(ref)
         sel = split_ref(ref)[1]
         if info is not None and sel is not None and sel.isdigit():
@@ -333,12 +335,7 @@ class QueueAdmin:
         except QueueError:
             if len(Path(ref).parts) != 1 or ref in ("..", "."):
                 raise
-            # A bare name (run.sh): the task of that name in a task folder.
-            for f in self.queue.config.folders:
-                here = self.locate(f, ref, states=states)
-                if here is not None:
-                    return here
-            folder, rel = self.default_folder, ref
+            return _by_name(self.queue, ref, states)
         e = self.locate(folder, rel, states=states)
         if e is None:
             wanted = " or ".join(_STATE_WORDS[s] for s in states)
@@ -356,8 +353,9 @@ class QueueAdmin:
                 parts = Path(os.path.abspath(ref)).relative_to(root.absolute()).parts
         if parts and parts[0] in (HOLD, *DONE_STATES):
             parts = parts[1:]
-        elif parts and parts[0] == WORKING:
-            parts = parts[3:]
+        elif len(parts) > 3 and parts[0] == WORKING and ".." not in parts:
+            # A running task's path says nothing of its folder: its lease does.
+            parts = tuple("/".join(self.queue.identity_of(root.joinpath(*parts))).split("/"))
         if len(parts) < 2 or parts[0] not in folders or ".." in parts:
             raise QueueError(f"{ref!r} does not name a task; give <folder>/<path> such as "
                              f"todo/run.sh, with a folder among {', '.join(folders)}")
@@ -391,6 +389,43 @@ class QueueAdmin:
                 logbook = read_logbook(path, inode_of(path))
                 yield Entry(state, folder, rel, path, spec, reason=reason,
                             attempts=logbook.attempts if logbook else 0)
+
+
+def tasks_named(q: Queue, name: str, *, states: tuple[str, ...] = STATES) -> list[Entry]:
+    """Every task of ``q`` in ``states`` whose file name (the last part of its relative path)
+    is ``name``, by state in the order given, then by identity. Walks the folders of those
+    states: for a person's command, never for a runner."""
+    out: list[Entry] = []
+    for state in states:
+        if state == WORKING:
+            out += sorted((Entry(WORKING, c.folder, c.relpath, c.path, None,
+                                 machine=c.machine, jobid=c.jobid)
+                           for c in q.leases() if c.relpath.rpartition("/")[2] == name),
+                          key=lambda e: e.id)
+            continue
+        for folder in q.config.folders:
+            top = q.root / folder if state == PENDING else q.root / state / folder
+            out += sorted((Entry(state, folder, rel, path, None)
+                           for rel, path in task_files(top)
+                           if rel.rpartition("/")[2] == name), key=lambda e: e.id)
+    return out
+
+
+def _by_name(q: Queue, name: str, states: tuple[str, ...]) -> Entry:
+    """The one task in ``states`` whose file name is ``name``; else a :class:`QueueError`
+    names those that have it, or says that none does."""
+    found = tasks_named(q, name, states=states)
+    if len(found) == 1:
+        return found[0]
+    wanted = " or ".join(_STATE_WORDS[s] for s in states)
+    if found:
+        which = ", ".join(f"{e.id} ({_STATE_WORDS[e.state]})" for e in found)
+        raise QueueError(f"{len(found)} tasks are called {name!r}: {which}; name one by its "
+                         f"<folder>/<path>")
+    elsewhere = [] if states == STATES else tasks_named(q, name)
+    where = ("; " + ", ".join(f"{e.id} is {_STATE_WORDS[e.state]}" for e in elsewhere)
+             if elsewhere else "; 'metaq ls' lists the tasks")
+    raise QueueError(f"no task called {name!r} is {wanted}{where}")
 
 
 def _user() -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import PLANTED, REASON_SUFFIX, set_aside
 from metaq_py.queue.layout import DONE_STATES, HOLD, JOBS, NOTICES, WORKING
-from metaq_py.queue.lease import LEASE_LIMIT, LEASE_SUFFIX, Claim, read_claims
+from metaq_py.queue.lease import LEASE_LIMIT, LEASE_SUFFIX, Claim
 from metaq_py.queue.notices import (
     MAX_AHEAD,
     NOTICE_FOLDERS,
@@ -267,7 +267,7 @@ def _leases(q: Queue, now: float) -> Iterator[Anomaly]:
     working = q.root / WORKING
     if not _is_real_dir(working):
         return
-    claims = read_claims(working)
+    claims = q.leases()
     for c in claims:
         bad = _lease_problem(c.lease)
         beat = c.heartbeat

@@ -5,7 +5,9 @@ Layout under the queue root (``docs/user-guide.md`` has the full picture)::
     metaq.yaml                    settings (optional)
     priority/ todo/               task folders, scanned in this order, recursively
     hold/<folder>/<relpath>       parked tasks
-    working/<machine>/<jobid>/<folder>/<relpath>   claimed tasks, each with a lease
+    working/<machine>/<jobid>/<name>   claimed tasks under their file name, as METAQ puts
+                                  them, each with a lease that names its folder and relpath
+    working/<machine>/<jobid>/<n>/<name>   a claimed task whose name the job already holds
     finished/<folder>/<relpath>   success
     failed/<folder>/<relpath>     failure, with <relpath>.reason beside it
     rejected/<folder>/<relpath>   invalid or untrusted scripts, with .reason
@@ -14,7 +16,9 @@ Layout under the queue root (``docs/user-guide.md`` has the full picture)::
     jobs/<jobid>/                 a batch job's logs and events.jsonl
 
 A task's identity is ``<folder>/<relpath>``, the same in every state, so two ``run.sh`` in
-different sub-folders never collide.
+different sub-folders never collide. In every state but ``working/`` it is the task's path
+below the state's folder; a claimed task's is kept in its lease
+(:mod:`metaq_py.queue.lease`), and :meth:`Layout.identity_of` reads it from there.
 
 Here are the names of the states (:data:`STATES`) and :class:`Layout`: making a queue
 (``metaq init``), checking it is whole and on one file system, and the paths of tasks, job
@@ -36,7 +40,7 @@ from metaq_py.queue.disk.fileio import create_new
 from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.index import Task
-from metaq_py.queue.lease import Claim, read_claims
+from metaq_py.queue.lease import Claim, claim_identity, read_claims
 from metaq_py.queue.settings.admission import log_refusal, resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
 from metaq_py.queue.watcher import QueueWatcher
@@ -148,13 +152,16 @@ class Layout:
             return self.root / folder / relpath
         return self.root / state / folder / relpath
 
-    def _identity(self, path: Path) -> tuple[str, str]:
-        """The identity (folder, relpath) of the task file at ``path``, in any state."""
-        rel = Path(os.path.abspath(path)).relative_to(self.root.absolute()).parts
+    def identity_of(self, path: Path) -> tuple[str, str]:
+        """The identity (folder, relpath) of the task file at ``path``, in any state: its
+        path below the state's folder, or for a claimed task what its lease says (see
+        :func:`~metaq_py.queue.lease.claim_identity`)."""
+        full = Path(os.path.abspath(path))
+        rel = full.relative_to(self.root.absolute()).parts
         if rel and rel[0] in (HOLD, *DONE_STATES):
             rel = rel[1:]
-        elif rel and rel[0] == WORKING:
-            rel = rel[3:]
+        elif rel and rel[0] == WORKING and len(rel) > 3:
+            return claim_identity(full, "/".join(rel[3:]), self.config.folders)
         return rel[0], "/".join(rel[1:])
 
     def job_dir(self, jobid: str) -> Path:
@@ -193,7 +200,8 @@ class Layout:
                specs: bool = False) -> list[Claim]:
         """Every claimed task (optionally of one machine or job) with its lease. With
         ``specs``, each claim's script is parsed (``spec`` stays ``None`` if it fails)."""
-        return read_claims(self.root / WORKING, machine=machine, jobid=jobid, specs=specs)
+        return read_claims(self.root / WORKING, folders=self.config.folders, machine=machine,
+                           jobid=jobid, specs=specs)
 
     def stale(self, *, now: float | None = None) -> list[Claim]:
         """Claims whose heartbeat is older than ``stale_after`` (their job is presumed lost)."""

@@ -1,10 +1,20 @@
-"""Claims and their leases.
+"""Claims, where they sit, and their leases.
 
-A claimed task sits in ``working/<machine>/<jobid>/<folder>/<relpath>``. Beside it, the hidden
-lease ``.<name>.lease`` says who holds it: job id, host, pid and start time, plus the attempt
-count and submit time the task had when it was claimed. The heartbeat is the lease file's
-modification time, so renewing it is one ``utime`` call and never rewrites the file. A runner
-reuses the lease files of its tasks that have left (:class:`LeaseFiles`).
+A claimed task sits where METAQ puts a running task, under its own file name:
+``working/<machine>/<jobid>/<name>``, ``<name>`` being the last part of its relative path
+(so a METAQ campaign generator's glob ``working/*/*/<name>`` finds it). When the job already
+holds a file or folder of that name (two tasks of one name, from different sub-folders), the
+claim goes to the first free numbered slot ``working/<machine>/<jobid>/<n>/<name>``, n = 2,
+3, ... (:func:`claim_slot`): the file keeps its exact name and nothing is overwritten.
+
+Beside it, the hidden lease ``.<name>.lease`` says who holds it: job id, host, pid and start
+time, the attempt count and submit time the task had when it was claimed, and the task's
+identity (its task folder and relative path), which is where a requeue puts it back. The
+lease is written before the claim's rename, so a claimed task always has one; a claim whose
+lease someone deleted is given an identity from its path instead (:func:`claim_identity`).
+The heartbeat is the lease file's modification time, so renewing it is one ``utime`` call
+and never rewrites the file. A runner reuses the lease files of its tasks that have left
+(:class:`LeaseFiles`).
 """
 
 from __future__ import annotations
@@ -16,16 +26,18 @@ import json
 import math
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
+from metaq_py.queue.settings.config import default_folder
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "lease_path", "read_claims", "read_lease",
-           "write_lease"]
+__all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "claim_identity", "claim_slot", "find_claim",
+           "lease_path", "read_claims", "read_lease", "write_lease"]
 
 LEASE_SUFFIX = ".lease"
 
@@ -37,12 +49,14 @@ LEASE_LIMIT = 8 * 1024
 class Claim:
     """A task held by a batch job.
 
-    ``path`` is the task file in ``working/``; ``folder`` and ``relpath`` say where it came
-    from (and where a requeue puts it back). ``host`` and ``pid`` are ``None`` when the lease
-    file is missing (a claim interrupted by a crash); ``heartbeat`` is then the time the task
-    was moved. ``spec`` is ``None`` only when listing claims whose script no longer parses.
-    ``has_logbook`` is ``False`` when the claim is known to have brought no logbook along (the
-    task had never run), so there is none to read; ``True`` means there may be one.
+    ``path`` is the task file in ``working/`` (``working/<machine>/<jobid>/<name>``, or a
+    numbered slot below the job's folder, see :func:`claim_slot`); ``folder`` and ``relpath``,
+    read from its lease, say where it came from (and where a requeue puts it back). ``host``
+    and ``pid`` are ``None`` when the lease file is missing (someone deleted it);
+    ``heartbeat`` is then the time the task was moved. ``spec`` is ``None`` only when listing
+    claims whose script no longer parses. ``has_logbook`` is ``False`` when the claim is known
+    to have brought no logbook along (the task had never run), so there is none to read;
+    ``True`` means there may be one.
     """
 
     machine: str
@@ -212,38 +226,101 @@ def read_lease(task: Path) -> tuple[dict, float] | None:
     return (data, st.st_mtime) if isinstance(data, dict) else None
 
 
-def read_claims(working: Path, *, machine: str | None = None, jobid: str | None = None,
-                specs: bool = False) -> list[Claim]:
-    """Every claimed task under ``working`` (``working/<machine>/<jobid>/<folder>/...``,
-    optionally of one machine or job) with its lease. With ``specs``, each claim's script is
-    parsed (``spec`` stays ``None`` if it fails)."""
+def claim_slot(job: Path, name: str) -> Path:
+    """Where job folder ``job`` (``working/<machine>/<jobid>``) puts a task file called
+    ``name`` that it claims: ``job/name`` when nothing is there, else ``job/<n>/name`` for the
+    smallest n >= 2 whose slot is free (no file at ``<n>``, nothing at ``<n>/name``), so a
+    claim never replaces another task and always keeps its file name."""
+    dst = job / name
+    if not os.path.lexists(dst):
+        return dst
+    n = 2
+    while True:
+        slot = job / str(n)
+        try:
+            free = stat.S_ISDIR(os.lstat(slot).st_mode) and not os.path.lexists(slot / name)
+        except FileNotFoundError:
+            free = True
+        if free:
+            return slot / name
+        n += 1
+
+
+def claim_identity(path: Path, rel: str, folders: tuple[str, ...],
+                   lease: dict | None = None) -> tuple[str, str]:
+    """The identity (task folder, relative path) of the claimed task at ``path``, which is
+    ``rel`` below its job's folder: the one its lease names (``lease``, its fields, or else
+    read from the lease file). A claim without a readable lease takes it from its path: an
+    older runner's claim (``<folder>/<relpath>`` below the job's folder, its first part a task
+    folder of ``folders``) goes back where it came from, any other to the queue's default task
+    folder under its file name (:func:`~metaq_py.queue.settings.config.default_folder`). A
+    lease's field that is not what a runner writes counts as missing."""
+    parts = rel.split("/")
+    if len(parts) >= 2 and parts[0] in folders:
+        folder, relpath = parts[0], "/".join(parts[1:])
+    else:
+        folder = default_folder(folders)
+        relpath = parts[-1]
+    if lease is None:
+        read = read_lease(path)
+        lease = read[0] if read is not None else {}
+    return (_folder_field(lease.get("folder"), folder),
+            _relpath_field(lease.get("relpath"), relpath))
+
+
+def find_claim(job: Path, folder: str, relpath: str, folders: tuple[str, ...]) -> Path | None:
+    """The file of the task ``folder/relpath`` if job folder ``job`` holds it, found where a
+    claim of it could sit (its name, a numbered slot, an older runner's place) and confirmed by
+    its identity (:func:`claim_identity`); ``None`` if the job does not hold it."""
+    name = relpath.rpartition("/")[2]
+    try:
+        with os.scandir(job) as it:
+            slots = sorted(e.name for e in it if e.name.isdigit() and e.is_dir(
+                follow_symlinks=False))
+    except OSError:
+        return None
+    for rel in dict.fromkeys([name, *(f"{n}/{name}" for n in slots), f"{folder}/{relpath}"]):
+        path = job / rel
+        if not path.is_file():  # a task may be a link to a file, never a folder
+            continue
+        if claim_identity(path, rel, folders) == (folder, relpath):
+            return path
+    return None
+
+
+def read_claims(working: Path, *, folders: tuple[str, ...], machine: str | None = None,
+                jobid: str | None = None, specs: bool = False) -> list[Claim]:
+    """Every claimed task under ``working`` (``working/<machine>/<jobid>/``, at any depth,
+    optionally of one machine or job) with its lease; ``folders`` are the queue's task
+    folders (see :func:`claim_identity`). With ``specs``, each claim's script is parsed
+    (``spec`` stays ``None`` if it fails)."""
     out: list[Claim] = []
     for m in subfolders(working) if machine is None else [machine]:
         for j in subfolders(working / m) if jobid is None else [jobid]:
-            for folder in subfolders(working / m / j):
-                for rel, path in task_files(working / m / j / folder):
-                    out.append(_claim_at(m, j, folder, rel, path, specs))
+            # working/ never holds a .reason, so a task called x.reason beside x is a task
+            for rel, path in task_files(working / m / j, reasons=False):
+                out.append(_claim_at(m, j, rel, path, specs, folders))
     return out
 
 
-def _claim_at(machine: str, jobid: str, folder: str, rel: str, path: Path,
-              specs: bool) -> Claim:
+def _claim_at(machine: str, jobid: str, rel: str, path: Path, specs: bool,
+              folders: tuple[str, ...]) -> Claim:
     lease = read_lease(path)
     spec = judge(path).spec if specs else None
     if lease is None:
+        folder, relpath = claim_identity(path, rel, folders, {})
         try:
             moved = os.lstat(path).st_ctime
         except OSError:
             moved = 0.0
-        return Claim(machine=machine, jobid=jobid, folder=folder, relpath=rel, path=path,
+        return Claim(machine=machine, jobid=jobid, folder=folder, relpath=relpath, path=path,
                      host=None, pid=None, start=moved, heartbeat=moved, attempts=0,
                      submit=moved, spec=spec)
     data, beat = lease
+    folder, relpath = claim_identity(path, rel, folders, data)
     # A lease is written by runners, but it sits in a folder others can write: every field
     # is checked, and one that is not what a runner writes is taken as missing.
-    return Claim(machine=machine, jobid=jobid,
-                 folder=_folder_field(data.get("folder"), folder),
-                 relpath=_relpath_field(data.get("relpath"), rel), path=path,
+    return Claim(machine=machine, jobid=jobid, folder=folder, relpath=relpath, path=path,
                  host=_text_field(data.get("host")), pid=_int_field(data.get("pid"), None),
                  start=_time_field(data.get("start"), beat), heartbeat=beat,
                  attempts=_int_field(data.get("attempts"), 0) or 0,

@@ -35,7 +35,6 @@ from metaq_py.queue.disk.folders import (
     REASON_LIMIT,
     MadeFolders,
     companion,
-    free_name,
 )
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.index import Index, Scan, Task
@@ -51,7 +50,7 @@ from metaq_py.queue.layout import (
     Layout,
     safe_name,
 )
-from metaq_py.queue.lease import Claim, LeaseFiles, lease_path, write_lease
+from metaq_py.queue.lease import Claim, LeaseFiles, claim_slot, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.trust import Trust
@@ -93,8 +92,8 @@ class Queue(Layout):
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
         self._lease_files: dict[tuple[str, str], LeaseFiles] = {}
         """The lease files of the jobs this object claims for, reused (see LeaseFiles)."""
-        self._claim_folders: dict[tuple[str, str, str], Path] = {}
-        """``working/<machine>/<jobid>/<folder>`` of the claims made so far (checked names)."""
+        self._job_folders: dict[tuple[str, str], Path] = {}
+        """``working/<machine>/<jobid>`` of the claims made so far (checked names)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
         self.spares: Spares | None = None
@@ -151,7 +150,7 @@ class Queue(Layout):
     def reject(self, path: str | os.PathLike[str], reason: str) -> Path | None:
         """Move the task file at ``path`` (in a task folder) to ``rejected/`` and write
         ``reason`` beside it. ``None`` if it vanished first (someone else moved it)."""
-        folder, rel = self._identity(Path(path))
+        folder, rel = self.identity_of(Path(path))
         dst = self.path_of(REJECTED, folder, rel)
         if name_problem(dst.name, path=dst) is not None:
             # A name too long to keep (with its .reason) is shortened; the reason keeps it.
@@ -163,17 +162,19 @@ class Queue(Layout):
 
     def claim(self, task: Task, *, machine: str, jobid: str, host: str | None = None,
               pid: int | None = None) -> Claim | None:
-        """Take ``task`` for batch job ``jobid`` on ``machine``: one atomic rename into
-        ``working/<machine>/<jobid>/``. Returns ``None`` when another job took it first (or it
-        was removed). The returned claim's spec is read again from the claimed file, since
-        that file is what will run; if it no longer parses it is rejected and ``None``
-        returned."""
-        base = self._claim_folders.get((machine, jobid, task.folder))
-        if base is None:
-            base = self.root / WORKING / safe_name(machine, "machine name") / \
-                safe_name(jobid, "job id") / task.folder
-            self._claim_folders[machine, jobid, task.folder] = base
-        dst = free_name(base / task.relpath)
+        """Take ``task`` for batch job ``jobid`` on ``machine``: one atomic rename to
+        ``working/<machine>/<jobid>/<name>`` (its file name, or a numbered slot below when the
+        job holds that name already, see :func:`~metaq_py.queue.lease.claim_slot`), after
+        writing the lease that keeps its identity. Returns ``None`` when another job took it
+        first (or it was removed). The returned claim's spec is read again from the claimed
+        file, since that file is what will run; if it no longer parses it is rejected and
+        ``None`` returned."""
+        job = self._job_folders.get((machine, jobid))
+        if job is None:
+            job = self.root / WORKING / safe_name(machine, "machine name") / \
+                safe_name(jobid, "job id")
+            self._job_folders[machine, jobid] = job
+        dst = claim_slot(job, task.relpath.rpartition("/")[2])
         too_long = name_problem(dst.name, path=dst)
         if too_long is not None:
             self.reject(task.path, str(TaskError(task.file, None, too_long)))

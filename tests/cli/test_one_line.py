@@ -140,7 +140,7 @@ def test_a_claim_over_a_planted_lease_folder(tmp_path: Path) -> None:
     _queue(tmp_path)
     q = tmp_path / "q"
     metaq("submit", str(tmp_path / "a.sh"), "-q", str(q))
-    planted = q / "working/here/77/todo/.a.sh.lease"
+    planted = q / "working/here/77/.a.sh.lease"  # where the claim of a.sh puts its lease
     planted.mkdir(parents=True)
     (planted / "inside.txt").write_text("kept\n")
     old = time.time() - 60
@@ -149,7 +149,7 @@ def test_a_claim_over_a_planted_lease_folder(tmp_path: Path) -> None:
                  "--batch", "local")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (q / "finished/todo/a.sh").is_file()
-    aside = list((q / "working/here/77/todo").glob(".a.sh.lease.planted-*"))
+    aside = list((q / "working/here/77").glob(".a.sh.lease.planted-*"))
     assert len(aside) == 1 and (aside[0] / "inside.txt").read_text() == "kept\n"
 
 

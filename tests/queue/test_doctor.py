@@ -102,8 +102,8 @@ def stale_garbage_lease(w: World) -> None:
 
 
 def orphan_lease(w: World) -> None:
-    (w.q.root / "working/m/44/todo").mkdir(parents=True)
-    (w.q.root / "working/m/44/todo/.gone.sh.lease").write_text("{}")
+    (w.q.root / "working/m/44").mkdir(parents=True)
+    (w.q.root / "working/m/44/.gone.sh.lease").write_text("{}")
 
 
 def bad_notice(w: World) -> None:
@@ -196,14 +196,14 @@ CASES: list[tuple[str, Callable[[World], None], str, str, Fixed]] = [
     ("FIFO in finished/", fifo_in_finished, "special", "finished/todo/f.sh",
      gone("finished/todo/f.sh")),
     ("task writable by all", loose_mode, "mode", "todo/open.sh", mode_is("todo/open.sh", 0o755)),
-    ("stale lease", stale_lease, "stale-lease", "working/m/41/todo/.s.sh.lease",
+    ("stale lease", stale_lease, "stale-lease", "working/m/41/.s.sh.lease",
      back_in_todo("s.sh")),
-    ("malformed lease, fresh", garbage_lease, "bad-lease", "working/m/42/todo/.g.sh.lease",
+    ("malformed lease, fresh", garbage_lease, "bad-lease", "working/m/42/.g.sh.lease",
      None),
     ("malformed lease, stale", stale_garbage_lease, "bad-lease",
-     "working/m/43/todo/.h.sh.lease", back_in_todo("h.sh")),
-    ("orphan lease", orphan_lease, "orphan-lease", "working/m/44/todo/.gone.sh.lease",
-     gone("working/m/44/todo/.gone.sh.lease")),
+     "working/m/43/.h.sh.lease", back_in_todo("h.sh")),
+    ("orphan lease", orphan_lease, "orphan-lease", "working/m/44/.gone.sh.lease",
+     gone("working/m/44/.gone.sh.lease")),
     ("bad notice", bad_notice, "bad-notice", "notices/n.json", notice_rejected),
     ("notice issued in the far future", sly_notice, "bad-notice", "notices/sly.json",
      gone("notices/sly.json")),

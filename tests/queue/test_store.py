@@ -350,10 +350,12 @@ def test_claim_moves_atomically_and_writes_a_lease(q: Queue) -> None:
     task = q.pending()[0]
     claim = q.claim(task, machine="theta", jobid="123", host="nid01", pid=42)
     assert claim is not None
-    assert claim.path == q.root / "working/theta/123/todo/a/run.sh" and claim.path.exists()
+    # Where METAQ puts a running task: under its file name, its folder kept in the lease.
+    assert claim.path == q.root / "working/theta/123/run.sh" and claim.path.exists()
     assert not task.path.exists()
     lease = json.loads(claim.lease.read_text())
     assert (lease["job"], lease["host"], lease["pid"]) == ("123", "nid01", 42)
+    assert (lease["folder"], lease["relpath"]) == ("todo", "a/run.sh")
     assert q.claim(task, machine="theta", jobid="124") is None  # someone else won
     [listed] = q.leases()
     assert (listed.jobid, listed.host, listed.pid, listed.id) == ("123", "nid01", 42,
@@ -515,6 +517,10 @@ def test_names_never_collide(q: Queue) -> None:
     put(q.root / "todo" / "x" / "run.sh")
     put(q.root / "todo" / "y" / "run.sh")
     claims = [q.claim(t, machine="m", jobid="5") for t in q.pending()]
+    # One job holds two tasks of one name: the second takes a numbered slot, same name.
+    assert [c.path.relative_to(q.root).as_posix() for c in claims] == [
+        "working/m/5/run.sh", "working/m/5/2/run.sh"]
+    assert sorted(c.id for c in q.leases()) == ["todo/x/run.sh", "todo/y/run.sh"]
     logs = {q.log_path(c) for c in claims}
     assert len(logs) == 2
     for c in claims:

@@ -12,7 +12,8 @@ resolved by each reader instead.
 
 Whether a waiting task may start (:class:`Dependencies`) is read from the queue's folders
 alone, by ``stat``: a dependency is where its identity sits (its task folder, ``hold/``,
-``working/``, ``finished/``, ``failed/``, ...); an array by listing its folder in each done
+``finished/``, ``failed/``, ...) or, while it runs, where a job's folder in ``working/`` holds
+a claim of its file name whose lease names it; an array by listing its folder in each done
 state. The verdicts are remembered, and worked out again only when a task has ended
 somewhere (the tally's files, :mod:`metaq_py.queue.tally`, change then), when the waiting
 tasks changed, or every :data:`RECHECK` seconds, so a runner's pass costs no walk of history.
@@ -45,6 +46,7 @@ from metaq_py.queue.layout import (
     REJECTED,
     WORKING,
 )
+from metaq_py.queue.lease import find_claim
 from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import summary_dir
 
@@ -127,8 +129,9 @@ class Resolver:
         for state in (HOLD, *DONE_STATES):
             if os.path.lexists(root / state / ident):
                 return state
+        folder, _, relpath = ident.partition("/")
         for job in _job_folders(root):
-            if os.path.lexists(job / ident):
+            if find_claim(job, folder, relpath, self.q.config.folders) is not None:
                 return WORKING
         return None
 
@@ -137,7 +140,7 @@ class Resolver:
         or among those coming: a walk of the matching folders, for ``submit`` only."""
         pats = self._candidates(pattern)
         root = self.q.root
-        tops = [root, root / HOLD, *(root / s for s in DONE_STATES), *_job_folders(root)]
+        tops = [root, root / HOLD, *(root / s for s in DONE_STATES)]
         found: dict[str, None] = {}
         for top in tops:
             for pat in pats:
@@ -150,10 +153,25 @@ class Resolver:
                             found[ident] = None
                         continue
                     found[ident] = None
+        for claim in self.q.leases():  # a running task's identity is in its lease
+            array = claim.id.rpartition("/")[0]
+            if any(_globbed(claim.id, p) for p in pats):
+                found[claim.id] = None
+            elif any(_globbed(array, p) for p in pats) and \
+                    os.path.exists(os.path.join(root, array, ".array")):
+                found[array] = None
         for ident in self.coming:
             if any(fnmatch.fnmatchcase(ident, p) for p in pats):
                 found[ident] = None
         return list(found)
+
+
+def _globbed(ident: str, pattern: str) -> bool:
+    """Whether ``glob`` would match the identity ``ident`` with ``pattern`` (part by part: a
+    ``*`` never reaches across a ``/``)."""
+    parts, pats = ident.split("/"), pattern.split("/")
+    return len(parts) == len(pats) and all(fnmatch.fnmatchcase(a, p)
+                                           for a, p in zip(parts, pats, strict=True))
 
 
 def rewrite_after(data: bytes, resolve: Callable[[tuple[str, ...]], tuple[str, ...]],

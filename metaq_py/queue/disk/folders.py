@@ -10,7 +10,8 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 
 The task folders themselves are walked by the index (:mod:`metaq_py.queue.disk.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
-that is neither hidden nor a ``.reason`` beside its task is a task.
+that is neither hidden nor a ``.reason`` beside its task is a task (in ``working/``, which
+never holds a ``.reason``, every file that is not hidden).
 """
 
 from __future__ import annotations
@@ -164,9 +165,10 @@ def subfolders(path: Path) -> list[str]:
         return []
 
 
-def task_files(top: Path) -> Iterator[tuple[str, Path]]:
-    """(relpath, path) of every task file below ``top``: hidden names and ``.reason`` files
-    that sit beside their task are skipped."""
+def task_files(top: Path, *, reasons: bool = True) -> Iterator[tuple[str, Path]]:
+    """(relpath, path) of every task file below ``top``: hidden names are skipped, and so,
+    where the folder may hold ``reasons``, are ``.reason`` files that sit beside their task
+    (``working/`` holds none, so there ``x.reason`` beside ``x`` is a task of its own)."""
     stack = [(str(top), "")]
     while stack:
         folder, prefix = stack.pop()
@@ -179,7 +181,8 @@ def task_files(top: Path) -> Iterator[tuple[str, Path]]:
         for e in entries:
             if e.name[0] == ".":
                 continue
-            if e.name.endswith(REASON_SUFFIX) and e.name[: -len(REASON_SUFFIX)] in names:
+            if reasons and e.name.endswith(REASON_SUFFIX) and \
+                    e.name[: -len(REASON_SUFFIX)] in names:
                 continue
             if e.is_dir(follow_symlinks=False):
                 stack.append((e.path, prefix + e.name + "/"))

@@ -22,7 +22,8 @@ from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
-           "AllocSettings", "Caps", "Defaults", "QueueConfig", "load_config"]
+           "AllocSettings", "Caps", "Defaults", "QueueConfig", "default_folder",
+           "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
 
@@ -146,6 +147,19 @@ class QueueConfig:
     def trusted_uids(self) -> frozenset[int]:
         """Numeric ids of :attr:`trusted_users` (empty: everyone)."""
         return frozenset(_uid(u) for u in self.trusted_users)
+
+    @property
+    def default_folder(self) -> str:
+        """The task folder a task of no stated folder goes to (``metaq submit`` without
+        ``--folder``, a running task whose lease is lost): ``todo`` if it is a task folder,
+        else the last (least urgent) one, so that such a task never jumps the queue."""
+        return default_folder(self.folders)
+
+
+def default_folder(folders: tuple[str, ...]) -> str:
+    """Of the task folders ``folders``, the one a task of no stated folder goes to (see
+    :attr:`QueueConfig.default_folder`)."""
+    return "todo" if "todo" in folders else folders[-1]
 
 
 def _gid(name: str) -> int:
