@@ -15,6 +15,7 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy import (
@@ -67,7 +68,8 @@ class Decider:
         end = ctx.end - ctx.options.margin - ctx.options.grace
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
-            snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end)
+            snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
+                                         shaped=None)
             decision = self.scheduler.decide(snap)
             self.wake = decision.wake if decision.wake is not None and decision.wake > now \
                 else None
@@ -90,6 +92,7 @@ class Decider:
                 job: Job | None = None
                 if isinstance(action, Start):
                     task, job = self.offers.offered(action.job)
+                    job = job.in_shape(action.shape)
                     action = self._in_one_block(action, job, named)
                     if job.kind is not Kind.ONDEMAND:
                         if slots <= 0:
@@ -155,7 +158,7 @@ class Decider:
             return start
         named.subtract(start.nodes)
         named.update(moved)
-        return Start(start.job, moved)
+        return Start(start.job, moved, start.borrowed, start.shape)
 
     def _give_back(self, claimed: dict[str, LiveTask]) -> bool:
         """Requeue tasks claimed ahead for a start that did not come (no attempt counted);
@@ -173,6 +176,9 @@ class Decider:
         if claim is None:
             self.offers.claim_lost(task.id)
             return None
+        if claim.spec.shapes and job.shape <= len(claim.spec.shapes):
+            # the claim runs in the shape the policy chose (see metaq_py.policy.shapes)
+            claim = replace(claim, spec=claim.spec.in_shape(job.shape))
         history = past_runs(claim)
         spec = claim.spec
         sig = signal.Signals[f"SIG{spec.signal.name}"] if spec.signal else signal.SIGTERM

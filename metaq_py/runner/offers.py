@@ -47,11 +47,25 @@ cost of a decision on a queue of 100,000 tasks; a task further back waits until 
 
 def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
                 shape: NodeShape | None = None) -> str | None:
-    """Why this allocation can never run ``task`` (one sentence), or ``None`` if it could.
-    ``shape`` is what a node offers shares (``None``: not known, so no share fits)."""
+    """Why this allocation can never run ``task`` (one sentence), or ``None`` if it could in
+    one of its shapes (``SHAPE``). ``shape`` is what a node offers shares (``None``: not known,
+    so no share fits)."""
     spec = task.spec
     if spec.machine is not None and spec.machine != machine:
         return f"it must run on machine {spec.machine}, and this is {machine}"
+    problem = _shape_problem(spec, nnodes=nnodes, gpus_per_node=gpus_per_node, shape=shape)
+    if problem is None or not spec.shapes:
+        return problem
+    for i in range(1, len(spec.shapes) + 1):
+        if _shape_problem(spec.in_shape(i), nnodes=nnodes, gpus_per_node=gpus_per_node,
+                          shape=shape) is None:
+            return None
+    return f"none of its {len(spec.shapes) + 1} shapes fits here; the first: {problem}"
+
+
+def _shape_problem(spec: TaskSpec, *, nnodes: int, gpus_per_node: int,
+                   shape: NodeShape | None) -> str | None:
+    """Why this allocation can never run ``spec`` in its header's own shape, or ``None``."""
     if spec.cpus or spec.gpu_share:
         cores = share_cores(spec, shape)
         if shape is None or not shape.fits(cores, spec.gpus):
@@ -60,7 +74,7 @@ def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
             return (f"it asks for {cores} cores and {spec.gpus} GPUs of one node, and a "
                     f"node here has {have} GPUs")
         return None
-    smallest = _smallest(task, gpus_per_node)
+    smallest = _smallest(spec, gpus_per_node)
     if smallest is None:
         return (f"it needs {spec.gpus} GPUs, more than its {spec.nodes} node(s) have here "
                 f"({gpus_per_node} per node)")
@@ -69,24 +83,43 @@ def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
     return None
 
 
-def job_of(task: Task, *, gpus_per_node: int, shape: NodeShape | None = None) -> Job:
+def job_of(task: Task, *, gpus_per_node: int, shape: NodeShape | None = None,
+           nnodes: int | None = None) -> Job:
     """The policy's view of a waiting task that :func:`fit_problem` accepted (with the same
-    ``shape``)."""
+    ``shape`` and ``nnodes``). A task of several shapes (``SHAPE``) is a job with the shapes
+    that fit here; the first of them is the job itself."""
     spec = task.spec
+    if not spec.shapes:
+        return _job_in(spec, task, 0, gpus_per_node=gpus_per_node, shape=shape)
+    jobs = [_job_in(spec.in_shape(i), task, i, gpus_per_node=gpus_per_node, shape=shape)
+            for i in range(len(spec.shapes) + 1)
+            if nnodes is None or _shape_problem(spec.in_shape(i), nnodes=nnodes,
+                                                gpus_per_node=gpus_per_node,
+                                                shape=shape) is None]
+    first = jobs[0]
+    return _job_in(spec.in_shape(first.shape), task, first.shape, gpus_per_node=gpus_per_node,
+                   shape=shape, others=tuple(jobs[1:]))
+
+
+def _job_in(spec: TaskSpec, task: Task, index: int, *, gpus_per_node: int,
+            shape: NodeShape | None, others: tuple[Job, ...] = ()) -> Job:
+    """The policy job of ``task`` run as ``spec`` (its shape ``index``)."""
     cp = spec.checkpoint
+    walltime = task.walltime if index == 0 or spec.min_wc_time is None else spec.min_wc_time
     if spec.cpus or spec.gpu_share:  # a share of one node (fit_problem checked it fits one)
         return Job(
-            id=task.id, kind=spec.type, size=1, walltime=task.walltime, submit=task.submit,
+            id=task.id, kind=spec.type, size=1, walltime=walltime, submit=task.submit,
             priority=spec.priority, rank=task.rank, setup=spec.setup,
             checkpoint_interval=cp.interval if cp else None,
             checkpoint_cost=cp.cost if cp else 0.0, cores=share_cores(spec, shape),
-            gpus=spec.gpus)
-    smallest = _smallest(task, gpus_per_node) or spec.nodes
+            gpus=spec.gpus, shape=index, shapes=others)
+    smallest = _smallest(spec, gpus_per_node) or spec.nodes
     return Job(
         id=task.id, kind=spec.type, size=spec.nodes, min_size=smallest,
-        walltime=task.walltime, submit=task.submit, priority=spec.priority, rank=task.rank,
+        walltime=walltime, submit=task.submit, priority=spec.priority, rank=task.rank,
         setup=spec.setup, checkpoint_interval=cp.interval if cp else None,
-        checkpoint_cost=cp.cost if cp else 0.0, notice=spec.notice,
+        checkpoint_cost=cp.cost if cp else 0.0, notice=spec.notice, shape=index,
+        shapes=others,
     )
 
 
@@ -111,9 +144,8 @@ def gpu_ids_for(gpus: int, nodes: int, gpu_ids: tuple[str, ...]) -> tuple[str, .
     return gpu_ids[: math.ceil(gpus / nodes)] if gpus else ()
 
 
-def _smallest(task: Task, gpus_per_node: int) -> int | None:
-    """The fewest nodes ``task`` may run on here, GPUs included; ``None``: not even its most."""
-    spec = task.spec
+def _smallest(spec: TaskSpec, gpus_per_node: int) -> int | None:
+    """The fewest nodes ``spec`` may run on here, GPUs included; ``None``: not even its most."""
     least = spec.min_nodes
     if spec.gpus:
         if gpus_per_node == 0:
@@ -305,7 +337,8 @@ class Offers:
                     self.ctx.say(f"skipping {task.id}: {problem}")
                 self.skipped[task.id] = problem
             hit = (task, None if problem is not None else
-                   job_of(task, gpus_per_node=alloc.gpus_per_node, shape=self.shape))
+                   job_of(task, gpus_per_node=alloc.gpus_per_node, shape=self.shape,
+                          nnodes=alloc.nnodes))
             cache[task.id] = hit
         job = hit[1]
         if job is None:

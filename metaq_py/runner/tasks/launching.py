@@ -131,7 +131,7 @@ class Launcher:
             gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
             cores=None if live.cores is None else list(live.cores),
             bound=None if live.cores is None else spec.bind or spec.srun_wrap,
-            project=claim.spec.project, kind=str(live.job.kind),
+            project=claim.spec.project, kind=str(live.job.kind), shape=live.job.shape,
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
 
