@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Start the local four-node SLURM (nodes n1..n4 on 127.0.0.1) used by the `slurm` tests.
 #
-# Idempotent: a cluster that is already up is left alone. Writes /etc/slurm/slurm.conf from
-# slurm.conf.in (refusing to replace a slurm.conf it did not write), starts munged as the munge
-# user, then slurmctld and one `slurmd -N nX` per node, and waits until sinfo shows the nodes
-# ready. State and logs go to $METAQ_SLURM_STATE (default /var/spool/metaq-slurm).
+# Idempotent: a cluster that is already up is left alone. Writes /etc/slurm/slurm.conf and
+# /etc/slurm/topology.conf from slurm.conf.in and topology.conf.in (refusing to replace files
+# it did not write; rewriting them, and restarting the cluster, when a template changed),
+# starts munged as the munge user, then slurmctld and one `slurmd -N nX` per node, and waits
+# until sinfo shows the nodes ready. State and logs go to $METAQ_SLURM_STATE (default
+# /var/spool/metaq-slurm).
 # Stop it with tests/slurm/stop.sh.
 set -euo pipefail
 
@@ -57,20 +59,29 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
     say "munged started"
 fi
 
-# 2. The configuration, written from the template unless a foreign one is in place.
-if [ -f "$conf" ] && ! grep -qF "$marker" "$conf"; then
-    die "$conf exists and was not written by this script; move it away first"
-fi
-install -d "$state"/ctld "$state"/log "${nodes[@]/#/$state/spool/}"
-new_conf=$(sed -e "s|@HOST@|$(hostname -s)|g" -e "s|@STATE@|$state|g" "$here/slurm.conf.in")
-if [ ! -f "$conf" ] || [ "$new_conf" != "$(cat "$conf")" ]; then
-    install -d /etc/slurm
-    printf '%s\n' "$new_conf" >"$conf"
-    say "wrote $conf"
-    # A running cluster with an old configuration must be restarted to pick up the new one.
-    if alive "$state/slurmctld.pid"; then
-        bash "$here/stop.sh"
+# 2. The configuration (slurm.conf and the topology.conf beside it), written from the
+#    templates unless a foreign file is in place; a running cluster is restarted when either
+#    changed.
+changed=0
+write_conf() {  # write_conf TEMPLATE TARGET
+    local text
+    if [ -f "$2" ] && ! grep -qF "$marker" "$2"; then
+        die "$2 exists and was not written by this script; move it away first"
     fi
+    text=$(sed -e "s|@HOST@|$(hostname -s)|g" -e "s|@STATE@|$state|g" "$1")
+    if [ ! -f "$2" ] || [ "$text" != "$(cat "$2")" ]; then
+        install -d "$(dirname "$2")"
+        printf '%s\n' "$text" >"$2"
+        say "wrote $2"
+        changed=1
+    fi
+}
+install -d "$state"/ctld "$state"/log "${nodes[@]/#/$state/spool/}"
+write_conf "$here/slurm.conf.in" "$conf"
+write_conf "$here/topology.conf.in" "$(dirname "$conf")/topology.conf"
+# A running cluster with an old configuration must be restarted to pick up the new one.
+if [ "$changed" -eq 1 ] && alive "$state/slurmctld.pid"; then
+    bash "$here/stop.sh"
 fi
 
 # 3. The controller, then one slurmd per pretend node.
