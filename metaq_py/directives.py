@@ -179,9 +179,13 @@ def _checked(values: dict, seen: dict[str, int], path: str,
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")
+    lines = tuple(seen.items())
     if shapes:
         values["shapes"] = _shapes(shapes, values, seen, path, shape_lines or [])
-    return TaskSpec(path=path, lines=tuple(seen.items()), **values)
+        # every SHAPE line is kept, in order, so that each shape's errors name its own line
+        lines = (*((k, n) for k, n in lines if k != "SHAPE"),
+                 *(("SHAPE", n) for n in shape_lines or []))
+    return TaskSpec(path=path, lines=lines, **values)
 
 
 def _shapes(given: list[dict], values: dict, seen: dict[str, int], path: str,

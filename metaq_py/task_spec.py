@@ -133,6 +133,11 @@ class TaskSpec:
                 return n
         return None
 
+    def shape_line(self, index: int) -> int | None:
+        """The line of shape ``index``'s ``SHAPE`` (0, the header's own, has none)."""
+        found = [n for k, n in self.lines if k == "SHAPE"]
+        return found[index - 1] if 0 < index <= len(found) else None
+
     @property
     def shape(self) -> TaskShape:
         """The header's own shape: shape 0 of :meth:`in_shape`."""

@@ -13,6 +13,6 @@ builds a lattice campaign with them.
 
 from metaq_py.api.handle import Submitted, TaskQueue, open_queue
 from metaq_py.api.kinds import TaskKind
-from metaq_py.api.script import Directives, Line
+from metaq_py.api.script import Directives, Line, Shape
 
-__all__ = ["Directives", "Line", "Submitted", "TaskKind", "TaskQueue", "open_queue"]
+__all__ = ["Directives", "Line", "Shape", "Submitted", "TaskKind", "TaskQueue", "open_queue"]

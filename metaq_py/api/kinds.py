@@ -9,6 +9,7 @@ metaq-py::
         gpus = 16
         min_wc_time = "2h"
         project = "lattice"
+        shapes = [Shape(nodes=8, gpus=32, min_wc_time="1h")]  # or twice the size, half the time
 
         def __init__(self, cfg: int) -> None:
             self.cfg = cfg
@@ -24,7 +25,8 @@ metaq-py::
 
 The class attributes named as directives (``nodes``, ``gpus``, ``min_wc_time``, ... every
 field of :class:`~metaq_py.api.script.Directives`) are what each task of the kind asks for; an
-instance may set its own in ``__init__``. The steps are named ``prologue`` and ``epilogue``,
+instance may set its own in ``__init__``. ``shapes`` lists the other sizes a task of the kind
+accepts, and the policy starts it in the one that starts soonest. The steps are named ``prologue`` and ``epilogue``,
 as SLURM names the steps around a job, because ``after`` already means a dependency
 (``AFTER``). The task's script runs the three steps in order under ``set -e``: it stops at
 the first command that fails, with that command's exit status, so a failed prologue never

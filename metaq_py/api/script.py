@@ -22,8 +22,8 @@ from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
 from metaq_py.policy.model import Kind
 
-__all__ = ["Directives", "Duration", "Line", "Names", "directive_lines", "script_text",
-           "shell_lines"]
+__all__ = ["Directives", "Duration", "Line", "Names", "Shape", "directive_lines",
+           "script_text", "shell_lines"]
 
 Duration = float | int | str
 """A duration: seconds as a number, or text the one duration parser reads (``"2h"``,
@@ -37,6 +37,28 @@ Line = str | Sequence[str]
 quoted for the shell, so a word with spaces stays one word)."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    """Another shape a task accepts (``#METAQ SHAPE``): whole ``nodes``, or a share of one
+    node's ``cpus``, with ``gpus`` and ``min_wc_time``. What is left ``None`` is the task's
+    own value; ``nodes`` or ``cpus`` gives the whole size."""
+
+    nodes: int | None = None
+    gpus: int | None = None
+    cpus: int | None = None
+    min_wc_time: Duration | None = None
+
+    def words(self) -> str:
+        """The words of its ``SHAPE`` line."""
+        out = []
+        for key, value in (("NODES", self.nodes), ("GPUS", self.gpus), ("CPUS", self.cpus)):
+            if value is not None:
+                out.append(f"{key} {_words(value)}")
+        if self.min_wc_time is not None:
+            out.append(f"MIN_WC_TIME {_duration_words(self.min_wc_time)}")
+        return " ".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +86,7 @@ class Directives:
     array: str | None = None
     after: Names | None = None
     after_any: Names | None = None
+    shapes: Sequence[Shape] | None = None
 
     def merged(self, over: Directives) -> Directives:
         """These directives with every field that ``over`` sets put in their place."""
@@ -105,6 +128,12 @@ def directive_lines(d: Directives, *, name: str) -> list[str]:
         if value is None or value is False:
             continue
         key = f.name.upper()
+        if f.name == "shapes":
+            for shape in value:
+                words = shape.words() if isinstance(shape, Shape) else _words(shape)
+                _check_words("SHAPE", words, name=name)
+                lines.append(("SHAPE", words))
+            continue
         if f.name == "exclusive":
             words = "" if value is True else _words(value)
         elif f.name in ("min_wc_time", "setup"):

@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 
 import metaq_py
-from metaq_py.api import Line, TaskKind
+from metaq_py.api import Line, Shape, TaskKind
 
 
 def _append(line: str, path: Path) -> list[str]:
@@ -50,9 +50,11 @@ class OnConfiguration(TaskKind):
 
 
 class Propagator(OnConfiguration):
-    """Quark propagators on one configuration: whole nodes (a real one adds ``gpus``)."""
+    """Quark propagators on one configuration: one whole node for 10 minutes, or two for 5
+    (a real one adds ``gpus``); the shape that starts soonest runs."""
 
     nodes = 1
+    shapes = (Shape(nodes=2, min_wc_time="5m"),)
     checkpoint = ("5m", "10s")
     signal = "USR1@30"
 

@@ -30,6 +30,7 @@ def test_the_example_builds_the_campaign_and_metaq_run_runs_it_in_order(tmp_path
     assert (prop.nodes, prop.cpus, prop.min_wc_time, prop.project, prop.priority) == \
         (1, 0, 600.0, "lattice", 2)
     assert prop.checkpoint is not None and prop.signal is not None
+    assert [(s.nodes, s.min_wc_time) for s in prop.shapes] == [(2, 300.0)]
     contract = specs["todo/contract_1.sh"]
     assert (contract.cpus, contract.after, contract.checkpoint) == (1, ("todo/prop_1.sh",), None)
     assert specs["todo/analysis.sh"].after == tuple(m for m in made if "contract_" in m)

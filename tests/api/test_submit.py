@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metaq_py
-from metaq_py.api import TaskKind, TaskQueue
+from metaq_py.api import Shape, TaskKind, TaskQueue
 from metaq_py.errors import MetaqError, QueueError, TaskError
 from metaq_py.policy.model import Kind
 from metaq_py.queue.judge import judge
@@ -46,6 +46,28 @@ def test_keywords_become_the_directives_of_the_queued_task(q: TaskQueue) -> None
     assert (spec.retries, spec.resize and spec.resize.signal) == (2, "USR2")
     # the command's words stay words: the one with a space is quoted for the shell
     assert made.path.read_text().rstrip().endswith("./prop --cfg 'a b'")
+
+
+def test_shapes_become_shape_lines_and_a_kind_may_list_them(q: TaskQueue) -> None:
+    made = q.submit("prop.sh", command="./prop", nodes=4, gpus=16, min_wc_time="2h",
+                    shapes=[Shape(nodes=8, gpus=32, min_wc_time="1h"), Shape(min_wc_time="3h")])
+    spec = judge(made.path).accepted()
+    assert [(s.nodes, s.gpus, s.min_wc_time) for s in spec.shapes] == \
+        [(8, 32, 3600.0), (4, 16, 3 * 3600.0)]
+
+    class Contraction(TaskKind):
+        cpus = 8
+        gpus = 1
+        min_wc_time = "30m"
+        shapes = (Shape(nodes=1, gpus=4, min_wc_time="10m"),)
+
+        def run(self) -> list[str]:
+            return ["./contract"]
+
+    spec = judge(q.submit("c.sh", kind=Contraction()).path).accepted()
+    assert (spec.cpus, spec.gpus) == (8, 1)
+    [shape] = spec.shapes
+    assert (shape.nodes, shape.cpus, shape.gpus, shape.min_wc_time) == (1, 0, 4, 600.0)
 
 
 def test_placement_flags_hold_and_sub_folder_as_metaq_submit(q: TaskQueue) -> None:
@@ -84,6 +106,10 @@ BAD = [
     ({"gpus": 33}, ["GPUS 33"]),
     ({"after": "nothing.sh"}, ["AFTER nothing.sh"]),
     ({"after": "../up.sh"}, ["AFTER ../up.sh"]),
+    ({"nodes": 2, "shapes": [Shape(nodes=2)]}, ["NODES 2", "SHAPE NODES 2"]),
+    ({"type": "malleable", "shapes": [Shape(nodes=2)]}, ["TYPE malleable", "SHAPE NODES 2"]),
+    ({"shapes": [Shape(nodes=65)]}, ["SHAPE NODES 65"]),
+    ({"shapes": [Shape(cpus=4, gpus=33)]}, ["SHAPE CPUS 4 GPUS 33"]),
 ]
 
 

@@ -63,6 +63,10 @@ def admit(spec: TaskSpec, *, root: Path, config: QueueConfig, owner: int | None 
     the queue refuses or where the task's ``owner`` (a user id; ``None``: not checked) may not
     write."""
     caps = config.caps
+    for i, shape in enumerate(spec.shapes, start=1):
+        too_much = _over_caps(shape.nodes, shape.gpus, shape.min_wc_time, config)
+        if too_much is not None:
+            raise TaskError(spec.path, spec.shape_line(i), f"this SHAPE asks for {too_much}")
     if caps.nodes is not None and spec.min_nodes > caps.nodes:
         raise TaskError(spec.path, spec.line_of("NODES") or spec.line_of("MIN_NODES"),
                         f"the task needs {spec.min_nodes} nodes but this queue allows at most "
@@ -82,3 +86,18 @@ def admit(spec: TaskSpec, *, root: Path, config: QueueConfig, owner: int | None 
             else None if owner is None else log_problem(target, owner)
         if why is not None:
             raise TaskError(spec.path, spec.line_of("LOG"), why)
+
+
+def _over_caps(nodes: int, gpus: int, min_wc_time: float | None,
+               config: QueueConfig) -> str | None:
+    """What a shape asks for beyond the queue's caps, in words, or ``None``."""
+    caps = config.caps
+    wc = min_wc_time if min_wc_time is not None else config.defaults.min_wc_time
+    if caps.nodes is not None and nodes > caps.nodes:
+        return f"{nodes} nodes, and this queue allows at most {caps.nodes} (caps.nodes)"
+    if caps.gpus is not None and gpus > caps.gpus:
+        return f"{gpus} GPUs, and this queue allows at most {caps.gpus} (caps.gpus)"
+    if caps.min_wc_time is not None and wc > caps.min_wc_time:
+        return (f"{format_duration(wc)}, and this queue allows at most "
+                f"{format_duration(caps.min_wc_time)} (caps.min_wc_time)")
+    return None
