@@ -250,3 +250,22 @@ def test_the_import_check_sees_numpy_and_matplotlib_when_they_are_imported(
     """``metaq simulate`` writes plots, so it must load both: the check can fail."""
     imported = top_level(imported_by("simulate", "--jobs", "300", "--out", "run", cwd=tmp_path))
     assert set(HEAVY) <= imported
+
+
+def test_simulate_without_plots_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """An SWF trace simulated with --no-plots, its output not a terminal: no matplotlib, no
+    reader of another format, no synthetic workload, no progress bar."""
+    records = [f"{i} {60 * i} -1 {300 + 7 * i} {1 + i % 4} -1 -1 {1 + i % 4} 900 -1 1 1 1 -1 "
+               f"1 -1 -1 -1" for i in range(1, 21)]
+    (tmp_path / "t.swf").write_text("; MaxNodes: 8\n; MaxProcs: 8\n" + "\n".join(records) + "\n")
+    imported = imported_by("simulate", "--trace", "t.swf", "--no-plots", "--no-cache", "--out",
+                           "run", cwd=tmp_path)
+    assert (tmp_path / "run" / "jobs.csv").read_text().count("\n") == 21
+    assert "numpy" in top_level(imported) and "matplotlib" not in top_level(imported)
+    unused = {"sim.trace.synthetic", "sim.trace.formats.sacct", "sim.trace.formats.pbs",
+              "sim.trace.formats.alcf", "rich.progress"}
+    assert imported.isdisjoint(unused), imported & unused
+    # the same check sees them when a command does use them
+    synthetic = imported_by("simulate", "--jobs", "50", "--no-plots", "--out", "run2",
+                            cwd=tmp_path)
+    assert "sim.trace.synthetic" in synthetic

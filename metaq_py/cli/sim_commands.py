@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 DEFAULT_JOBS = 10_000
 """Jobs in the default synthetic workload: about five months of Theta, simulated in seconds."""
 PROGRESS_FROM = 5_000
-"""Runs of at least this many jobs show a progress bar."""
+"""Runs of at least this many jobs show a progress bar (on a terminal: elsewhere it would
+not be drawn, and importing it is a few percent of a whole command)."""
 
 
 
@@ -102,7 +103,7 @@ def simulate(
                f"{f' as workload {info.workload}' if info.workload else ''} "
                f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
     try:
-        if count >= PROGRESS_FROM:
+        if count >= PROGRESS_FROM and console.is_terminal:
             result = _with_progress(run_simulation, source, scheduler, cqsim_oracle, count,
                                     dependencies)
         else:
@@ -158,7 +159,6 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
     from sim.trace.machine import UNITS
     from sim.trace.sanity import check_trace
     from sim.trace.scaling import scale_load
-    from sim.trace.synthetic import synthetic_trace
     from sim.workload.model import WORKLOADS, WorkloadModel, hybrid_workload
 
     nodes = reading.nodes
@@ -191,6 +191,8 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
                           dependencies=reading.dependencies)
         label = trace.name
     else:
+        from sim.trace.synthetic import synthetic_trace
+
         count = DEFAULT_JOBS if jobs is None else jobs
         if count < 1:
             raise ValueError(f"--jobs must be at least 1, not {count}")

@@ -21,9 +21,6 @@ import numpy as np
 from sim.trace.cache import RawTrace, cached_read
 from sim.trace.cleaning import CleaningReport, MissingWalltime, Oversize, clean
 from sim.trace.columns import JobTable, TraceError, TraceJob
-from sim.trace.formats.alcf import MARKER, read_alcf_csv
-from sim.trace.formats.pbs import is_pbs, parse_pbs
-from sim.trace.formats.sacct import is_sacct, parse_sacct
 from sim.trace.formats.swf import SwfHeader, read_swf
 from sim.trace.formats.textio import numbered_lines
 from sim.trace.machine import Machine, Unit, given_size, largest_machine, swf_machine
@@ -93,6 +90,12 @@ def detect_format(path: str | Path) -> Format:
             continue
         if stripped.startswith(";"):
             return "swf"
+        # the other formats' readers load only for files that are not SWF: a simulation
+        # of an SWF trace is a whole command whose imports count (docs/model.md)
+        from sim.trace.formats.alcf import MARKER
+        from sim.trace.formats.pbs import is_pbs
+        from sim.trace.formats.sacct import is_sacct
+
         if MARKER in stripped.upper() and "," in stripped:
             return "alcf-csv"
         if is_pbs(stripped):
@@ -139,6 +142,10 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
 
 def _read_log(path: str | Path, fmt: Format, processors: bool) -> RawTrace:
     """A node-counting log's raw jobs and reading notes."""
+    from sim.trace.formats.alcf import read_alcf_csv
+    from sim.trace.formats.pbs import parse_pbs
+    from sim.trace.formats.sacct import parse_sacct
+
     if fmt == "alcf-csv":
         return RawTrace(None, read_alcf_csv(path))
     read = parse_sacct if fmt == "sacct" else parse_pbs
