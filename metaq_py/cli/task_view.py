@@ -18,7 +18,7 @@ from metaq_py.cli.when import in_words, iso_local
 from metaq_py.durations import format_duration
 from metaq_py.queue.admin import Entry
 from metaq_py.queue.logbook import USAGE_FIELDS
-from metaq_py.task_spec import TaskSpec
+from metaq_py.task_spec import TaskShape, TaskSpec
 
 __all__ = ["entry_json", "print_history", "print_spec", "spec_json", "usage_words"]
 
@@ -86,6 +86,19 @@ def _bytes(n: int) -> str:
     return f"{size:.1f} TiB"
 
 
+def shape_words(shape: TaskShape) -> str:
+    """One shape of a task in words: its size, GPUs and wall clock."""
+    if shape.cpus:
+        size = f"{shape.cpus} cores of one node"
+    elif shape.gpu_share:
+        size = "a share of one node"
+    else:
+        size = f"{shape.nodes} node{'s' if shape.nodes != 1 else ''}"
+    wc = format_duration(shape.min_wc_time) if shape.min_wc_time is not None \
+        else "the queue default"
+    return f"{size}, {shape.gpus} GPUs, for {wc}"
+
+
 def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> None:
     """What ``spec`` asks for, one setting a line; ``words`` adds its wall clock in words."""
     if header:
@@ -97,6 +110,10 @@ def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> N
             ("min_wc_time", format_duration(spec.min_wc_time)
              + (f" ({in_words(spec.min_wc_time)})" if words else "")
              if spec.min_wc_time is not None else "queue default")]
+    if spec.cpus or spec.gpu_share:
+        rows.insert(2, ("cpus", str(spec.cpus) if spec.cpus else "those that go with its GPUs"))
+    for i, shape in enumerate(spec.shapes, start=1):
+        rows.append((f"shape {i}", shape_words(shape)))
     for name in ("project", "log", "machine", "notice", "retries"):
         value = getattr(spec, name)
         if value is not None:

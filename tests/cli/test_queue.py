@@ -150,6 +150,18 @@ def test_check_reports_errors_and_late_directives(tmp_path: Path) -> None:
     assert item["ok"] is False and "use rigid, malleable or ondemand" in item["error"]
 
 
+def test_check_prints_each_shape_of_a_task(tmp_path: Path) -> None:
+    shaped = script(tmp_path / "shaped.sh", "#METAQ NODES 4\n#METAQ MIN_WC_TIME 2h\n"
+                    "#METAQ SHAPE NODES 8 MIN_WC_TIME 1h\n#METAQ SHAPE CPUS 8 GPUS 1\n")
+    r = metaq("check", str(shaped), "--queue", str(tmp_path / "none"))
+    assert r.returncode == 0, r.stderr
+    assert "shape 1      8 nodes, 0 GPUs, for 01:00:00" in r.stdout
+    assert "shape 2      8 cores of one node, 1 GPUs, for 02:00:00" in r.stdout
+    r = metaq("check", str(shaped), "--json", "--queue", str(tmp_path / "none"))
+    [item] = json.loads(r.stdout)
+    assert [s["nodes"] for s in item["spec"]["shapes"]] == [8, 1]
+
+
 def test_bad_config_is_reported_with_key_and_line(tmp_path: Path) -> None:
     q = tmp_path / "q"
     metaq("init", str(q))
