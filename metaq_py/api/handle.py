@@ -108,8 +108,9 @@ class TaskQueue:
         The directive keywords mean what their ``#METAQ`` keys mean (``docs/user-guide.md``);
         durations are seconds or text such as ``"2h"``; ``after`` and ``after_any`` take a
         name or a list of names; ``shapes`` lists the other shapes the task accepts
-        (:class:`Shape`, one ``SHAPE`` line each). ``folder``, ``hold`` and ``priority_folder`` are ``metaq
-        submit``'s ``--folder`` (a sub-folder inside the task folder), ``--hold`` and
+        (:class:`Shape`, one ``SHAPE`` line each). ``folder``, ``hold`` and
+        ``priority_folder`` are ``metaq submit``'s ``--folder`` (a sub-folder inside the task
+        folder), ``--hold`` and
         ``--priority``. Raises :class:`TaskError` or :class:`QueueError` with the sentence
         ``metaq submit`` would print; nothing is submitted then.
         """

@@ -26,8 +26,9 @@ metaq-py::
 The class attributes named as directives (``nodes``, ``gpus``, ``min_wc_time``, ... every
 field of :class:`~metaq_py.api.script.Directives`) are what each task of the kind asks for; an
 instance may set its own in ``__init__``. ``shapes`` lists the other sizes a task of the kind
-accepts, and the policy starts it in the one that starts soonest. The steps are named ``prologue`` and ``epilogue``,
-as SLURM names the steps around a job, because ``after`` already means a dependency
+accepts, and the policy starts it in the one that starts soonest. The steps are named
+``prologue`` and ``epilogue``, as SLURM names the steps around a job, because ``after``
+already means a dependency
 (``AFTER``). The task's script runs the three steps in order under ``set -e``: it stops at
 the first command that fails, with that command's exit status, so a failed prologue never
 runs the solver and a failed solver never runs the epilogue.
