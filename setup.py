@@ -37,6 +37,7 @@ COMPILED = [
     "metaq_py/policy/notice.py",
     "metaq_py/policy/order.py",
     "metaq_py/policy/pool.py",
+    "metaq_py/policy/shapes.py",
     "metaq_py/policy/shares.py",
     "metaq_py/policy/spans.py",
     "metaq_py/policy/waitlist.py",
