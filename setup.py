@@ -29,6 +29,7 @@ COMPILED = [
     "metaq_py/holdings.py",
     "metaq_py/policy/__init__.py",
     "metaq_py/policy/arrival.py",
+    "metaq_py/policy/availability.py",
     "metaq_py/policy/backfill.py",
     "metaq_py/policy/checkpoint.py",
     "metaq_py/policy/ending.py",

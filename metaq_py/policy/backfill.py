@@ -41,10 +41,9 @@ largest size is skipped entirely and never becomes the head, since time only run
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 
+from metaq_py.policy.availability import Profile, Shortest, least_from
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.order import in_order_view
 from metaq_py.policy.shapes import in_shapes
@@ -202,98 +201,11 @@ def _offer(work: Work, job: Job, shadow_time: float, extra: int) -> int:
     return extra
 
 
-class _Profile:
-    """Free nodes over time, a step function: ``avail[i]`` on ``[times[i], times[i+1])``."""
-
-    __slots__ = ("avail", "times")
-
-    def __init__(self, work: Work) -> None:
-        times, avail = [work.now], [work.free.count]
-        for t, k in work.releases():
-            if t == times[-1]:
-                avail[-1] += k
-            else:
-                times.append(t)
-                avail.append(avail[-1] + k)
-        self.times, self.avail = times, avail
-
-    def _cut(self, t: float) -> int:
-        """Make ``t`` a breakpoint; return its index."""
-        times = self.times
-        i = bisect_left(times, t)
-        if i < len(times) and times[i] == t:
-            return i
-        times.insert(i, t)
-        self.avail.insert(i, self.avail[i - 1])
-        return i
-
-    def hold(self, t0: float, t1: float, k: int) -> None:
-        """Take ``k`` nodes over ``[t0, t1)``."""
-        i = self._cut(t0)
-        j = self._cut(t1) if t1 != math.inf else len(self.times)
-        avail = self.avail
-        avail[i:j] = map(k.__rsub__, avail[i:j])  # a - k for each step, at C level
-
-    def largest_now(self, job: Job, now: float, end: float, oracle: bool) -> int:
-        """The largest size at which ``job`` fits from now on without touching any hold.
-
-        Try the largest size the free nodes allow; if the profile dips below it before the job
-        would end, retry at the dip's level (a smaller size runs longer, so the dip can only
-        deepen). Each round is a bisect and a C-level ``min`` over a slice.
-        """
-        times, avail = self.times, self.avail
-        k = min(job.size, avail[0])
-        while k >= job.min_size:
-            finish = now + job.time_at(k, oracle)
-            if finish > end:
-                return 0
-            low = min(avail[:max(1, bisect_left(times, finish))])
-            if low >= k:
-                return k
-            k = low
-        return 0
-
-    def reserve(self, job: Job, end: float, oracle: bool) -> None:
-        """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
-        ever offers (its level once every running job has ended), if it ends by ``end``: the
-        reservation conservative backfilling gives every job it does not start now."""
-        k = min(job.size, self.avail[-1])
-        if k < job.min_size:
-            return
-        duration = job.time_at(k, oracle)
-        t = self.earliest(k, duration)
-        if t + duration <= end:
-            self.hold(t, t + duration, k)
-
-    def earliest(self, k: int, duration: float) -> float:
-        """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps).
-
-        ``begin`` is the start of the current stretch of steps with room for ``k``; reaching
-        a step ``duration`` after it means the stretch is long enough.
-        """
-        # an index loop over typed lists, and a flag rather than an optional float: compiled
-        # by mypyc, this runs on native values without boxing
-        times, avail = self.times, self.avail
-        inside = False
-        begin = 0.0
-        for i in range(len(times)):
-            t = times[i]
-            if inside:
-                if t - begin >= duration:
-                    return begin
-                if avail[i] < k:
-                    inside = False
-            elif avail[i] >= k:
-                inside = True
-                begin = t
-        return begin if inside else math.inf
-
-
 def conservative(work: Work, queue: Sequence[Job]) -> None:
     """One conservative-backfilling pass over ``queue``, recording starts on ``work``.
 
     The pass stops once no job left in the queue could start now: none fits in the nodes free
-    now, or none has room from now for its shortest run (:class:`_Shortest`). Holds only take
+    now, or none has room from now for its shortest run (:class:`Shortest`). Holds only take
     nodes away, so a job that cannot start now cannot start later in the pass, and the
     reservations of the jobs after it could not change what starts now.
     """
@@ -306,9 +218,9 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
         return
     now, end, oracle, started = work.now, work.end, work.oracle, work.started
     total = work.snap.total
-    least = _least_from(queue)
-    profile = _Profile(work)
-    shortest = _Shortest(queue, oracle)
+    least = least_from(queue)
+    profile = Profile(work)
+    shortest = Shortest(queue, oracle)
     for i, job in enumerate(queue):
         if least[i] > pool.count or not shortest.any_room(i, profile, now, pool.count):
             return
@@ -316,7 +228,8 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
         if job.id in started or job.min_size > total \
                 or now + job.time_at(job.size, oracle) > end:
             continue
-        k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
+        k = profile.largest_now(job, now, end, oracle, pool.count) \
+            if job.min_size <= pool.count else 0
         if k:
             work.start(job, pool.take(k))
             profile.hold(now, now + job.time_at(k, oracle), k)
@@ -324,53 +237,6 @@ def conservative(work: Work, queue: Sequence[Job]) -> None:
                 return
             continue
         profile.reserve(job, end, oracle)
-
-
-class _Shortest:
-    """For each ``min_size`` among the queue's jobs, the shortest run at full size of the jobs
-    from each position on. A job of that ``min_size`` can start now only if at least
-    ``min_size`` nodes stay free from now for that long: it needs at least ``min_size`` nodes,
-    for at least its run at full size (a malleable job runs longer when smaller)."""
-
-    __slots__ = ("at", "runs", "sizes")
-
-    def __init__(self, queue: Sequence[Job], oracle: bool) -> None:
-        at: dict[int, list[int]] = {}
-        runs: dict[int, list[float]] = {}
-        for i, job in enumerate(queue):
-            m = job.min_size
-            if m not in at:
-                at[m], runs[m] = [], []
-            at[m].append(i)
-            runs[m].append(job.time_at(job.size, oracle))
-        for m, row in runs.items():
-            # suffix minima: runs[m][p] is the shortest run among the jobs at[m][p:]
-            suffix = list(accumulate(reversed(row), min))
-            suffix.reverse()
-            runs[m] = suffix
-        self.sizes = sorted(at)
-        self.at, self.runs = at, runs
-
-    def any_room(self, i: int, profile: _Profile, now: float, free: int) -> bool:
-        """Whether some job of ``queue[i:]`` might start now, on a machine with ``free``
-        nodes free and ``profile`` holding the reservations made so far."""
-        times, avail = profile.times, profile.avail
-        for m in self.sizes:
-            if m > free:
-                return False  # sizes ascend: no larger one fits either
-            at = self.at[m]
-            p = bisect_left(at, i)
-            if p < len(at) and min(avail[:max(1, bisect_left(
-                    times, now + self.runs[m][p]))]) >= m:
-                return True
-        return False
-
-
-def _least_from(queue: Sequence[Job]) -> list[int]:
-    """``least[i]``: the smallest ``min_size`` of ``queue[i:]``."""
-    least = list(accumulate([job.min_size for job in reversed(queue)], min))
-    least.reverse()
-    return least
 
 
 # --- with shares of nodes ------------------------------------------------------------------
@@ -464,30 +330,53 @@ def _backfill_shares(work: Work, room: ShareRoom, rest: Sequence[Job], shadow_ti
 def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> None:
     """Conservative backfilling over whole-node jobs and shares. A share joins a shared node
     now only if it ends by the node's expected end (so no reservation counting that node is
-    delayed); otherwise it is a one-node job of the availability profile."""
+    delayed); otherwise it is a one-node job of the availability profile.
+
+    Two stages, as :func:`conservative` stops early: while some job left might still start on
+    a free node, the availability profile is kept (:func:`_shares_on_free_nodes`); from the
+    first job on which none can, reservations no longer change what starts now, and only
+    shares joining shared nodes are left (:func:`_shares_joining`), which never read the
+    profile.
+    """
+    begin = _shares_on_free_nodes(work, queue, room) if work.free.count else 0
+    _shares_joining(work, queue, room, begin)
+
+
+def _settled(work: Work, room: ShareRoom, job: Job) -> bool:
+    """Whether ``job`` needs no free node in this pass: it was started already, can never run
+    here (too big for the machine or the node, too long for the time left), or is a share
+    that joined a shared node now, within the node's expected end."""
+    if job.id in work.started or job.min_size > work.snap.total \
+            or work.now + job.time_at(job.size, work.oracle) > work.end:
+        return True
+    if not job.cores:
+        return False
+    if not room.shape.fits(job.cores, job.gpus):
+        return True
+    finish = work.now + job.time_at(1, work.oracle)
+    node = room.join(job.cores, job.gpus, finish, shadow=math.inf, extend=False)
+    if node is None:
+        return False
+    work.start(job, (node,))
+    return True
+
+
+def _shares_on_free_nodes(work: Work, queue: Sequence[Job], room: ShareRoom) -> int:
+    """The first stage of :func:`_conservative_shares`: the walk with the profile, from the
+    head of ``queue`` to the first job from which on no job can start on a free node now (the
+    free nodes are used up, or :class:`Shortest` finds no room); that job's index."""
     pool = work.free
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    total = work.snap.total
-    profile = _Profile(work)
-    for job in queue:
-        if pool.count == 0 and not room.any_open():
-            return
-        if job.id in started or job.min_size > total \
-                or now + job.time_at(job.size, oracle) > end:
+    now, end, oracle = work.now, work.end, work.oracle
+    least = least_from(queue)
+    profile = Profile(work)
+    shortest = Shortest(queue, oracle)
+    for i, job in enumerate(queue):
+        if least[i] > pool.count or not shortest.any_room(i, profile, now, pool.count):
+            return i
+        if _settled(work, room, job):
             continue
-        if job.cores:
-            if not room.shape.fits(job.cores, job.gpus):
-                continue
-            finish = now + job.time_at(1, oracle)
-            node = room.join(job.cores, job.gpus, finish, shadow=math.inf, extend=False)
-            if node is not None:
-                work.start(job, (node,))
-                continue
-        if pool.count == 0:
-            # nothing more starts on a free node now, whatever is reserved later, and a share
-            # joining a node within its end touches no reservation: only joins are left
-            continue
-        k = profile.largest_now(job, now, end, oracle) if job.min_size <= pool.count else 0
+        k = profile.largest_now(job, now, end, oracle, pool.count) \
+            if job.min_size <= pool.count else 0
         if k:
             nodes = pool.take(k)
             if job.cores:
@@ -496,3 +385,15 @@ def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> N
             profile.hold(now, now + job.time_at(k, oracle), k)
             continue
         profile.reserve(job, end, oracle)
+    return len(queue)
+
+
+def _shares_joining(work: Work, queue: Sequence[Job], room: ShareRoom, begin: int) -> None:
+    """The second stage of :func:`_conservative_shares`: from ``queue[begin]`` on, shares
+    join shared nodes; nothing else can start now."""
+    for i in range(begin, len(queue)):
+        if not room.any_open():
+            return
+        job = queue[i]
+        if job.cores:
+            _settled(work, room, job)

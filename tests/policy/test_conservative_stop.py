@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster
-from metaq_py.policy import Job, Kind, backfill, queue_key
+from metaq_py.policy import Job, Kind, availability, backfill, queue_key
 from metaq_py.policy.work import Work
 
 running_jobs = st.lists(st.tuples(st.integers(1, 8), st.sampled_from([10.0, 50.0, 100.0, 500.0]),
@@ -32,7 +32,7 @@ def decide(total: int, running: list, waiting: list, *, full: bool,
                     for k, (size, wall, malleable, low) in enumerate(waiting)), key=queue_key)
     with monkeypatch.context() as patch:
         if full:
-            patch.setattr(backfill._Shortest, "any_room", lambda *args: True)
+            patch.setattr(availability.Shortest, "any_room", lambda *args: True)
         work = Work(cluster.snapshot(now=0.0, waiting=queue, ordered=True), oracle=False)
         backfill.conservative(work, queue)
         return work.decision()

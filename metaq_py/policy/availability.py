@@ -1,0 +1,156 @@
+"""The availability profile of conservative backfilling (:mod:`metaq_py.policy.backfill`).
+
+:class:`Profile` is the free nodes over time, as the running jobs release them and the
+decision's starts and reservations take them; :class:`Shortest` and :func:`least_from` tell,
+at each position of the queue, whether any job from there on might still start now, so that a
+pass can stop once none can.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+
+from metaq_py.policy.model import Job
+from metaq_py.policy.work import Work
+
+__all__ = ["Profile", "Shortest", "least_from"]
+
+
+class Profile:
+    """Free nodes over time, a step function: ``avail[i]`` on ``[times[i], times[i+1])``."""
+
+    __slots__ = ("avail", "times")
+
+    def __init__(self, work: Work) -> None:
+        times, avail = [work.now], [work.free.count]
+        for t, k in work.releases():
+            if t == times[-1]:
+                avail[-1] += k
+            else:
+                times.append(t)
+                avail.append(avail[-1] + k)
+        self.times, self.avail = times, avail
+
+    def _cut(self, t: float) -> int:
+        """Make ``t`` a breakpoint; return its index."""
+        times = self.times
+        i = bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            return i
+        times.insert(i, t)
+        self.avail.insert(i, self.avail[i - 1])
+        return i
+
+    def hold(self, t0: float, t1: float, k: int) -> None:
+        """Take ``k`` nodes over ``[t0, t1)``."""
+        i = self._cut(t0)
+        j = self._cut(t1) if t1 != math.inf else len(self.times)
+        avail = self.avail
+        avail[i:j] = map(k.__rsub__, avail[i:j])  # a - k for each step, at C level
+
+    def largest_now(self, job: Job, now: float, end: float, oracle: bool, free: int) -> int:
+        """The largest size at which ``job`` fits from now on, on at most the ``free`` nodes
+        free now, without touching any hold.
+
+        Try the largest size the free nodes allow; if the profile dips below it before the job
+        would end, retry at the dip's level (a smaller size runs longer, so the dip can only
+        deepen). Each round is a bisect and a C-level ``min`` over a slice. ``free`` caps the
+        first size because the profile's level now also counts the nodes of jobs past their
+        expected end (released "now", but still running: a task may overrun its estimate).
+        """
+        times, avail = self.times, self.avail
+        k = min(job.size, avail[0], free)
+        while k >= job.min_size:
+            finish = now + job.time_at(k, oracle)
+            if finish > end:
+                return 0
+            low = min(avail[:max(1, bisect_left(times, finish))])
+            if low >= k:
+                return k
+            k = low
+        return 0
+
+    def reserve(self, job: Job, end: float, oracle: bool) -> None:
+        """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
+        ever offers (its level once every running job has ended), if it ends by ``end``: the
+        reservation conservative backfilling gives every job it does not start now."""
+        k = min(job.size, self.avail[-1])
+        if k < job.min_size:
+            return
+        duration = job.time_at(k, oracle)
+        t = self.earliest(k, duration)
+        if t + duration <= end:
+            self.hold(t, t + duration, k)
+
+    def earliest(self, k: int, duration: float) -> float:
+        """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps).
+
+        ``begin`` is the start of the current stretch of steps with room for ``k``; reaching
+        a step ``duration`` after it means the stretch is long enough.
+        """
+        # an index loop over typed lists, and a flag rather than an optional float: compiled
+        # by mypyc, this runs on native values without boxing
+        times, avail = self.times, self.avail
+        inside = False
+        begin = 0.0
+        for i in range(len(times)):
+            t = times[i]
+            if inside:
+                if t - begin >= duration:
+                    return begin
+                if avail[i] < k:
+                    inside = False
+            elif avail[i] >= k:
+                inside = True
+                begin = t
+        return begin if inside else math.inf
+
+
+class Shortest:
+    """For each ``min_size`` among the queue's jobs, the shortest run at full size of the jobs
+    from each position on. A job of that ``min_size`` can start now only if at least
+    ``min_size`` nodes stay free from now for that long: it needs at least ``min_size`` nodes,
+    for at least its run at full size (a malleable job runs longer when smaller)."""
+
+    __slots__ = ("at", "runs", "sizes")
+
+    def __init__(self, queue: Sequence[Job], oracle: bool) -> None:
+        at: dict[int, list[int]] = {}
+        runs: dict[int, list[float]] = {}
+        for i, job in enumerate(queue):
+            m = job.min_size
+            if m not in at:
+                at[m], runs[m] = [], []
+            at[m].append(i)
+            runs[m].append(job.time_at(job.size, oracle))
+        for m, row in runs.items():
+            # suffix minima: runs[m][p] is the shortest run among the jobs at[m][p:]
+            suffix = list(accumulate(reversed(row), min))
+            suffix.reverse()
+            runs[m] = suffix
+        self.sizes = sorted(at)
+        self.at, self.runs = at, runs
+
+    def any_room(self, i: int, profile: Profile, now: float, free: int) -> bool:
+        """Whether some job of ``queue[i:]`` might start now, on a machine with ``free``
+        nodes free and ``profile`` holding the reservations made so far."""
+        times, avail = profile.times, profile.avail
+        for m in self.sizes:
+            if m > free:
+                return False  # sizes ascend: no larger one fits either
+            at = self.at[m]
+            p = bisect_left(at, i)
+            if p < len(at) and min(avail[:max(1, bisect_left(
+                    times, now + self.runs[m][p]))]) >= m:
+                return True
+        return False
+
+
+def least_from(queue: Sequence[Job]) -> list[int]:
+    """``least[i]``: the smallest ``min_size`` of ``queue[i:]``."""
+    least = list(accumulate([job.min_size for job in reversed(queue)], min))
+    least.reverse()
+    return least
