@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import metaq_py
 from metaq_py import build
 from metaq_py.policy import MECHANISMS
 from sim.engine.core import simulate
@@ -45,7 +46,9 @@ FIRST_READ_TARGET = 300_000
 REPEAT_READ_TARGET = 5_000_000
 WHOLE_RATIO_TARGET = 2.0
 WHOLE_SECONDS_TARGET = 0.7
-REPO = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(metaq_py.__file__).resolve().parents[1]
+"""Where the ``metaq_py`` this bench runs was imported from (the source tree, or a compiled
+install's site-packages); the whole command runs the same one."""
 
 
 def best_of(repeat: int, run) -> tuple[float, float, object]:
@@ -102,12 +105,15 @@ def reading_and_whole(path: Path, repeat: int) -> list[str]:
         trace = load_trace(path)
         inside, _, _ = best_of(repeat, lambda: simulate(trace, policy="easy"))
         command = [sys.executable, "-c", "from metaq_py.cli import main; main()", "simulate",
-                   "--trace", str(path), "--no-plots", "--out", str(Path(cache) / "run")]
-        subprocess.run(command, cwd=REPO, check=True, capture_output=True)  # fills the cache
+                   "--trace", str(path.resolve()), "--no-plots", "--out", "run"]
+        # the command runs the package this bench imported (compiled or not), from a folder
+        # that does not hold another copy of it
+        env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
+        subprocess.run(command, cwd=cache, env=env, check=True, capture_output=True)  # fills
         whole, _, _ = best_of(repeat, lambda: subprocess.run(
-            command, cwd=REPO, check=True, capture_output=True))
+            command, cwd=cache, env=env, check=True, capture_output=True))
         del os.environ["METAQ_CACHE_DIR"]
-    print(f"\nreading {path.name} ({lines:,} lines):")
+    print(f"\nreading {path.name} ({lines:,} lines; package {PACKAGE_ROOT}, {build()}):")
     print(f"  first read (gzip + parse):      {first:7.3f} s  {lines / first:12,.0f} lines/s")
     print(f"  repeat read (cache):            {again:7.4f} s  {lines / again:12,.0f} lines/s")
     print(f"  simulation in process (easy):   {inside:7.3f} s")
