@@ -4,7 +4,9 @@ A scan walks the task folders with ``os.scandir``. Each file's parsed header is 
 its path and keyed by (inode, size, mtime, mode, owner, group): when none of these changed,
 the file is not opened again, so a rescan of an unchanged queue costs one ``stat`` per task.
 The key includes the mode and owners because the trust check depends on them, and ``chmod``
-does not change the mtime.
+does not change the mtime. Nor does it change its folder's: so the few invalid files (such as
+one a METAQ generator has written in place and not yet made executable) are ``stat``-ed again
+at every scan, and the one that changed is judged again at once.
 
 Hidden files and folders (names starting with a dot) are skipped; they hold logbooks, leases
 and half-written submissions. A symlink to a task file is a task when both the link (its
@@ -114,7 +116,7 @@ class Scan:
 class _Dir:
     """What the cache remembers of one folder: its key and what was found directly in it."""
 
-    __slots__ = ("invalid", "key", "subdirs", "tasks")
+    __slots__ = ("invalid", "key", "subdirs", "tasks", "watched")
 
     def __init__(self, key: tuple, tasks: list[Task], invalid: list[Invalid],
                  subdirs: list[tuple[str, str, str | None]]) -> None:
@@ -123,6 +125,13 @@ class _Dir:
         self.tasks = tasks
         self.invalid = invalid
         self.subdirs = subdirs
+        self.watched = tuple((str(bad.path), _lstat_key(bad.path)) for bad in invalid)
+        """The invalid files and their stat keys when listed: a ``chmod`` or an edit in
+        place changes no folder's key, so these few are looked at again at every scan."""
+
+    def changed(self) -> bool:
+        """Whether one of the invalid files found in this folder has changed since."""
+        return any(_lstat_key(path) != key for path, key in self.watched)
 
 
 class Index:
@@ -247,7 +256,7 @@ class Index:
                 problem = parent_problem or self.trust.problem(st, f"the folder {path}")
                 key = (rank, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, problem)
                 cached = old_dirs.get(path)
-                if full or cached is None or cached.key != key:
+                if full or cached is None or cached.key != key or cached.changed():
                     fresh = self._list(path, prefix, folder, rank, problem, key, cache)
                     relisted.append((cached, fresh))
                     cached = fresh
@@ -407,6 +416,14 @@ class Index:
                     submit=submit, attempts=attempts, walltime=wc,
                     order=order_key(rank, spec, submit, f"{folder}/{rel}",
                                     largest_first=self.largest_first))
+
+
+def _lstat_key(path: str | os.PathLike[str]) -> tuple | None:
+    """:func:`~metaq_py.queue.disk.walk.stat_key` of ``path`` itself, or ``None`` if gone."""
+    try:
+        return stat_key(os.lstat(path))
+    except OSError:
+        return None
 
 
 def _mtime(path: str) -> float:
