@@ -287,9 +287,11 @@ class QueueAdmin:
                         return Entry(WORKING, folder, relpath, claim.path, None,
                                      machine=claim.machine, jobid=claim.jobid)
                 continue
-            path = self.queue.path_of(state, folder, relpath)
-            if os.path.lexists(path) and not path.is_dir():
-                return Entry(state, folder, relpath, path, None)
+            paths = (self.queue.held_paths(folder, relpath) if state == HOLD
+                     else [self.queue.path_of(state, folder, relpath)])
+            for path in paths:
+                if os.path.lexists(path) and not path.is_dir():
+                    return Entry(state, folder, relpath, path, None)
         return None
 
     def array_of(self, ref: str) -> ArrayInfo | None:
@@ -351,7 +353,9 @@ class QueueAdmin:
         if Path(ref).is_absolute() or os.path.lexists(ref):
             with contextlib.suppress(ValueError):
                 parts = Path(os.path.abspath(ref)).relative_to(root.absolute()).parts
-        if parts and parts[0] in (HOLD, *DONE_STATES):
+        if len(parts) > 1 and parts[0] == HOLD and ".." not in parts:
+            parts = tuple("/".join(self.queue.held_identity("/".join(parts[1:]))).split("/"))
+        elif parts and parts[0] in DONE_STATES:
             parts = parts[1:]
         elif len(parts) > 3 and parts[0] == WORKING and ".." not in parts:
             # A running task's path says nothing of its folder: its lease does.
@@ -379,16 +383,14 @@ class QueueAdmin:
             return
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
-        base = q.root / state
-        for folder in subfolders(base):
-            for rel, path in task_files(base / folder):
-                spec = judge(path).spec if specs else None
-                reason = None
-                if state != HOLD and state != FINISHED:
-                    reason = read_reason(path)
-                logbook = read_logbook(path, inode_of(path))
-                yield Entry(state, folder, rel, path, spec, reason=reason,
-                            attempts=logbook.attempts if logbook else 0)
+        for folder, rel, path in _files_in(q, state):
+            spec = judge(path).spec if specs else None
+            reason = None
+            if state != HOLD and state != FINISHED:
+                reason = read_reason(path)
+            logbook = read_logbook(path, inode_of(path))
+            yield Entry(state, folder, rel, path, spec, reason=reason,
+                        attempts=logbook.attempts if logbook else 0)
 
 
 def tasks_named(q: Queue, name: str, *, states: tuple[str, ...] = STATES) -> list[Entry]:
@@ -403,12 +405,24 @@ def tasks_named(q: Queue, name: str, *, states: tuple[str, ...] = STATES) -> lis
                            for c in q.leases() if c.relpath.rpartition("/")[2] == name),
                           key=lambda e: e.id)
             continue
-        for folder in q.config.folders:
-            top = q.root / folder if state == PENDING else q.root / state / folder
-            out += sorted((Entry(state, folder, rel, path, None)
-                           for rel, path in task_files(top)
-                           if rel.rpartition("/")[2] == name), key=lambda e: e.id)
+        out += sorted((Entry(state, folder, rel, path, None)
+                       for folder, rel, path in _files_in(q, state)
+                       if rel.rpartition("/")[2] == name), key=lambda e: e.id)
     return out
+
+
+def _files_in(q: Queue, state: str) -> Iterator[tuple[str, str, Path]]:
+    """(folder, relpath, path) of every task file of ``q`` in ``state`` (not ``working``),
+    as found in its folders; in ``hold/``, files put there by hand as METAQ users do too
+    (see :meth:`~metaq_py.queue.layout.Layout.held_identity`)."""
+    if state == HOLD:
+        for rel, path in task_files(q.root / HOLD):
+            yield (*q.held_identity(rel), path)
+        return
+    for folder in q.config.folders if state == PENDING else subfolders(q.root / state):
+        top = q.root / folder if state == PENDING else q.root / state / folder
+        for rel, path in task_files(top):
+            yield folder, rel, path
 
 
 def _by_name(q: Queue, name: str, states: tuple[str, ...]) -> Entry:

@@ -186,8 +186,8 @@ def _walk(q: Queue, top: Path, area: str, trust: Trust) -> Iterator[Anomaly]:
                 yield _planted(path, st)
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if depth == 0 and area != WORKING and area in (HOLD, *DONE_STATES) \
-                        and e.name not in q.config.folders:
+                # hold/ may also hold what METAQ users put there by hand (any folders)
+                if depth == 0 and area in DONE_STATES and e.name not in q.config.folders:
                     yield _stray(e, f"{area}/ holds one folder per task folder "
                                     f"({', '.join(q.config.folders)})")
                     continue
@@ -205,7 +205,7 @@ def _walk(q: Queue, top: Path, area: str, trust: Trust) -> Iterator[Anomaly]:
                 yield Anomaly(Kind.SPECIAL, path, "a FIFO, socket or device, which can "
                               "never be a task or a file of the queue", "remove it", Fix.UNLINK)
                 continue
-            if depth == 0 and area in (HOLD, *DONE_STATES) and not hidden:
+            if depth == 0 and area in DONE_STATES and not hidden:
                 yield _stray(e, f"{area}/ holds one folder per task folder")
                 continue
             if tasks and not hidden and not e.name.endswith(REASON_SUFFIX):

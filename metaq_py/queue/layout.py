@@ -4,7 +4,8 @@ Layout under the queue root (``docs/user-guide.md`` has the full picture)::
 
     metaq.yaml                    settings (optional)
     priority/ todo/               task folders, scanned in this order, recursively
-    hold/<folder>/<relpath>       parked tasks
+    hold/<folder>/<relpath>       parked tasks (a file put into hold/ by hand, as in
+                                  METAQ, is a parked task of the default task folder)
     working/<machine>/<jobid>/<name>   claimed tasks under their file name, as METAQ puts
                                   them, each with a lease that names its folder and relpath
     working/<machine>/<jobid>/<n>/<name>   a claimed task whose name the job already holds
@@ -158,11 +159,32 @@ class Layout:
         :func:`~metaq_py.queue.lease.claim_identity`)."""
         full = Path(os.path.abspath(path))
         rel = full.relative_to(self.root.absolute()).parts
-        if rel and rel[0] in (HOLD, *DONE_STATES):
+        if rel and rel[0] == HOLD:
+            return self.held_identity("/".join(rel[1:]))
+        if rel and rel[0] in DONE_STATES:
             rel = rel[1:]
         elif rel and rel[0] == WORKING and len(rel) > 3:
             return claim_identity(full, "/".join(rel[3:]), self.config.folders)
         return rel[0], "/".join(rel[1:])
+
+    def held_identity(self, rel: str) -> tuple[str, str]:
+        """The identity of the held task at ``hold/<rel>``: ``hold/<folder>/<relpath>`` as
+        ``metaq hold`` parks it, or else, for a file a person put into ``hold/`` by hand as in
+        METAQ (``hold/<name>``, ``hold/<sub>/<name>``), the default task folder and ``rel``,
+        which is where ``metaq release`` sends it."""
+        parts = rel.split("/")
+        if len(parts) >= 2 and parts[0] in self.config.folders:
+            return parts[0], "/".join(parts[1:])
+        return self.config.default_folder, rel
+
+    def held_paths(self, folder: str, relpath: str) -> list[Path]:
+        """Where the task ``folder/relpath`` may be held: ``hold/<folder>/<relpath>``, and for
+        the default task folder METAQ's ``hold/<relpath>`` too (see :meth:`held_identity`)."""
+        paths = [self.root / HOLD / folder / relpath]
+        if folder == self.config.default_folder and \
+                relpath.split("/", 1)[0] not in self.config.folders:
+            paths.append(self.root / HOLD / relpath)
+        return paths
 
     def job_dir(self, jobid: str) -> Path:
         """``jobs/<jobid>/``: the logs and events of one batch job."""

@@ -126,10 +126,12 @@ class Resolver:
         root = self.q.root
         if os.path.isfile(root / ident):
             return PENDING
-        for state in (HOLD, *DONE_STATES):
+        folder, _, relpath = ident.partition("/")
+        if any(os.path.lexists(p) for p in self.q.held_paths(folder, relpath)):
+            return HOLD
+        for state in DONE_STATES:
             if os.path.lexists(root / state / ident):
                 return state
-        folder, _, relpath = ident.partition("/")
         for job in _job_folders(root):
             if find_claim(job, folder, relpath, self.q.config.folders) is not None:
                 return WORKING
