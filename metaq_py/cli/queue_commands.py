@@ -141,8 +141,9 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
 
 
 TasksArg = Annotated[list[str], typer.Argument(
-    help="Tasks, as <folder>/<path> (e.g. todo/run.sh) or file paths; an array as a whole "
-         "(run.sh) or some of its indices (run.sh[17], run.sh[0-9]).")]
+    help="Tasks, as <folder>/<path> (e.g. todo/run.sh), file paths, or file names that "
+         "one task has (run.sh); an array as a whole (run.sh) or some of its indices "
+         "(run.sh[17], run.sh[0-9]).")]
 
 
 @app.command()

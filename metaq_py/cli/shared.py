@@ -41,7 +41,8 @@ QueueOpt = Annotated[
                  help="The queue directory (or set METAQ_QUEUE)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
-TaskArg = Annotated[str, typer.Argument(help="The task, as <folder>/<path> or a file path.")]
+TaskArg = Annotated[str, typer.Argument(
+    help="The task, as <folder>/<path>, a file path, or a file name that one task has.")]
 
 console = Console(highlight=False, soft_wrap=True)
 """Standard output for tables and text meant for people (no colour guessing in pipes)."""

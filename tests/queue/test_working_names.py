@@ -252,3 +252,21 @@ def test_doctor_finds_nothing_wrong_with_slots(q: Queue) -> None:
         put(q.root / "todo" / sub / "run.sh")
     claim_all(q)
     assert examine(q, now=q.clock.now()) == []
+
+
+def test_metaq_show_takes_a_bare_file_name(q: Queue) -> None:
+    from tests.cli.test_queue import metaq
+
+    put(q.root / "todo/a/prop.sh")
+    put(q.root / "todo/b/prop.sh")
+    put(q.root / "todo/c/solo.sh")
+    where = claim_all(q)
+    shown = metaq("show", "solo.sh", "-q", str(q.root))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == (f"todo/c/solo.sh: working "
+                                            f"({where['todo/c/solo.sh']})")
+    both = metaq("show", "prop.sh", "-q", str(q.root))
+    assert both.returncode == 1 and both.stdout == ""
+    assert both.stderr.splitlines() == [
+        "metaq: 2 tasks are called 'prop.sh': todo/a/prop.sh (running), todo/b/prop.sh "
+        "(running); name one by its <folder>/<path>."]
