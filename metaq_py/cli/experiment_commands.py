@@ -68,6 +68,9 @@ def experiment(
     sweep: Annotated[list[str] | None, typer.Option(
         help="Also vary a parameter: KEY=V1,V2,... (repeatable), e.g. checkpoint_scale=0.5,2 "
              "or failure_mtbf=5h,50h.")] = None,
+    reading: Annotated[str | None, typer.Option(
+        help="Judge the 17 observations with a wider 'preempted' (with --study all or "
+             "--calibrate paper): kills-as-preemptions or shrinks-as-preemptions.")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1 or mtbf=6h.")] = None,
@@ -141,10 +144,12 @@ def experiment(
             raise _BadArgument("--load cannot be used with --calibrate or --study all, "
                                "which find the paper's load themselves")
         overrides = _settings(set_ or [])
+        _check_reading(reading, judged=study == "all" or calibrate is not None)
         if study == "all":
             _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
                           seeds=seeds or 3, first_seed=first_seed, workers=workers,
-                          out=out or Path("experiment-all"), fresh=fresh, overrides=overrides)
+                          out=out or Path("experiment-all"), fresh=fresh, overrides=overrides,
+                          reading=reading)
             return
         if len(paths) > 1:
             raise _BadArgument("several traces need --study all")
@@ -167,7 +172,8 @@ def experiment(
         if emit_tasks is not None:
             _emit(specs, emit_tasks, context, task_walltime=task_walltime, project=project)
             return
-        two = None if calibration is None else _TwoLoads(own, calibration, specs_at[1])
+        two = None if calibration is None else _TwoLoads(own, calibration, specs_at[1],
+                                                         reading)
         _run_study(specs, out or Path(f"experiment-{chosen.name}"), context, workers=workers,
                    fresh=fresh, said=said, two=two)
     except _BadArgument as e:
@@ -233,6 +239,18 @@ def _settings(texts: list[str]) -> Variant:
     return tuple(sorted(pairs))
 
 
+def _check_reading(reading: str | None, *, judged: bool) -> None:
+    from sim.study.observations import READINGS
+
+    if reading is None:
+        return
+    if reading not in READINGS:
+        raise _BadArgument(f"--reading knows {' and '.join(READINGS)}, got {reading!r}")
+    if not judged:
+        raise _BadArgument("--reading judges the 17 observations: use it with --study all "
+                           "or --calibrate paper")
+
+
 def _calibrated(source: TraceSource, said: str, out: Path, *, workers: int | None,
                 overrides: Variant) -> tuple[TraceSource, str, Calibration]:
     """``source`` at the paper's load; prints the factor and the Table III comparison."""
@@ -279,7 +297,7 @@ def _context(study: Study, said: str, specs: tuple[RunSpec, ...]) -> dict[str, o
 
 def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                    nodes: int | None, seeds: int, first_seed: int, workers: int | None,
-                   out: Path, fresh: bool, overrides: Variant) -> None:
+                   out: Path, fresh: bool, overrides: Variant, reading: str | None) -> None:
     """``--study all``: calibrate, run and judge all 17 observations on every trace."""
     import os
     import time
@@ -320,10 +338,11 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
         return run_grid(specs, workers=workers, store=store, fresh=fresh)
 
     seed_list = tuple(range(first_seed, first_seed + seeds))
-    results = run_all(sources, seeds=seed_list, run=run, overrides=overrides)
+    results = run_all(sources, seeds=seed_list, run=run, overrides=overrides, reading=reading)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
     files = write_full(results, out, FullContext(command=command, seeds=seed_list,
-                                                 runs=len(list(store.records()))))
+                                                 runs=len(list(store.records())),
+                                                 reading=reading))
     for r in results:
         _show_verdicts(r)
     console.print(f"Wrote {len(files)} files to {out}/ (report.md) in "
@@ -341,6 +360,7 @@ class _TwoLoads:
     source: TraceSource
     calibration: Calibration
     specs: tuple[RunSpec, ...]
+    reading: str | None
 
 
 def _show_verdicts(r: TraceResults) -> None:
@@ -395,10 +415,10 @@ def _run_study(specs: tuple[RunSpec, ...], out: Path, context: dict[str, object]
     from sim.study.full import two_loads
     from sim.study.full_report import side_by_side, write_two_loads
 
-    r = two_loads(two.source, two.calibration, str(context["name"]), [found[s] for s in two.specs],
-                  records)
-    _write(records, out, context, beside=side_by_side(r))
-    write_two_loads(r, out)
+    r = two_loads(two.source, two.calibration, str(context["name"]),
+                  [found[s] for s in two.specs], records, reading=two.reading)
+    _write(records, out, context, beside=side_by_side(r, reading=two.reading))
+    write_two_loads(r, out, reading=two.reading)
     _show_verdicts(r)
 
 

@@ -123,6 +123,9 @@ class NodeFailures:
         self.failures = 0
         self.kills = 0
         self.lost = 0.0
+        self.killed: set[JobId] = set()
+        """Every job a failure killed at least once (a reading of the study counts them as
+        preempted)."""
 
     def next_time(self) -> float:
         """When the next failure strikes (infinity: no more failures)."""
@@ -152,6 +155,7 @@ class NodeFailures:
             else:
                 cluster.preempt(holder.job.id, now=now)
             self.kills += 1
+            self.killed.add(holder.job.id)
             self.lost += kill.lost_node_seconds
         _reclaim_owed(cluster, node, now)
         self._serial += 1

@@ -87,7 +87,8 @@ def run_one(spec: RunSpec) -> FinishedRun:
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures)
     counts = None if failures is None else failures.counts()
-    metrics = result_metrics(result, counts)
+    killed = () if failures is None else failures.killed
+    metrics = result_metrics(result, counts, killed=killed)
     return FinishedRun(spec=spec, metrics=metrics, wall_seconds=time.perf_counter() - t0,
                      trace=_describe(spec.trace, trace))
 

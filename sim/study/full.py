@@ -104,11 +104,13 @@ class TraceVerdicts:
     own: tuple[Verdict, ...]
 
 
-def judge_trace(trace: str, parts: Mapping[str, ResultsTable]) -> TraceVerdicts:
-    """Observations 1-12 at both loads; 13-17 from the variant studies (at the paper's)."""
+def judge_trace(trace: str, parts: Mapping[str, ResultsTable], *,
+                reading: str | None = None) -> TraceVerdicts:
+    """Observations 1-12 at both loads; 13-17 from the variant studies (at the paper's);
+    under ``reading`` (:data:`~sim.study.observations.READINGS`) when one is named."""
     variants = {k: parts[k] for k in VARIANT_STUDIES if k in parts}
-    at_paper = judge_all(Evidence(parts.get("paper"), variants))
-    at_own = judge_all(Evidence(parts.get("own"), {}))
+    at_paper = judge_all(Evidence(parts.get("paper"), variants, reading))
+    at_own = judge_all(Evidence(parts.get("own"), {}, reading))
     return TraceVerdicts(trace, tuple(at_paper), tuple(at_own))
 
 
@@ -123,10 +125,11 @@ class TraceResults:
 
 def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int],
             run: Callable[[list[RunSpec]], list[FinishedRun]],
-            workloads: Sequence[str] = tuple(WORKLOADS),
-            overrides: Variant = ()) -> list[TraceResults]:
+            workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = (),
+            reading: str | None = None) -> list[TraceResults]:
     """Calibrate each trace, run every part of every trace through ``run`` at once, and
-    judge the 17 observations per trace; ``overrides`` apply to every run."""
+    judge the 17 observations per trace (under ``reading``); ``overrides`` apply to every
+    run."""
     calibrations = [calibrate(s, run, overrides=overrides) for s in sources]
     plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides)
              for s, c in zip(sources, calibrations, strict=True)]
@@ -135,12 +138,14 @@ def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int],
     out = []
     for p in plans:
         parts = tables(p, records)
-        out.append(TraceResults(p, parts, judge_trace(p.source.describe(), parts)))
+        out.append(TraceResults(p, parts, judge_trace(p.source.describe(), parts,
+                                                      reading=reading)))
     return out
 
 
 def two_loads(source: TraceSource, calibration: Calibration, study: str,
-              own: Sequence[FinishedRun], paper: Sequence[FinishedRun]) -> TraceResults:
+              own: Sequence[FinishedRun], paper: Sequence[FinishedRun], *,
+              reading: str | None = None) -> TraceResults:
     """A plain study (``metaq experiment --calibrate paper``) run at the trace's own load
     (``own``) and at the paper's (``paper``), as ``--study all`` reads one trace: the parts
     ``own`` and ``paper``, and, when the study is one of observations 13-17's, its runs at
@@ -154,4 +159,5 @@ def two_loads(source: TraceSource, calibration: Calibration, study: str,
         tables[study] = tables["paper"]
     parts = {"own": tuple(r.spec for r in own), "paper": tuple(r.spec for r in paper)}
     trace_plan = TracePlan(source=source, calibration=calibration, parts=parts)
-    return TraceResults(trace_plan, tables, judge_trace(source.describe(), tables))
+    return TraceResults(trace_plan, tables,
+                        judge_trace(source.describe(), tables, reading=reading))

@@ -19,7 +19,7 @@ from sim.study.calibrate import CALIBRATION_METRIC, TABLE_III_HEADER, table_iii
 from sim.study.full import SENSITIVITY_LOADS, VARIANT_WORKLOAD, TraceResults
 from sim.study.grid import MECHANISM_NAMES
 from sim.study.metrics import BY_KEY, PAPER_METRICS
-from sim.study.observations import OBSERVATIONS, Verdict
+from sim.study.observations import OBSERVATIONS, READINGS, Verdict
 from sim.study.report import _cell, _table
 
 RANK_METRIC = "turnaround_all"
@@ -30,6 +30,7 @@ class FullContext:
     command: str
     seeds: tuple[int, ...]
     runs: int
+    reading: str | None = None
 
 
 def _word(v: Verdict) -> str:
@@ -197,7 +198,8 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
            "more = at least 1.5 times. Every figure is a mean over seeds; \"within the 95% "
            "noise\" marks comparisons whose Student-t intervals overlap.",
            "- The modelling choices that move a verdict, with the verdict under each "
-           "alternative, are listed in `docs/model.md` (*Choices that move a verdict*).", ""]
+           "alternative, are listed in `docs/model.md` (*Choices that move a verdict*).",
+           *_reading_line(context.reading), ""]
     if len(results) > 1:
         out += ["## On every trace", "", *_both(results), ""]
     for r in results:
@@ -217,9 +219,18 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _write_observations(results: Sequence[TraceResults], out: Path) -> Path:
+def _reading_line(reading: str | None) -> list[str]:
+    if reading is None:
+        return []
+    return [f"- **Reading `{reading}`**: {READINGS[reading][0]}, in every preemption ratio "
+            f"the verdicts read (an alternative to the default, where only the mechanisms "
+            f"preempt)."]
+
+
+def _write_observations(results: Sequence[TraceResults], out: Path,
+                        reading: str | None) -> Path:
     """``observations.json``: every trace's 17 verdicts at the paper's load and its own."""
-    data = [{"trace": r.verdicts.trace, "factor": r.plan.factor,
+    data = [{"trace": r.verdicts.trace, "factor": r.plan.factor, "reading": reading,
              "calibration_steps": r.plan.calibration.steps,
              "observations": [{"number": o.number, "claim": o.claim,
                                "paper_load": asdict(p), "own_load": asdict(w)}
@@ -231,21 +242,22 @@ def _write_observations(results: Sequence[TraceResults], out: Path) -> Path:
     return path
 
 
-def side_by_side(r: TraceResults) -> list[str]:
+def side_by_side(r: TraceResults, *, reading: str | None = None) -> list[str]:
     """The section ``metaq experiment --calibrate paper`` adds to a study's report."""
     return ["## At the trace's own load and at the paper's, side by side", "",
             f"The same runs at the trace's own load (x1) and at the paper's (x{r.plan.factor:g}"
             f"), with the paper's 17 observations judged on each as far as this study's runs "
             f"go (the rest say what they lack; `--study all` runs everything). Utilisation in "
-            f"the verdicts is the steady-state one.", "", *two_loads(r)]
+            f"the verdicts is the steady-state one.", *_reading_line(reading), "",
+            *two_loads(r)]
 
 
-def write_two_loads(r: TraceResults, out: Path) -> list[Path]:
+def write_two_loads(r: TraceResults, out: Path, *, reading: str | None = None) -> list[Path]:
     """Beside a study's outputs: ``results_own.csv`` (the table at the trace's own load) and
     ``observations.json``."""
     path = out / "results_own.csv"
     path.write_text(r.tables["own"].to_csv())
-    return [path, _write_observations([r], out)]
+    return [path, _write_observations([r], out, reading)]
 
 
 def write_full(results: Sequence[TraceResults], out: Path, context: FullContext) -> list[Path]:
@@ -258,7 +270,7 @@ def write_full(results: Sequence[TraceResults], out: Path, context: FullContext)
             path = out / f"results_{slug}_{name}.csv"
             path.write_text(table.to_csv())
             files.append(path)
-    files.append(_write_observations(results, out))
+    files.append(_write_observations(results, out, context.reading))
     path = out / "report.md"
     path.write_text(render_full(results, context))
     files.append(path)

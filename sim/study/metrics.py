@@ -23,11 +23,13 @@ node-hours. A figure a run cannot have (no malleable jobs, no failures configure
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from metaq_py.policy.model import Kind
+import numpy as np
+
+from metaq_py.policy.model import JobId, Kind
 from sim.run.metrics import (
     KIND_CODE,
     STEADY_WARMUP,
@@ -39,7 +41,7 @@ from sim.run.metrics import (
     useful_node_hours,
     utilisation,
 )
-from sim.run.result import SimulationResult
+from sim.run.result import Outcomes, SimulationResult
 
 HOUR = 3600.0
 
@@ -92,6 +94,12 @@ EXTRA_METRICS: tuple[Metric, ...] = (
     Metric("failures", "Node failures", "count", "lower"),
     Metric("failure_kills", "Jobs killed by failures", "count", "lower"),
     Metric("failure_lost_node_hours", "Node-hours lost to failures", "node-h", "lower"),
+    Metric("preempt_or_kill_rigid", "Rigid jobs preempted or killed by a failure", "ratio",
+           "lower"),
+    Metric("preempt_or_kill_malleable", "Malleable jobs preempted or killed by a failure",
+           "ratio", "lower"),
+    Metric("preempt_or_shrink_malleable", "Malleable jobs preempted or shrunk", "ratio",
+           "lower"),
 )
 METRICS: tuple[Metric, ...] = PAPER_METRICS + EXTRA_METRICS
 BY_KEY: Mapping[str, Metric] = {m.key: m for m in METRICS}
@@ -102,9 +110,11 @@ def _hours(x: float | None) -> float | None:
 
 
 def result_metrics(result: SimulationResult, failures: Mapping[str, float] | None = None, *,
-                   warmup: float = STEADY_WARMUP) -> dict[str, float | None]:
+                   warmup: float = STEADY_WARMUP,
+                   killed: Collection[JobId] = ()) -> dict[str, float | None]:
     """Every metric of :data:`METRICS` for one simulated run, the steady-state window starting
-    ``warmup`` seconds after the first submit (see :func:`sim.run.metrics.steady_window`)."""
+    ``warmup`` seconds after the first submit (see :func:`sim.run.metrics.steady_window`);
+    ``killed`` are the jobs node failures killed."""
     outcomes = result.outcomes
     data = getattr(outcomes, "columns", outcomes)
     window = steady_window(data, warmup=warmup)
@@ -116,8 +126,29 @@ def result_metrics(result: SimulationResult, failures: Mapping[str, float] | Non
         "useful_node_hours": useful_node_hours(data),
         "busy_node_hours": busy_node_hours(data),
         "ondemand_work_share": _ondemand_share(data),
+        **_wider_preemption(outcomes, killed),
     })
     return metrics
+
+
+def _wider_preemption(outcomes: object, killed: Collection[JobId]) -> dict[str, float | None]:
+    """The preemption ratios under the study's other readings (``docs/model.md``): a job
+    killed by a node failure counts as preempted, or a malleable job shrunk does."""
+    if isinstance(outcomes, Outcomes):
+        c, ids = outcomes.columns, outcomes.ids
+    else:
+        rows = list(outcomes)  # type: ignore[call-overload]
+        c, ids = Columns.of(rows), [o.id for o in rows]
+    hit = np.fromiter((i in killed for i in ids), dtype=bool, count=len(ids))
+    preempted = c.preemptions > 0
+
+    def share(kind: Kind, counted: np.ndarray) -> float | None:
+        of_kind = c.kind == KIND_CODE[kind]
+        return float(counted[of_kind].mean()) if of_kind.any() else None
+
+    return {"preempt_or_kill_rigid": share(Kind.RIGID, preempted | hit),
+            "preempt_or_kill_malleable": share(Kind.MALLEABLE, preempted | hit),
+            "preempt_or_shrink_malleable": share(Kind.MALLEABLE, preempted | (c.shrinks > 0))}
 
 
 def _ondemand_share(outcomes: object) -> float | None:

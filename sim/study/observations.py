@@ -8,6 +8,10 @@ does; ``broken`` names the parts that fail, with their figures. Comparisons are 
 seeds (averaged over workloads where the paper averages); ``noise`` names the comparisons
 whose 95% intervals overlap. Utilisation is always the steady-state one.
 
+A *reading* (:data:`READINGS`) judges the same runs with a wider meaning of "preempted": a
+job killed by a node failure, or a malleable job shrunk, counts as preempted too. It is one
+of the modelling choices ``docs/model.md`` lists with the verdicts under each alternative.
+
 Tolerances for the paper's loose words are parameters, fixed before any run:
 "about 22%/98%" is within 10 points; "about 30%" within 10 points; "slightly" and "no
 significant difference" are a spread under 5 points; "much more often" is at least 1.5 times.
@@ -17,9 +21,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sim.study.aggregate import ALL, ResultsTable
+from sim.study.aggregate import ALL, Cell, ResultsTable, Row
 from sim.study.grid import BASELINE, MECHANISM_NAMES
 
 ABOUT = 0.10
@@ -29,13 +33,50 @@ UTIL_GAIN = 0.05
 CUx = ("CUA&PAA", "CUA&SPAA", "CUP&PAA", "CUP&SPAA")
 
 
+READINGS: Mapping[str, tuple[str, Mapping[str, str]]] = {
+    "kills-as-preemptions": (
+        "a job killed by a node failure counts as preempted",
+        {"preempt_rigid": "preempt_or_kill_rigid",
+         "preempt_malleable": "preempt_or_kill_malleable"}),
+    "shrinks-as-preemptions": (
+        "a malleable job shrunk counts as preempted",
+        {"preempt_malleable": "preempt_or_shrink_malleable"}),
+}
+"""Other meanings of the preemption ratios: name -> (in words, metric read -> metric used)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """The tables one trace at one load gives: ``paper`` (every policy, W1..W5) and the
-    variant studies (W5, reference variant first), any of which may be missing."""
+    variant studies (W5, reference variant first), any of which may be missing; ``reading``
+    names one of :data:`READINGS` (``None``: preempted means preempted by a mechanism)."""
 
     paper: ResultsTable | None
     variants: Mapping[str, ResultsTable] = field(default_factory=dict)
+    reading: str | None = None
+
+    def read(self) -> Evidence:
+        """The evidence with the reading's metrics in the places of the ones it widens; a
+        table that lacks them (runs stored before they existed) lacks the widened ones."""
+        if self.reading is None:
+            return self
+        if self.reading not in READINGS:
+            raise ValueError(f"unknown reading {self.reading!r}; choose from "
+                             f"{', '.join(READINGS)}")
+        renames = READINGS[self.reading][1]
+        return Evidence(_renamed(self.paper, renames),
+                        {k: t for k, v in self.variants.items()
+                         if (t := _renamed(v, renames)) is not None})
+
+
+def _renamed(t: ResultsTable | None, renames: Mapping[str, str]) -> ResultsTable | None:
+    if t is None:
+        return None
+    cells: dict[Row, dict[str, Cell]] = {}
+    for row, by in t.cells.items():
+        cells[row] = {k: v for k, v in by.items() if k not in renames}
+        cells[row].update({old: by[new] for old, new in renames.items() if new in by})
+    return replace(t, cells=cells)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +417,9 @@ OBSERVATIONS: tuple[Observation, ...] = (
 
 
 def judge_all(evidence: Evidence) -> list[Verdict]:
-    """Every observation on ``evidence``; one that lacks figures cannot be judged."""
+    """Every observation on ``evidence`` (under its reading); one that lacks figures cannot
+    be judged."""
+    evidence = evidence.read()
     out = []
     for o in OBSERVATIONS:
         try:

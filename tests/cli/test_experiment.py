@@ -58,6 +58,8 @@ def test_emit_run_one_collect_round_trip(tmp_path: Path) -> None:
     (["--collect", "/nonexistent-grid"], "grid.json"),
     (["--run-one", "missing-spec.json"], "does not exist"),
     (["--collect", "a", "--run-one", "b"], "cannot be used together"),
+    (["--reading", "kills-as-preemptions"], "use it with --study all or --calibrate paper"),
+    (["--study", "all", "--reading", "nope"], "--reading knows kills-as-preemptions"),
 ])
 def test_bad_arguments_are_one_sentence(args: list[str], words: str, tmp_path: Path) -> None:
     base = ["--synthetic", "--jobs", "20", "--seeds", "1", "--workloads", "W1",
@@ -108,6 +110,7 @@ def test_calibrate_paper_runs_the_study_at_both_loads_side_by_side(tmp_path: Pat
     factor = json.loads((tmp_path / "observations.json").read_text())[0]["factor"]
     assert factor != 1.0
     # the grid ran twice: at the trace's own load and at the paper's, each stored
+    runs = list((tmp_path / "runs").glob("*.json"))
     loads = sorted({json.loads(p.read_text())["spec"]["trace"].get("load", 1.0)
                     for p in (tmp_path / "runs").glob("*_W1_*.json")})
     assert loads == [1.0, factor]
@@ -120,6 +123,14 @@ def test_calibrate_paper_runs_the_study_at_both_loads_side_by_side(tmp_path: Pat
     own = (tmp_path / "results_own.csv").read_text()
     paper = (tmp_path / "results.csv").read_text()
     assert own != paper and "N&PAA" in own
+    # the same runs judged under a reading: nothing runs again, the report says which
+    again = invoke(*QUICK, "--calibrate", "paper", "--reading", "shrinks-as-preemptions",
+                   "--out", str(tmp_path))
+    assert again.exit_code == 0, again.output
+    assert len(list((tmp_path / "runs").glob("*.json"))) == len(runs)
+    assert "Reading `shrinks-as-preemptions`" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "observations.json").read_text())[0]["reading"] == \
+        "shrinks-as-preemptions"
 
 
 def test_set_changes_a_modelling_choice_for_every_run(tmp_path: Path) -> None:

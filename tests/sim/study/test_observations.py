@@ -86,3 +86,46 @@ def test_the_full_study_writes_a_row_per_observation(tmp_path: Path) -> None:
     assert [o["number"] for o in data[0]["observations"]] == list(range(1, 18))
     assert report == render_full(results, FullContext("metaq experiment --study all", (0,), 1))
     assert tmp_path / "report.md" in files
+
+
+def test_a_reading_judges_the_widened_preemption_ratios() -> None:
+    # observation 14 with failures that kill jobs but preempt none: it fails as read by
+    # default, and holds when a kill counts as a preemption
+    def table(failures: bool) -> ResultsTable:
+        rows = {m.replace("&", "_"): {
+            "utilisation": 0.7 if failures else 0.8, "instant_start": 0.9 if failures else 0.95,
+            "preempt_rigid": 0.03, "preempt_malleable": 0.1 if not failures else 0.2,
+            "turnaround_rigid": 30.0 if failures else 20.0,
+            "preempt_or_kill_rigid": 0.09 if failures else 0.03,
+            "preempt_or_kill_malleable": 0.25 if failures else 0.1} for m in MECHANISM_NAMES}
+        return ResultsTable.from_means({(p.replace("_", "&"), "W5"): v for p, v in rows.items()},
+                                       variant="failure_mtbf=18000" if failures else "default")
+
+    merged = ResultsTable(variants=("default", "failure_mtbf=18000"), policies=MECHANISM_NAMES,
+                          workloads=("W5",), metrics=table(False).metrics,
+                          cells={**table(False).cells, **table(True).cells})
+    plain = judge_all(Evidence(None, {"failures": merged}))[13]
+    assert plain.holds is False and "preempt_rigid 3.0% → 3.0%" in plain.broken
+    read = judge_all(Evidence(None, {"failures": merged}, "kills-as-preemptions"))[13]
+    assert read.holds is True and "preempt_rigid 3.0% → 9.0%" in read.ours
+    # a table without the widened figures cannot be judged under the reading
+    bare = ResultsTable.from_means({("N&PAA", "W1"): {"preempt_rigid": 0.1}})
+    assert judge_all(Evidence(bare, {}, "shrinks-as-preemptions"))[2].holds is None
+    with pytest.raises(ValueError, match="unknown reading"):
+        judge_all(Evidence(bare, {}, "nope"))
+
+
+def test_kills_and_shrinks_are_counted_for_the_readings() -> None:
+    from sim.run.spec import RunSpec
+    from sim.study.execution import run_one
+
+    spec = RunSpec(policy="CUA&SPAA", workload="W5", seed=0, trace=SMALL,
+                   overrides=(("failure_mtbf", 3600.0),))
+    m = run_one(spec).metrics
+    assert m["failure_kills"] > 0
+    assert m["preempt_or_kill_rigid"] > m["preempt_rigid"]
+    assert m["preempt_or_kill_malleable"] >= m["preempt_malleable"]
+    assert max(m["preempt_malleable"], m["shrink_malleable"]) <= \
+        m["preempt_or_shrink_malleable"] <= m["preempt_malleable"] + m["shrink_malleable"]
+    calm = run_one(RunSpec(policy="CUA&SPAA", workload="W5", seed=0, trace=SMALL)).metrics
+    assert calm["preempt_or_kill_rigid"] == calm["preempt_rigid"]
