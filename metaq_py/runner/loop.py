@@ -129,9 +129,12 @@ class Runner:
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
         self.settler = Settler(ctx, cluster, roster)
+        # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
+        # times stay exact; the real one on a starter thread (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
-                                 start=start)
+                                 start=start,
+                                 on_started=wakeups.started if start is launch else None)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
@@ -194,18 +197,33 @@ class Runner:
                 return
             # After the first pass: starting the watcher takes a while (see watch_queue).
             self.wakeups.watch_queue()
-            timeout = max(0.0, self._next_deadline() - self.clock.now())
-            self.ctx.events.flush()  # one write per wake-up, and a complete log while waiting
-            longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
-            wakeup = self.wakeups.wait(min(timeout, longest))
-            while wakeup is not None:  # take everything that arrived before deciding
-                self._handle(wakeup)
-                wakeup = self.wakeups.take()
+            while not self._wait():
+                pass
+
+    def _wait(self) -> bool:
+        """Wait for the next wake-up or deadline and take everything that has arrived; whether
+        a pass is due. Processes that have started change nothing a decision sees: when they
+        are all that came and nothing is due, the loop waits again without a pass."""
+        timeout = max(0.0, self._next_deadline() - self.clock.now())
+        self.ctx.events.flush()  # one write per wake-up, and a complete log while waiting
+        longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
+        wakeup = self.wakeups.wait(min(timeout, longest))
+        if wakeup is None:
+            return True
+        starts_only = True
+        while wakeup is not None:  # take everything that arrived before deciding
+            self._handle(wakeup)
+            starts_only = starts_only and wakeup.what is What.STARTED
+            wakeup = self.wakeups.take()
+        return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
         if wakeup.what is What.EXIT:
             assert wakeup.process is not None
             self.settler.exited(wakeup.process, stopping=self.stopping)
+        elif wakeup.what is What.STARTED:
+            assert wakeup.started is not None
+            self.launcher.started(wakeup.started)
         elif wakeup.what is What.SIGNAL:
             assert wakeup.signum is not None
             name = signal.Signals(wakeup.signum).name
@@ -345,6 +363,9 @@ class Runner:
             self.stopping = "stopped by an error"
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {self.stopping}")
+        self.launcher.wait_started()  # no process may start after the last ones are stopped
+        while (wakeup := self.wakeups.take()) is not None:
+            self._handle(wakeup)
         running = [t for t in roster.live.values() if t.running]
         if running:
             now = self.clock.now()

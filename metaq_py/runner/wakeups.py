@@ -10,7 +10,9 @@ arrive:
   running task that declares ``CHECKPOINT`` or an in-place ``RESIZE``, where its checkpoints
   and resize confirmations land (:meth:`Wakeups.watch_rundir`);
 * a *signal* (:data:`STOP_SIGNALS`), put by the handlers :meth:`Wakeups.install_signals`
-  installs.
+  installs;
+* a *start*, put by the launcher's starter thread when it has started a task's process, or
+  failed to (:meth:`Wakeups.started`; see :mod:`~metaq_py.runner.tasks.launching`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.store import Queue
 from metaq_py.queue.watcher import QueueWatcher
 from metaq_py.runner.options import RunOptions
+from metaq_py.runner.tasks.launching import Started
 from metaq_py.runner.tasks.live_task import LiveTask
 
 __all__ = ["STOP_SIGNALS", "Wakeup", "Wakeups", "What"]
@@ -47,15 +50,18 @@ class What(Enum):
     EXIT = "exit"
     CHANGE = "change"
     SIGNAL = "signal"
+    STARTED = "started"
 
 
 @dataclass(frozen=True, slots=True)
 class Wakeup:
-    """One reason to wake the loop: ``process`` is set for an exit, ``signum`` for a signal."""
+    """One reason to wake the loop: ``process`` is set for an exit, ``signum`` for a signal,
+    ``started`` for a start."""
 
     what: What
     process: TaskProcess | None = None
     signum: int | None = None
+    started: Started | None = None
 
 
 _CHANGED = Wakeup(What.CHANGE)
@@ -86,6 +92,10 @@ class Wakeups:
     def exited(self, process: TaskProcess) -> None:
         """A task's exit, told by the launch layer's watcher thread: handed to the loop."""
         self.inbox.put(Wakeup(What.EXIT, process=process))
+
+    def started(self, done: Started) -> None:
+        """A start done by the launcher's starter thread: handed to the loop."""
+        self.inbox.put(Wakeup(What.STARTED, started=done))
 
     def wait(self, timeout: float) -> Wakeup | None:
         """The next wake-up, waiting at most ``timeout`` seconds for it (``None``: none came)."""

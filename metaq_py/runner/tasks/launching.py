@@ -4,19 +4,40 @@ At most one task is launched per ``launch_pause`` (``caps.launch_pause``), which
 batch node from a burst of starts. Each launch gets its run folder and log from files made
 ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be started goes
 back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
+
+**Starting off the loop's thread.** Starting a process blocks its caller until the child has
+executed the script (``vfork`` lends the child the caller's memory until then, and ``Popen``
+waits to learn whether the ``exec`` worked): about a millisecond on an idle node, several on
+a busy one, and on the loop's thread that was the largest part of a short task's cost. So
+with ``background`` on (the real launch), the loop prepares everything a launch needs (the
+spec, the run folder, the log) and hands the start to one starter thread, and goes on
+claiming, settling and deciding meanwhile; the starter hands back a :class:`Started` through
+``on_started`` (the runner's inbox), and the loop then records the process and writes the
+``start`` event. Until then the task is *starting* (:attr:`LiveTask.starting`): on the roster,
+holding its hosts, without a process. A stop asked meanwhile (a cancel, a preemption, the end
+of the allocation) is kept and its signal sent the moment the process exists
+(:meth:`LiveTask.launched`). The exit of a process is handed over only after its
+:class:`Started` (a gate in the exit callback), so the loop always knows a process before it
+hears of its end. Malleable tasks start on the loop's thread, as before: a resize may come at
+any moment and must find such a task either running or not started. Stand-in processes (the
+tests on a fake clock) start on the loop's thread too, so that their times stay exact.
 """
 
 from __future__ import annotations
 
 import os
+import queue as stdqueue
 import secrets
 import stat
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.launch.binding import machine_cpus
+from metaq_py.policy.model import Kind
 from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
@@ -25,10 +46,26 @@ from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
-__all__ = ["Launcher", "StartProcess"]
+__all__ = ["STARTERS", "Launcher", "StartProcess", "Started"]
+
+STARTERS = 4
+"""Starter threads: each start waits for its child's ``exec``, and several can wait at once."""
 
 StartProcess = Callable[..., TaskProcess]
 """How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A start done by the starter thread: the task, its launch spec, and its ``process``, or
+    ``error`` (one sentence) when it could not be started; ``at`` is when the loop asked for
+    it (the task's hosts are its own from then on)."""
+
+    live: LiveTask
+    spec: LaunchSpec
+    process: TaskProcess | None
+    error: str | None
+    at: float
 
 
 class Launcher:
@@ -41,7 +78,8 @@ class Launcher:
 
     def __init__(self, ctx: Context, roster: Roster, *, launch_pause: float,
                  on_exit: Callable[[TaskProcess], None], watch: Callable[[LiveTask], None],
-                 start: StartProcess = launch) -> None:
+                 start: StartProcess = launch,
+                 on_started: Callable[[Started], None] | None = None) -> None:
         self.ctx = ctx
         self.roster = roster
         self.launch_pause = launch_pause
@@ -60,6 +98,12 @@ class Launcher:
         self.next_launch = ctx.clock.now()
         self.redecide = False
         self.spares: Spares | None = None
+        self.on_started = on_started
+        """Where the starter thread hands each :class:`Started` (``None``: every task starts
+        on the loop's thread; see the module text)."""
+        self._starts: stdqueue.SimpleQueue[
+            tuple[LiveTask, LaunchSpec, float] | threading.Barrier | None] = stdqueue.SimpleQueue()
+        self._starters: list[threading.Thread] = []
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
@@ -69,12 +113,37 @@ class Launcher:
         self.next_launch = self.ctx.clock.now()
         self.spares = Spares(self.ctx.job_dir / ".spares")
         self.ctx.queue.spares = self.spares
+        if self.on_started is not None:
+            self._starters = [threading.Thread(target=self._start_in_turn, daemon=True,
+                                               name=f"metaq starter {i}")
+                              for i in range(STARTERS)]
+            for thread in self._starters:
+                thread.start()
 
     def close(self) -> None:
-        """Stop making spares and throw away those not used."""
+        """Stop the starter thread (after the starts handed to it), stop making spares and
+        throw away those not used."""
+        for _ in self._starters:
+            self._starts.put(None)
+        for thread in self._starters:
+            thread.join()
+        self._starters = []
         self.ctx.queue.spares = None
         if self.spares is not None:
             self.spares.close()
+
+    def wait_started(self) -> None:
+        """Wait until every start handed to the starter thread has been done (its
+        :class:`Started` is in the inbox): on the way out, before the last processes are
+        stopped."""
+        if not self._starters:
+            return
+        # Each starter takes one copy of the barrier and waits there, after the starts it took
+        # before: when all have come, every start handed over earlier is done.
+        barrier = threading.Barrier(len(self._starters) + 1)
+        for _ in self._starters:
+            self._starts.put(barrier)
+        barrier.wait()
 
     def launch_ready(self) -> None:
         """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
@@ -119,10 +188,62 @@ class Launcher:
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
             self._make_room(spec)
+            if self._starters and live.job.kind is not Kind.MALLEABLE:
+                live.starting = True
+                self._starts.put((live, spec, now))
+                return
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
             return
+        self._launched(live, spec, process, now)
+
+    def started(self, done: Started) -> None:
+        """Take a start the starter thread has done (on the loop's thread)."""
+        live = done.live
+        live.starting = False
+        if done.process is None:
+            assert done.error is not None
+            if self.roster.live.get(live.id) is live:
+                self._failed(live, done.error)
+            return
+        if self.roster.live.get(live.id) is not live:
+            # Let go of while it was starting (its claim was taken back): it may not run.
+            done.process.kill()
+            return
+        self._launched(live, done.spec, done.process, done.at)
+
+    def _start_in_turn(self) -> None:
+        """The starter thread: start each task handed over, in order (see the module
+        text)."""
+        assert self.on_started is not None
+        while (item := self._starts.get()) is not None:
+            if isinstance(item, threading.Barrier):
+                item.wait()  # see wait_started
+                continue
+            live, spec, at = item
+            gate = threading.Event()
+
+            def exited(process: TaskProcess, gate: threading.Event = gate) -> None:
+                gate.wait()  # the loop hears of the process before it hears of its end
+                self.on_exit(process)
+
+            try:
+                done = Started(live, spec, self.start(spec, on_exit=exited,
+                                                      base_env=self.environ), None, at)
+            except (LaunchError, OSError) as e:
+                done = Started(live, spec, None, str(e), at)
+            except Exception as e:  # never leave the loop waiting for a start that failed
+                done = Started(live, spec, None, f"the launch failed unexpectedly: {e!r}", at)
+            try:
+                self.on_started(done)
+            finally:
+                gate.set()
+
+    def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
+                  now: float) -> None:
+        """``live``'s process has started: record it and write its ``start`` event."""
+        claim = live.claim
         live.launched(process, now)
         self.watch(live)
         self.ctx.events.write(

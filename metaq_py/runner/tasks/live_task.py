@@ -113,6 +113,9 @@ class LiveTask:
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
+    starting: bool = False
+    """Handed to the starter thread, its process not known yet (see
+    :mod:`~metaq_py.runner.tasks.launching`)."""
 
     @property
     def id(self) -> str:
@@ -128,12 +131,15 @@ class LiveTask:
         return self.process is not None and self.process.status is None
 
     def launched(self, process: TaskProcess, now: float) -> None:
-        """The process is started: accounting begins now."""
+        """The process is started: accounting begins at ``now``. A task stopped while it was
+        starting gets its stop signal now (its kill follows at the time already set)."""
         self.process = process
         self.spec = process.spec
         self.started = self.since = now
         self.node_seconds = self.gpu_seconds = 0.0
         self.checkpoint_seen = _mtime(process.spec.checkpoint_file)
+        if self.kill_at is not None:
+            process.send_signal(self.stop_signal)
 
     def account(self, now: float) -> None:
         """Close the current segment at ``now``."""
