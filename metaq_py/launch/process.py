@@ -41,7 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.launch.binding import cpu_list, machine_cpus, pinned
-from metaq_py.launch.cgroup import kill_cgroup, remove_cgroup, task_cgroup
+from metaq_py.launch.cgroup import (
+    born_inside,
+    cgroup_members,
+    kill_cgroup,
+    remove_cgroup,
+    task_cgroup,
+)
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
@@ -112,6 +118,7 @@ class TaskProcess:
         started_at: float,
         mark: str | None = None,
         cgroup: Path | None = None,
+        contained: bool = False,
     ) -> None:
         self.spec = spec
         self.pid = popen.pid
@@ -120,6 +127,9 @@ class TaskProcess:
         self.cgroup = cgroup
         """The task's own cgroup, where the kernel let the runner make one (see
         :mod:`metaq_py.launch.cgroup`): stopping the task kills all of it at once."""
+        self.contained = contained
+        """Whether the cgroup holds every process of the task (none was forked before the
+        script was moved in): the sweep at its exit then looks only there."""
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
@@ -220,7 +230,9 @@ class TaskProcess:
             # itself leaves what it detached on purpose (the tee reports it, see tee.py).
             if self.cgroup is not None and self.sent_signals:
                 kill_cgroup(self.cgroup)
-            kill_session(self.pid, self.mark if self.sent_signals else None)
+            among = cgroup_members(self.cgroup) \
+                if self.cgroup is not None and self.contained else None
+            kill_session(self.pid, self.mark if self.sent_signals else None, among=among)
             returncode, usage = _reap(self._popen)
             self._reaped = True
         if self.cgroup is not None:
@@ -387,6 +399,7 @@ def launch(
     return TaskProcess(
         spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
         mark=env[MARK_VARIABLE], cgroup=cgroup,
+        contained=cgroup is not None and born_inside(popen.pid),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Iterable
 
 __all__ = ["MARK_VARIABLE", "kill_session", "marked_processes"]
 
@@ -20,9 +21,13 @@ MARK_VARIABLE = "METAQ_TASK_MARK"
 """The environment variable that marks every process of one task with a token of its own."""
 
 
-def kill_session(sid: int, mark: str | None = None) -> None:
+def kill_session(sid: int, mark: str | None = None, *,
+                 among: Iterable[int] | None = None) -> None:
     """SIGKILL process group ``sid``, every other process still in session ``sid`` and, with
     ``mark``, every process of this user whose environment carries the task's mark.
+    ``among`` limits the search for the session's processes to those pids (the members of a
+    task's cgroup that holds all of it, see :mod:`metaq_py.launch.cgroup`); ``None``: every
+    process in ``/proc``.
 
     A process may leave its group (``setpgid``, job control in a shell) but not its session
     without ``setsid``; the sweep over ``/proc`` catches the first kind too, and the mark the
@@ -31,7 +36,7 @@ def kill_session(sid: int, mark: str | None = None) -> None:
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, signal.SIGKILL)
-    for pid in session_members(sid):
+    for pid in session_members(sid, among):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     if mark is not None:
@@ -45,7 +50,7 @@ def marked_processes(mark: str) -> list[int]:
     needle = f"{MARK_VARIABLE}={mark}".encode()
     uid = os.getuid()
     me = os.getpid()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -65,21 +70,28 @@ def marked_processes(mark: str) -> list[int]:
     return found
 
 
-def session_members(sid: int) -> list[int]:
-    """The processes in session ``sid`` other than its leader (none found without ``/proc``)."""
-    members = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members  # no /proc (not Linux): the process group kill has to do
+def session_members(sid: int, among: Iterable[int] | None = None) -> list[int]:
+    """The processes in session ``sid`` other than its leader, looked for ``among`` those pids
+    or else in ``/proc`` (none found without it)."""
+    members: list[int] = []
+    if among is not None:
+        entries: Iterable[int | str] = among
+    else:
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return members  # no /proc (not Linux): the process group kill has to do
     # One getsid() per process: it reads the session the kernel keeps for the process, as the
     # sixth field of /proc/PID/stat does, in one system call instead of three, and without
     # letting go of the GIL (this runs at every task's exit over every process on the node).
     getsid = os.getsid
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+        if isinstance(entry, str):
+            if not entry.isdigit():
+                continue
+            pid = int(entry)
+        else:
+            pid = entry
         if pid == sid:
             continue
         try:

@@ -5,13 +5,16 @@ sweep of metaq_py.launch.sweep cannot find."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from metaq_py.launch import launch
-from metaq_py.launch.cgroup import runner_cgroup
+from metaq_py.launch.cgroup import cgroup_members, runner_cgroup
+from metaq_py.launch.sweep import session_members
 from tests.launch.test_launch import all_dead, script, spec_for, wait_for_file
 
 pytestmark = pytest.mark.skipif(
@@ -61,3 +64,48 @@ def test_a_task_that_ends_by_itself_leaves_no_cgroup_behind(tmp_path: Path) -> N
     status = proc.wait(10)
     assert status is not None and status.returncode == 0
     assert proc.cgroup is not None and not proc.cgroup.exists()
+
+
+# Waits (forking nothing) until it is surely in its cgroup, then leaves one child in its
+# session and one that left it (detached on purpose), and exits.
+LEAVES = f"""#!{sys.executable}
+import os, subprocess, time
+time.sleep(0.3)
+stays = subprocess.Popen(["sleep", "3600"])
+gone = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+with open(os.environ["METAQ_CHECKPOINT_FILE"], "w") as f:
+    f.write(f"{{stays.pid}} {{gone.pid}}")
+"""
+
+
+def test_a_contained_task_is_swept_among_its_cgroup_alone(tmp_path: Path) -> None:
+    proc = launch(spec_for(tmp_path, script(tmp_path, "leaves.sh", LEAVES)))
+    assert proc.contained  # no child yet when it was moved in: all it made is inside
+    status = proc.wait(10)
+    assert status is not None and status.returncode == 0
+    stays, detached = map(int, proc.spec.checkpoint_file.read_text().split())
+    try:
+        assert os.getsid(detached) == detached
+        assert all_dead([stays], timeout=5.0), "the child left in its session outlived it"
+        assert os.path.exists(f"/proc/{detached}"), "the detached child was killed too"
+        assert proc.cgroup is not None
+        assert _cgroup_of(detached).endswith(proc.cgroup.name)  # swept among its members
+    finally:
+        all_dead([detached], timeout=0.0)
+
+
+def test_the_session_sweep_looks_only_among_the_pids_it_is_given() -> None:
+    leader = subprocess.Popen(["/bin/sh", "-c", "sleep 3600 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while not session_members(leader.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (child,) = session_members(leader.pid)
+        assert session_members(leader.pid, among=[]) == []
+        assert session_members(leader.pid, among=[child, leader.pid, os.getpid()]) == [child]
+        mine = runner_cgroup()
+        assert mine is not None and cgroup_members(mine) == []  # the runner's folder holds none
+        assert cgroup_members(mine / "no-such-task") is None
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
