@@ -36,8 +36,8 @@ from metaq_py.queue.judge import judge
 from metaq_py.queue.settings.config import default_folder
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["LEASE_SUFFIX", "Claim", "LeaseFiles", "claim_identity", "claim_slot", "find_claim",
-           "lease_path", "read_claims", "read_lease", "write_lease"]
+__all__ = ["LEASE_SUFFIX", "Claim", "JobFolder", "LeaseFiles", "claim_identity", "claim_slot",
+           "find_claim", "lease_path", "read_claims", "read_lease", "write_lease"]
 
 LEASE_SUFFIX = ".lease"
 
@@ -226,24 +226,61 @@ def read_lease(task: Path) -> tuple[dict, float] | None:
     return (data, st.st_mtime) if isinstance(data, dict) else None
 
 
-def claim_slot(job: Path, name: str) -> Path:
+def claim_slot(job: Path, name: str, held: set[int] | frozenset[int] = frozenset()) -> Path:
     """Where job folder ``job`` (``working/<machine>/<jobid>``) puts a task file called
-    ``name`` that it claims: ``job/name`` when nothing is there, else ``job/<n>/name`` for the
-    smallest n >= 2 whose slot is free (no file at ``<n>``, nothing at ``<n>/name``), so a
-    claim never replaces another task and always keeps its file name."""
-    dst = job / name
-    if not os.path.lexists(dst):
-        return dst
-    n = 2
+    ``name`` that it claims: ``job/name`` (slot 1) when nothing is there, else ``job/<n>/name``
+    for the smallest n >= 2 whose slot is free (no file at ``<n>``, nothing at ``<n>/name``),
+    so a claim never replaces another task and always keeps its file name. Slots in ``held``
+    are known to be taken and are not looked at (see :class:`JobFolder`)."""
+    n = 1
     while True:
-        slot = job / str(n)
-        try:
-            free = stat.S_ISDIR(os.lstat(slot).st_mode) and not os.path.lexists(slot / name)
-        except FileNotFoundError:
-            free = True
-        if free:
-            return slot / name
+        if n not in held:
+            if n == 1:
+                if not os.path.lexists(job / name):
+                    return job / name
+            else:
+                slot = job / str(n)
+                try:
+                    free = stat.S_ISDIR(os.lstat(slot).st_mode) and \
+                        not os.path.lexists(slot / name)
+                except FileNotFoundError:
+                    free = True
+                if free:
+                    return slot / name
         n += 1
+
+
+class JobFolder:
+    """One job's folder in ``working/`` as the process claiming for it keeps it: the slots
+    (see :func:`claim_slot`) its claims hold, by file name, and its spare lease files
+    (:attr:`spares`). A job holding k tasks of one name would otherwise look at k places on
+    disk before the free one; with what it holds in mind it looks at one or two. The disk
+    still has the last word: a place found taken is passed over."""
+
+    def __init__(self, job: Path) -> None:
+        self.job = job
+        self.spares = LeaseFiles(job)
+        self._held: dict[str, set[int]] = {}
+
+    def place(self, name: str) -> Path:
+        """Where the next claim of a task called ``name`` goes; it counts as held from now."""
+        held = self._held.setdefault(name, set())
+        path = claim_slot(self.job, name, held)
+        held.add(1 if path.parent == self.job else int(path.parent.name))
+        return path
+
+    def leave(self, path: Path) -> None:
+        """The claimed task at ``path``, in this job's folder, has left it (or was never
+        moved there): its slot is free again."""
+        held = self._held.get(path.name)
+        if held is None:
+            return
+        if path.parent == self.job:
+            held.discard(1)
+        elif path.parent.parent == self.job and path.parent.name.isdigit():
+            held.discard(int(path.parent.name))
+        if not held:
+            del self._held[path.name]
 
 
 def claim_identity(path: Path, rel: str, folders: tuple[str, ...],

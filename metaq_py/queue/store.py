@@ -50,7 +50,7 @@ from metaq_py.queue.layout import (
     Layout,
     safe_name,
 )
-from metaq_py.queue.lease import Claim, LeaseFiles, claim_slot, lease_path, write_lease
+from metaq_py.queue.lease import Claim, JobFolder, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.trust import Trust
@@ -90,10 +90,9 @@ class Queue(Layout):
         super().__init__(root, clock=clock)
         self.index = Index(self.root, self.config, clock=self.clock)
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
-        self._lease_files: dict[tuple[str, str], LeaseFiles] = {}
-        """The lease files of the jobs this object claims for, reused (see LeaseFiles)."""
-        self._job_folders: dict[tuple[str, str], Path] = {}
-        """``working/<machine>/<jobid>`` of the claims made so far (checked names)."""
+        self._jobs: dict[tuple[str, str], JobFolder] = {}
+        """The folders of the jobs this object claims for: the places their claims hold and
+        their lease files, reused (see JobFolder)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
         self.spares: Spares | None = None
@@ -162,19 +161,23 @@ class Queue(Layout):
 
     def claim(self, task: Task, *, machine: str, jobid: str, host: str | None = None,
               pid: int | None = None) -> Claim | None:
-        """Take ``task`` for batch job ``jobid`` on ``machine``: one atomic rename to
-        ``working/<machine>/<jobid>/<name>`` (its file name, or a numbered slot below when the
-        job holds that name already, see :func:`~metaq_py.queue.lease.claim_slot`), after
-        writing the lease that keeps its identity. Returns ``None`` when another job took it
-        first (or it was removed). The returned claim's spec is read again from the claimed
-        file, since that file is what will run; if it no longer parses it is rejected and
-        ``None`` returned."""
-        job = self._job_folders.get((machine, jobid))
-        if job is None:
-            job = self.root / WORKING / safe_name(machine, "machine name") / \
-                safe_name(jobid, "job id")
-            self._job_folders[machine, jobid] = job
-        dst = claim_slot(job, task.relpath.rpartition("/")[2])
+        """Take ``task`` for batch job ``jobid`` on ``machine``: write the lease that keeps
+        its identity, then one atomic rename to ``working/<machine>/<jobid>/<name>`` (or a
+        numbered slot, :func:`~metaq_py.queue.lease.claim_slot`). ``None`` when another job
+        took it first (or it was removed). The claim's spec is read again from the claimed
+        file, which is what will run; if it no longer parses it is rejected (``None``)."""
+        job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
+            (machine, jobid), _job_folder(self.root, machine, jobid))
+        dst = job.place(task.relpath.rpartition("/")[2])
+        claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid, host=host,
+                                   pid=pid)
+        if claimed is None:
+            job.leave(dst)
+        return claimed
+
+    def _claim_into(self, task: Task, dst: Path, job: JobFolder, *, machine: str, jobid: str,
+                    host: str | None, pid: int | None) -> Claim | None:
+        """:meth:`claim`, once the place ``dst`` in ``job`` is chosen."""
         too_long = name_problem(dst.name, path=dst)
         if too_long is not None:
             self.reject(task.path, str(TaskError(task.file, None, too_long)))
@@ -184,13 +187,9 @@ class Queue(Layout):
         host = host or socket.gethostname()
         pid = pid if pid is not None else os.getpid()
         # The lease is written before the rename, so a claimed task always has one.
-        spares = self._lease_files.get((machine, jobid))
-        if spares is None:
-            spares = self._lease_files[machine, jobid] = LeaseFiles(self.root / WORKING /
-                                                                    machine / jobid)
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                     host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
-                    spares=spares, stale_after=self.config.stale_after)
+                    spares=job.spares, stale_after=self.config.stale_after)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
         try:
@@ -295,9 +294,9 @@ class Queue(Layout):
     def tidy_job(self, *, machine: str, jobid: str) -> None:
         """Remove the spare lease files and the empty folders a finished batch job leaves in
         ``working/``."""
-        spares = self._lease_files.pop((machine, jobid), None)
-        if spares is not None:
-            spares.clear()
+        job = self._jobs.pop((machine, jobid), None)
+        if job is not None:
+            job.spares.clear()
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -311,12 +310,13 @@ class Queue(Layout):
         through here (see :func:`~metaq_py.queue.disk.moves.move_task`). The lease of a ``claim``
         made by this object is kept for reuse, and a new logbook is written into a file made
         ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
-        lease_files = None if claim is None else self._lease_files.get((claim.machine,
-                                                                         claim.jobid))
+        job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = os.path.relpath(src, self.root).split(os.sep)
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          spares=self.spares, lease_files=lease_files,
+                          spares=self.spares, lease_files=job.spares if job else None,
                           old_reason=rel[0] in DONE_STATES, made=self._made)
+        if job is not None and claim is not None and src == claim.path:
+            job.leave(src)  # gone from working/, moved now or by someone else before
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
@@ -373,6 +373,12 @@ class Queue(Layout):
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def _job_folder(root: Path, machine: str, jobid: str) -> JobFolder:
+    """``working/<machine>/<jobid>`` of the queue at ``root``, its names checked."""
+    return JobFolder(root / WORKING / safe_name(machine, "machine name") /
+                     safe_name(jobid, "job id"))
 
 
 def _stat_or_none(path: str) -> os.stat_result | None:
