@@ -9,9 +9,10 @@ back to its folder with the attempt counted (to ``failed/`` once its attempts ar
 executed the script (``vfork`` lends the child the caller's memory until then, and ``Popen``
 waits to learn whether the ``exec`` worked): about a millisecond on an idle node, several on
 a busy one, and on the loop's thread that was the largest part of a short task's cost. So
-with ``background`` on (the real launch), the loop prepares everything a launch needs (the
-spec, the run folder, the log) and hands the start to one starter thread, and goes on
-claiming, settling and deciding meanwhile; the starter hands back a :class:`Started` through
+with ``on_started`` given (the real launch), the loop prepares each launch's spec and hands
+it to one of :data:`STARTERS` starter threads, which gives it its run folder and log (one at
+a time: the spares are taken under a lock) and starts it, while the loop goes on
+claiming, settling and deciding; the starter hands back a :class:`Started` through
 ``on_started`` (the runner's inbox), and the loop then records the process and writes the
 ``start`` event. Until then the task is *starting* (:attr:`LiveTask.starting`): on the roster,
 holding its hosts, without a process. A stop asked meanwhile (a cancel, a preemption, the end
@@ -104,6 +105,8 @@ class Launcher:
         self._starts: stdqueue.SimpleQueue[
             tuple[LiveTask, LaunchSpec, float] | threading.Barrier | None] = stdqueue.SimpleQueue()
         self._starters: list[threading.Thread] = []
+        self._room = threading.Lock()
+        """Held by a starter while it takes spares and makes folders (see _make_room)."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
@@ -187,11 +190,12 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
-            self._make_room(spec)
             if self._starters and live.job.kind is not Kind.MALLEABLE:
                 live.starting = True
                 self._starts.put((live, spec, now))
                 return
+            with self._room:
+                self._make_room(spec)
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
@@ -229,6 +233,8 @@ class Launcher:
                 self.on_exit(process)
 
             try:
+                with self._room:
+                    self._make_room(spec)
                 done = Started(live, spec, self.start(spec, on_exit=exited,
                                                       base_env=self.environ), None, at)
             except (LaunchError, OSError) as e:
