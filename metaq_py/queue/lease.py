@@ -310,12 +310,14 @@ def find_claim(job: Path, folder: str, relpath: str, folders: tuple[str, ...]) -
     claim of it could sit (its name, a numbered slot, an older runner's place) and confirmed by
     its identity (:func:`claim_identity`); ``None`` if the job does not hold it."""
     name = relpath.rpartition("/")[2]
-    try:
-        with os.scandir(job) as it:
-            slots = sorted(e.name for e in it if e.name.isdigit() and e.is_dir(
-                follow_symlinks=False))
-    except OSError:
-        return None
+    slots: list[str] = []
+    if os.path.lexists(job / "2"):  # slot 2 is taken first: a job without it has no slots
+        try:
+            with os.scandir(job) as it:
+                slots = sorted(e.name for e in it if e.name.isdigit() and e.is_dir(
+                    follow_symlinks=False))
+        except OSError:
+            return None
     for rel in dict.fromkeys([name, *(f"{n}/{name}" for n in slots), f"{folder}/{relpath}"]):
         path = job / rel
         if not path.is_file():  # a task may be a link to a file, never a folder

@@ -17,7 +17,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies, Resolver
 from metaq_py.queue.doctor import examine
-from metaq_py.queue.lease import claim_slot, lease_path
+from metaq_py.queue.lease import claim_slot, find_claim, lease_path
 from metaq_py.queue.store import Queue
 from tests.queue.test_store import put
 
@@ -245,6 +245,19 @@ def test_a_dependency_running_in_a_slot_is_running(q: Queue, tmp_path: Path) -> 
     q.finish(next(c for c in q.leases() if c.id == "todo/b/step.sh"), exit_code=0)
     deps.new_look()
     assert deps.check(next(t for t in q.scan().tasks if t.id == "todo/next.sh")).ready
+
+
+def test_a_running_task_is_found_past_a_file_planted_at_a_slot(q: Queue) -> None:
+    job = q.root / "working/m/1"
+    job.mkdir(parents=True)
+    (job / "2").write_text("someone's\n")
+    put(q.root / "todo/a/step.sh")
+    put(q.root / "todo/b/step.sh")
+    where = claim_all(q)
+    assert rel(q, where["todo/b/step.sh"]) == "working/m/1/3/step.sh"
+    assert find_claim(job, "todo", "b/step.sh", q.config.folders) == where["todo/b/step.sh"]
+    assert find_claim(job, "todo", "a/step.sh", q.config.folders) == where["todo/a/step.sh"]
+    assert find_claim(job, "todo", "c/step.sh", q.config.folders) is None
 
 
 def test_doctor_finds_nothing_wrong_with_slots(q: Queue) -> None:
