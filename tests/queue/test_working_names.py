@@ -17,7 +17,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies, Resolver
 from metaq_py.queue.doctor import examine
-from metaq_py.queue.lease import claim_slot, find_claim, lease_path
+from metaq_py.queue.lease import claim_slot, find_claim, lease_path, write_lease
 from metaq_py.queue.store import Queue
 from tests.queue.test_store import put
 
@@ -156,6 +156,22 @@ def test_a_claim_without_its_lease_goes_back_by_its_path(q: Queue) -> None:
         ("todo/sub/old.sh", "working/m/9/todo/sub/old.sh")]
     back = {rel(q, q.reclaim(c, reason="lost").path) for c in q.leases()}
     assert back == {"todo/sub/old.sh", "todo/new.sh", "todo/new.sh.1"}
+
+
+def test_an_older_runners_claim_with_its_lease_is_read_and_taken_back(q: Queue) -> None:
+    """On the Monday of the switch, claims made by the runner before (at
+    ``working/<machine>/<jobid>/<folder>/<relpath>``) are still running: they are listed,
+    found and taken back to where they came from."""
+    old = put(q.root / "working/m/7/todo/sub/x.sh")
+    write_lease(old, machine="m", jobid="7", folder="todo", relpath="sub/x.sh", host="h",
+                pid=1, start=1.0, attempts=0, submit=1.0)
+    [claim] = q.leases()
+    assert (claim.id, claim.path) == ("todo/sub/x.sh", old)
+    assert QueueAdmin(q).find("x.sh").path == old
+    assert Resolver(q).where("todo/sub/x.sh") == "working"
+    assert examine(q, now=2.0) == []
+    moved = q.reclaim(claim, reason="job 7 is dead")
+    assert moved is not None and rel(q, moved.path) == "todo/sub/x.sh"
 
 
 def test_without_a_todo_folder_a_lost_lease_goes_to_the_last_task_folder(tmp_path: Path) -> None:
