@@ -4,7 +4,8 @@ processes, real task scripts, real files.
 The generator is written the way lattice collaborations write theirs for METAQ: it writes
 each task file in place and then ``chmod``s it, and before making a task it looks for it by
 file name among the waiting, running and finished ones, running ones by METAQ's globs
-``working/*/*/<name>`` and ``working/*/*/*/<name>``. Each task's cleanup runs the generator
+``working/*/<name>`` (METAQ's older ``working/<jobid>/``) and ``working/*/*/<name>``
+(``working/<machine>/<jobid>/``). Each task's cleanup runs the generator
 again, so the campaign grows from inside running tasks, and the test runs it from outside
 too while two runners (two job ids) work the queue. Every task runs exactly once."""
 
@@ -38,7 +39,7 @@ TASK = """#!/bin/bash
 
 {python} - <<'PY'
 import glob, os
-running = glob.glob("{queue}/working/*/*/{name}") + glob.glob("{queue}/working/*/*/*/{name}")
+running = glob.glob("{queue}/working/*/{name}") + glob.glob("{queue}/working/*/*/{name}")
 fd = os.open("{camp}/ledger", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 os.write(fd, ("{name} %d\\\\n" % len(running)).encode())
 os.close(fd)
@@ -53,8 +54,8 @@ touch {camp}/out/{name}.done
 def known(name):
     """Whether the task is waiting, running or finished: looked for in the order a task
     moves through the folders, so that a move in between is never missed."""
-    for pattern in ("priority/**/" + name, "todo/**/" + name, "working/*/*/" + name,
-                    "working/*/*/*/" + name, "finished/**/" + name):
+    for pattern in ("priority/**/" + name, "todo/**/" + name, "working/*/" + name,
+                    "working/*/*/" + name, "finished/**/" + name):
         if glob.glob(os.path.join(queue, pattern), recursive=True):
             return True
     return False
