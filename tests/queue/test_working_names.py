@@ -17,7 +17,13 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies, Resolver
 from metaq_py.queue.doctor import examine
-from metaq_py.queue.lease import claim_slot, find_claim, lease_path, write_lease
+from metaq_py.queue.lease import (
+    claim_identity,
+    claim_slot,
+    find_claim,
+    lease_path,
+    write_lease,
+)
 from metaq_py.queue.store import Queue
 from tests.queue.test_store import put
 
@@ -192,6 +198,32 @@ def test_a_lease_naming_a_bad_folder_is_not_believed(q: Queue) -> None:
          "attempts": 0}))
     [listed] = q.leases()
     assert listed.id == "todo/t.sh"  # from its path, never outside the queue
+
+
+PART = st.text(st.sampled_from("ab.2/ \x00"), min_size=0, max_size=6)
+VALUE = st.one_of(st.none(), st.integers(), st.booleans(), PART,
+                  st.lists(PART, max_size=2).map("/".join), st.just("../.."))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rel=st.lists(st.sampled_from(["todo", "priority", "2", "x.sh", "sub"]), min_size=1,
+                    max_size=4).map("/".join),
+       folder=VALUE, relpath=VALUE)
+def test_a_lease_never_sends_a_task_outside_its_queue(rel: str, folder: object,
+                                                      relpath: object) -> None:
+    """Whatever a lease (a file in a folder others may write) says, the identity read from it
+    is a plain task folder name and a relative path of visible parts; a lease that says
+    nothing sensible gives way to the claim's path."""
+    got_folder, got_rel = claim_identity(Path("/nowhere"), rel, ("priority", "todo"),
+                                         {"folder": folder, "relpath": relpath})
+    assert got_folder and "/" not in got_folder and not got_folder.startswith(".")
+    assert "\0" not in got_folder and "\0" not in got_rel
+    assert all(part and not part.startswith(".") for part in got_rel.split("/"))
+    if isinstance(folder, str) and folder == got_folder:
+        return  # the lease's own, as written
+    parts = rel.split("/")
+    assert got_folder == (parts[0] if len(parts) > 1 and parts[0] in ("priority", "todo")
+                          else "todo")
 
 
 # --- finding a task by its name ----------------------------------------------------------------
