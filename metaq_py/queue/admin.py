@@ -54,6 +54,9 @@ from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Entry", "QueueAdmin", "tasks_named"]
 
+_NAMED_SHOWN = 5
+"""How many of the tasks that share a file name an error names (the rest are counted)."""
+
 _STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
                 FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
 
@@ -433,7 +436,9 @@ def _by_name(q: Queue, name: str, states: tuple[str, ...]) -> Entry:
         return found[0]
     wanted = " or ".join(_STATE_WORDS[s] for s in states)
     if found:
-        which = ", ".join(f"{e.id} ({_STATE_WORDS[e.state]})" for e in found)
+        which = ", ".join(f"{e.id} ({_STATE_WORDS[e.state]})" for e in found[:_NAMED_SHOWN])
+        if len(found) > _NAMED_SHOWN:
+            which += f" and {len(found) - _NAMED_SHOWN} more"
         raise QueueError(f"{len(found)} tasks are called {name!r}: {which}; name one by its "
                          f"<folder>/<path>")
     elsewhere = [] if states == STATES else tasks_named(q, name)

@@ -260,6 +260,13 @@ def test_a_bare_file_name_names_the_one_task_that_has_it(q: Queue) -> None:
         admin.hold("solo.sh")
     with pytest.raises(QueueError, match=r"no task called 'none\.sh' is"):
         admin.find("none.sh")
+    for n in range(7):
+        put(q.root / f"todo/many/{n}/run.sh")
+    with pytest.raises(QueueError) as many:
+        admin.find("run.sh")
+    assert str(many.value) == ("7 tasks are called 'run.sh': " + ", ".join(
+        f"todo/many/{n}/run.sh (waiting)" for n in range(5)) + " and 2 more; name one by its "
+        "<folder>/<path>.")
 
 
 def test_explain_and_show_read_a_running_task_from_its_lease(q: Queue) -> None:
