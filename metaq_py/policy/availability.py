@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import accumulate
 
 from metaq_py.policy.model import Job
 from metaq_py.policy.work import Work
@@ -49,7 +48,8 @@ class Profile:
         i = self._cut(t0)
         j = self._cut(t1) if t1 != math.inf else len(self.times)
         avail = self.avail
-        avail[i:j] = map(k.__rsub__, avail[i:j])  # a - k for each step, at C level
+        # a comprehension: compiled, a typed loop (map with k.__rsub__ makes a call per step)
+        avail[i:j] = [a - k for a in avail[i:j]]
 
     def largest_now(self, job: Job, now: float, end: float, oracle: bool, free: int) -> int:
         """The largest size at which ``job`` fits from now on, on at most the ``free`` nodes
@@ -57,21 +57,36 @@ class Profile:
 
         Try the largest size the free nodes allow; if the profile dips below it before the job
         would end, retry at the dip's level (a smaller size runs longer, so the dip can only
-        deepen). Each round is a bisect and a C-level ``min`` over a slice. ``free`` caps the
+        deepen). Each round is a bisect and a walk of the steps up to the dip. ``free`` caps the
         first size because the profile's level now also counts the nodes of jobs past their
         expected end (released "now", but still running: a task may overrun its estimate).
         """
-        times, avail = self.times, self.avail
-        k = min(job.size, avail[0], free)
+        k = min(job.size, self.avail[0], free)
         while k >= job.min_size:
             finish = now + job.time_at(k, oracle)
             if finish > end:
                 return 0
-            low = min(avail[:max(1, bisect_left(times, finish))])
+            low = self.lowest(finish, job.min_size)
             if low >= k:
                 return k
             k = low
         return 0
+
+    def lowest(self, until: float, floor: int) -> int:
+        """The lowest level of the profile from now until ``until`` (over the first step at
+        least), or the first level found below ``floor`` (the caller then needs no more)."""
+        times, avail = self.times, self.avail
+        n = max(1, bisect_left(times, until))
+        low = avail[0]
+        # an index loop over a typed list, with an early exit: compiled by mypyc, it runs on
+        # native ints and reads no step past the first one below ``floor``
+        for x in range(n):
+            a = avail[x]
+            if a < low:
+                low = a
+                if low < floor:
+                    return low
+        return low
 
     def reserve(self, job: Job, end: float, oracle: bool) -> None:
         """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
@@ -126,31 +141,36 @@ class Shortest:
                 at[m], runs[m] = [], []
             at[m].append(i)
             runs[m].append(job.time_at(job.size, oracle))
-        for m, row in runs.items():
-            # suffix minima: runs[m][p] is the shortest run among the jobs at[m][p:]
-            suffix = list(accumulate(reversed(row), min))
-            suffix.reverse()
-            runs[m] = suffix
+        for row in runs.values():
+            # suffix minima, in place: row[p] becomes the shortest run among the jobs at[m][p:]
+            for p in range(len(row) - 2, -1, -1):
+                if row[p + 1] < row[p]:
+                    row[p] = row[p + 1]
         self.sizes = sorted(at)
         self.at, self.runs = at, runs
 
     def any_room(self, i: int, profile: Profile, now: float, free: int) -> bool:
         """Whether some job of ``queue[i:]`` might start now, on a machine with ``free``
         nodes free and ``profile`` holding the reservations made so far."""
-        times, avail = profile.times, profile.avail
         for m in self.sizes:
             if m > free:
                 return False  # sizes ascend: no larger one fits either
             at = self.at[m]
             p = bisect_left(at, i)
-            if p < len(at) and min(avail[:max(1, bisect_left(
-                    times, now + self.runs[m][p]))]) >= m:
+            if p < len(at) and profile.lowest(now + self.runs[m][p], m) >= m:
                 return True
         return False
 
 
 def least_from(queue: Sequence[Job]) -> list[int]:
     """``least[i]``: the smallest ``min_size`` of ``queue[i:]``."""
-    least = list(accumulate([job.min_size for job in reversed(queue)], min))
-    least.reverse()
+    n = len(queue)
+    least = [0] * n
+    low = 0
+    # a typed loop rather than accumulate(..., min): compiled, it runs on native ints
+    for i in range(n - 1, -1, -1):
+        m = queue[i].min_size
+        if i == n - 1 or m < low:
+            low = m
+        least[i] = low
     return least

@@ -20,6 +20,7 @@ task's cores and caches free of CPU-only work): shares without GPUs may together
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 
 from metaq_py.policy.model import JobId, NodeId
@@ -147,14 +148,18 @@ class NodeLoad:
 class SharedNodes:
     """Every shared node of a cluster whose nodes have ``shape`` (kept by the Cluster; read
     only by decisions). ``loads`` holds each shared node; ``open`` those with a free core,
-    the only ones a share may still join."""
+    the only ones a share may still join; ``ends`` and ``true_ends`` every shared node as
+    ``(expected end, node)``, ascending (by walltime, and truly), so that a decision reads the
+    nodes' releases in time order without sorting them."""
 
-    __slots__ = ("loads", "open", "shape")
+    __slots__ = ("ends", "loads", "open", "shape", "true_ends")
 
     def __init__(self, shape: NodeShape) -> None:
         self.shape = shape
         self.loads: dict[NodeId, NodeLoad] = {}
         self.open: dict[NodeId, NodeLoad] = {}
+        self.ends: list[tuple[float, NodeId]] = []
+        self.true_ends: list[tuple[float, NodeId]] = []
 
     def __len__(self) -> int:
         return len(self.loads)
@@ -166,7 +171,10 @@ class SharedNodes:
         load = self.loads.get(node)
         if load is None:
             load = self.loads[node] = self.open[node] = NodeLoad(node, self.shape)
+        else:
+            self._unlist(load)
         placed = load.add(jid, cores, gpus, end, true_end)
+        self._list(load)
         if not load.free_cores:
             self.open.pop(node, None)
         return placed
@@ -174,13 +182,27 @@ class SharedNodes:
     def remove(self, node: NodeId, jid: JobId) -> bool:
         """A share on ``node`` ended; ``True`` when it was the last one (the node is free)."""
         load = self.loads[node]
+        self._unlist(load)
         load.remove(jid)
         if not load.jobs:
             del self.loads[node]
             self.open.pop(node, None)
             return True
+        self._list(load)
         self.open[node] = load
         return False
+
+    def _list(self, load: NodeLoad) -> None:
+        """Enter ``load``'s expected ends in ``ends`` and ``true_ends``."""
+        insort(self.ends, (load.end, load.node))
+        insort(self.true_ends, (load.true_end, load.node))
+
+    def _unlist(self, load: NodeLoad) -> None:
+        """Take ``load``'s expected ends out of ``ends`` and ``true_ends`` (before they
+        change)."""
+        for row, key in ((self.ends, (load.end, load.node)),
+                         (self.true_ends, (load.true_end, load.node))):
+            del row[bisect_left(row, key)]
 
 
 class ShareRoom:
@@ -288,9 +310,14 @@ class ShareRoom:
         t[3] = max(t[3], end)
 
     def releases(self, now: float) -> list[tuple[float, int]]:
-        """``(time, 1)`` for each shared node: when its last share is expected to end."""
-        oracle, taken, dropped = self.oracle, self.taken, self.dropped
-        out = [(max(load.expected_end(oracle), now), 1)
-               for n, load in self.shared.loads.items() if n not in taken and n not in dropped]
-        out += [(max(self._room(n)[3], now), 1) for n in taken]
+        """``(time, 1)`` for each shared node, in time order: when its last share is expected
+        to end (``now`` at the earliest)."""
+        taken, dropped = self.taken, self.dropped
+        # the cluster keeps the nodes in end order: the untouched ones stay in it
+        ordered = self.shared.true_ends if self.oracle else self.shared.ends
+        out = [(e if e > now else now, 1) for e, n in ordered
+               if n not in taken and n not in dropped]
+        if taken:
+            out += [(max(self._room(n)[3], now), 1) for n in taken]
+            out.sort()  # a long run and a short one: a merge
         return out

@@ -6,6 +6,7 @@ it was before the early stop), on random machines and queues of shares and whole
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Job, Kind, availability, backfill, make_scheduler, queue_key
 from metaq_py.policy.model import Decision
-from metaq_py.policy.shares import NodeShape, ShareRoom
+from metaq_py.policy.shares import NodeShape, SharedNodes, ShareRoom
 from metaq_py.policy.work import Work
 
 
@@ -157,3 +158,23 @@ def test_a_task_past_its_expected_end_frees_no_node_now(shape: NodeShape | None)
     queue = [Job("m", Kind.MALLEABLE, 3, 10.0, 0.0, min_size=1)]
     d = make_scheduler("conservative").decide(c.snapshot(now=20.0, waiting=queue))
     assert [(a.job, a.nodes) for a in d.actions] == [("m", (1, 2))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 2),
+                          st.sampled_from(WALLS), st.floats(0.0, 1.0)), max_size=40),
+       st.randoms(use_true_random=False))
+def test_the_shared_nodes_stay_listed_in_end_order(adds: list, rng: random.Random) -> None:
+    """The ends a decision reads the shared nodes' releases from are every shared node's
+    latest end, ascending, after any mix of shares starting and ending."""
+    shared = SharedNodes(NodeShape(4, 2))
+    running: list[tuple[int, str]] = []
+    for i, (node, cores, gpus, wall, ratio) in enumerate(adds):
+        load = shared.loads.get(node)
+        if load is None or load.fits(cores, gpus):
+            shared.add(node, f"j{i}", cores, gpus, float(i) + wall, float(i) + wall * ratio)
+            running.append((node, f"j{i}"))
+        if running and rng.random() < 0.4:
+            shared.remove(*running.pop(rng.randrange(len(running))))
+        assert shared.ends == sorted((ld.end, n) for n, ld in shared.loads.items())
+        assert shared.true_ends == sorted((ld.true_end, n) for n, ld in shared.loads.items())
