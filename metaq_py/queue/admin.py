@@ -8,7 +8,8 @@ so a person's move races a runner's exactly as two runners race: one rename wins
 
 A person names a task by its identity ``<folder>/<relpath>`` (``todo/sub/run.sh``), by a
 path to its file anywhere in the queue, or by its bare file name (``run.sh``) when only one
-task has it.
+task has it. What is found is an :class:`~metaq_py.queue.finding.Entry`
+(:mod:`metaq_py.queue.finding`).
 """
 
 from __future__ import annotations
@@ -28,14 +29,9 @@ from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, write_all
-from metaq_py.queue.disk.folders import (
-    CANCEL_SUFFIX,
-    companion,
-    read_reason,
-    subfolders,
-    task_files,
-)
+from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, read_reason
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
+from metaq_py.queue.finding import STATE_WORDS, Entry, by_name, files_in, tasks_named
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -53,36 +49,6 @@ from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Entry", "QueueAdmin", "tasks_named"]
-
-_NAMED_SHOWN = 5
-"""How many of the tasks that share a file name an error names (the rest are counted)."""
-
-_STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
-                FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A task file in some state, as listed by ``metaq ls`` and ``metaq status``.
-
-    ``spec`` is ``None`` when the script does not parse (``reason`` then says why, for a
-    waiting task). ``reason`` is the ``.reason`` text of a failed, rejected or cancelled task.
-    ``machine`` and ``jobid`` are set for claimed tasks.
-    """
-
-    state: str
-    folder: str
-    relpath: str
-    path: Path
-    spec: TaskSpec | None
-    reason: str | None = None
-    machine: str | None = None
-    jobid: str | None = None
-    attempts: int = 0
-
-    @property
-    def id(self) -> str:
-        return f"{self.folder}/{self.relpath}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +288,7 @@ class QueueAdmin:
         found = [e for i in indices
                  if (e := self.locate(folder, f"{rel}/{i}", states=states)) is not None]
         if not found:
-            wanted = " or ".join(_STATE_WORDS[s] for s in states)
+            wanted = " or ".join(STATE_WORDS[s] for s in states)
             raise QueueError(f"no task of the array {info.id} named by {ref!r} is {wanted}")
         return found
 
@@ -330,7 +296,8 @@ class QueueAdmin:
         """The task a person means by ``ref``: its identity ``<folder>/<relpath>`` (such as
         ``todo/sub/run.sh``), a path to its file anywhere in the queue (``working/`` too), one
         index of an array (``run.sh[17]``), or its bare file name (``run.sh``) when exactly
-        one task in ``states`` has that name (:func:`tasks_named`)."""
+        one task in ``states`` has that name
+        (:func:`~metaq_py.queue.finding.tasks_named`)."""
         info = self.array_of(ref)
         sel = split_ref(ref)[1]
         if info is not None and sel is not None and sel.isdigit():
@@ -340,12 +307,12 @@ class QueueAdmin:
         except QueueError:
             if len(Path(ref).parts) != 1 or ref in ("..", "."):
                 raise
-            return _by_name(self.queue, ref, states)
+            return by_name(self.queue, ref, states)
         e = self.locate(folder, rel, states=states)
         if e is None:
-            wanted = " or ".join(_STATE_WORDS[s] for s in states)
+            wanted = " or ".join(STATE_WORDS[s] for s in states)
             anywhere = self.locate(folder, rel)
-            where = (f"; it is {_STATE_WORDS[anywhere.state]}" if anywhere
+            where = (f"; it is {STATE_WORDS[anywhere.state]}" if anywhere
                      else "; 'metaq ls' lists the tasks")
             raise QueueError(f"no task {folder}/{rel} is {wanted}{where}")
         return e
@@ -386,7 +353,7 @@ class QueueAdmin:
             return
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
-        for folder, rel, path in _files_in(q, state):
+        for folder, rel, path in files_in(q, state):
             spec = judge(path).spec if specs else None
             reason = None
             if state != HOLD and state != FINISHED:
@@ -394,57 +361,6 @@ class QueueAdmin:
             logbook = read_logbook(path, inode_of(path))
             yield Entry(state, folder, rel, path, spec, reason=reason,
                         attempts=logbook.attempts if logbook else 0)
-
-
-def tasks_named(q: Queue, name: str, *, states: tuple[str, ...] = STATES) -> list[Entry]:
-    """Every task of ``q`` in ``states`` whose file name (the last part of its relative path)
-    is ``name``, by state in the order given, then by identity. Walks the folders of those
-    states: for a person's command, never for a runner."""
-    out: list[Entry] = []
-    for state in states:
-        if state == WORKING:
-            out += sorted((Entry(WORKING, c.folder, c.relpath, c.path, None,
-                                 machine=c.machine, jobid=c.jobid)
-                           for c in q.leases() if c.relpath.rpartition("/")[2] == name),
-                          key=lambda e: e.id)
-            continue
-        out += sorted((Entry(state, folder, rel, path, None)
-                       for folder, rel, path in _files_in(q, state)
-                       if rel.rpartition("/")[2] == name), key=lambda e: e.id)
-    return out
-
-
-def _files_in(q: Queue, state: str) -> Iterator[tuple[str, str, Path]]:
-    """(folder, relpath, path) of every task file of ``q`` in ``state`` (not ``working``),
-    as found in its folders; in ``hold/``, files put there by hand as METAQ users do too
-    (see :meth:`~metaq_py.queue.layout.Layout.held_identity`)."""
-    if state == HOLD:
-        for rel, path in task_files(q.root / HOLD):
-            yield (*q.held_identity(rel), path)
-        return
-    for folder in q.config.folders if state == PENDING else subfolders(q.root / state):
-        top = q.root / folder if state == PENDING else q.root / state / folder
-        for rel, path in task_files(top):
-            yield folder, rel, path
-
-
-def _by_name(q: Queue, name: str, states: tuple[str, ...]) -> Entry:
-    """The one task in ``states`` whose file name is ``name``; else a :class:`QueueError`
-    names those that have it, or says that none does."""
-    found = tasks_named(q, name, states=states)
-    if len(found) == 1:
-        return found[0]
-    wanted = " or ".join(_STATE_WORDS[s] for s in states)
-    if found:
-        which = ", ".join(f"{e.id} ({_STATE_WORDS[e.state]})" for e in found[:_NAMED_SHOWN])
-        if len(found) > _NAMED_SHOWN:
-            which += f" and {len(found) - _NAMED_SHOWN} more"
-        raise QueueError(f"{len(found)} tasks are called {name!r}: {which}; name one by its "
-                         f"<folder>/<path>")
-    elsewhere = [] if states == STATES else tasks_named(q, name)
-    where = ("; " + ", ".join(f"{e.id} is {_STATE_WORDS[e.state]}" for e in elsewhere)
-             if elsewhere else "; 'metaq ls' lists the tasks")
-    raise QueueError(f"no task called {name!r} is {wanted}{where}")
 
 
 def _user() -> str:

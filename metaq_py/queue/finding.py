@@ -1,0 +1,116 @@
+"""Finding tasks in every state: :class:`Entry` (a task file in some state, as ``metaq ls``,
+``status`` and ``show`` list it), the task files of each state's folders, and a task found by
+its bare file name (``metaq show prop_42.sh``).
+
+A state keeps a task's identity in its path (``hold/<folder>/<relpath>``,
+``finished/<folder>/<relpath>``, ...), except ``working/``, where a running task sits under
+its file name and its lease keeps the identity (:mod:`metaq_py.queue.lease`); a file put
+into ``hold/`` by hand is a held task of the default task folder
+(:meth:`~metaq_py.queue.layout.Layout.held_identity`). Reads only; for people's commands,
+never for a runner's pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaq_py.errors import QueueError
+from metaq_py.queue.disk.folders import subfolders, task_files
+from metaq_py.queue.layout import (
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    HOLD,
+    PENDING,
+    REJECTED,
+    STATES,
+    WORKING,
+    Layout,
+)
+from metaq_py.task_spec import TaskSpec
+
+__all__ = ["STATE_WORDS", "Entry", "by_name", "files_in", "tasks_named"]
+
+STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
+               FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
+"""Each state as people say it: a task is waiting, held, running, finished, ..."""
+
+NAMED_SHOWN = 5
+"""How many of the tasks that share a file name an error names (the rest are counted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A task file in some state, as listed by ``metaq ls`` and ``metaq status``.
+
+    ``spec`` is ``None`` when the script does not parse (``reason`` then says why, for a
+    waiting task). ``reason`` is the ``.reason`` text of a failed, rejected or cancelled task.
+    ``machine`` and ``jobid`` are set for claimed tasks.
+    """
+
+    state: str
+    folder: str
+    relpath: str
+    path: Path
+    spec: TaskSpec | None
+    reason: str | None = None
+    machine: str | None = None
+    jobid: str | None = None
+    attempts: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.folder}/{self.relpath}"
+
+
+def tasks_named(q: Layout, name: str, *, states: tuple[str, ...] = STATES) -> list[Entry]:
+    """Every task of ``q`` in ``states`` whose file name (the last part of its relative path)
+    is ``name``, by state in the order given, then by identity. Walks the folders of those
+    states: for a person's command, never for a runner."""
+    out: list[Entry] = []
+    for state in states:
+        if state == WORKING:
+            out += sorted((Entry(WORKING, c.folder, c.relpath, c.path, None,
+                                 machine=c.machine, jobid=c.jobid)
+                           for c in q.leases() if c.relpath.rpartition("/")[2] == name),
+                          key=lambda e: e.id)
+            continue
+        out += sorted((Entry(state, folder, rel, path, None)
+                       for folder, rel, path in files_in(q, state)
+                       if rel.rpartition("/")[2] == name), key=lambda e: e.id)
+    return out
+
+
+def files_in(q: Layout, state: str) -> Iterator[tuple[str, str, Path]]:
+    """(folder, relpath, path) of every task file of ``q`` in ``state`` (not ``working``),
+    as found in its folders; in ``hold/``, files put there by hand as METAQ users do too
+    (see :meth:`~metaq_py.queue.layout.Layout.held_identity`)."""
+    if state == HOLD:
+        for rel, path in task_files(q.root / HOLD):
+            yield (*q.held_identity(rel), path)
+        return
+    for folder in q.config.folders if state == PENDING else subfolders(q.root / state):
+        top = q.root / folder if state == PENDING else q.root / state / folder
+        for rel, path in task_files(top):
+            yield folder, rel, path
+
+
+def by_name(q: Layout, name: str, states: tuple[str, ...]) -> Entry:
+    """The one task in ``states`` whose file name is ``name``; else a :class:`QueueError`
+    names those that have it, or says that none does."""
+    found = tasks_named(q, name, states=states)
+    if len(found) == 1:
+        return found[0]
+    wanted = " or ".join(STATE_WORDS[s] for s in states)
+    if found:
+        which = ", ".join(f"{e.id} ({STATE_WORDS[e.state]})" for e in found[:NAMED_SHOWN])
+        if len(found) > NAMED_SHOWN:
+            which += f" and {len(found) - NAMED_SHOWN} more"
+        raise QueueError(f"{len(found)} tasks are called {name!r}: {which}; name one by its "
+                         f"<folder>/<path>")
+    elsewhere = [] if states == STATES else tasks_named(q, name)
+    where = ("; " + ", ".join(f"{e.id} is {STATE_WORDS[e.state]}" for e in elsewhere)
+             if elsewhere else "; 'metaq ls' lists the tasks")
+    raise QueueError(f"no task called {name!r} is {wanted}{where}")
