@@ -4,15 +4,21 @@ At each heartbeat (``heartbeat`` of ``metaq.yaml``) the runner renews the lease 
 it holds, stops the tasks whose claims were taken back or that someone cancelled, tries again
 to settle the tasks it could not move, takes back the lost claims of other jobs (see
 :mod:`metaq_py.runner.reclaim`) and asks the batch system again when the allocation ends.
-Notices of on-demand work to come are read at every pass.
+Notices of on-demand work to come are read at every pass; while there are none, a pass
+that finds the ``notices/`` folder unchanged since (the same inode, modification and change
+times) skips the listing, and lists it anyway once every :data:`NOTICES_TRUSTED` seconds (a
+coarse clock may leave a folder's times alike after a change, and a notice copied in by hand
+is complete only after its file was made). A busy runner makes hundreds of passes a second.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 
 from metaq_py.batch import BatchError
 from metaq_py.cluster import Cluster, ClusterError
+from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.notices import load_notices
 from metaq_py.runner.context import Context
 from metaq_py.runner.reclaim import lost_claims
@@ -20,7 +26,10 @@ from metaq_py.runner.tasks.exits import Settler
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.roster import Roster
 
-__all__ = ["NOTICE_WAIT", "Upkeep"]
+__all__ = ["NOTICES_TRUSTED", "NOTICE_WAIT", "Upkeep"]
+
+NOTICES_TRUSTED = 1.0
+"""Seconds for which an unchanged ``notices/`` folder that held no notice is not listed again."""
 
 NOTICE_WAIT = 3600.0
 """Seconds ahead of a notice's arrival from which a runner with nothing left to run (and no
@@ -38,6 +47,9 @@ class Upkeep:
         self.settler = settler
         self.next_heartbeat = ctx.clock.now() + ctx.queue.config.heartbeat
         self.notice_ids: set[str] = set()
+        self._no_notices: tuple[tuple[int, int, int], float] | None = None
+        """The ``notices/`` folder's times when it was last listed and held no notice, and
+        until when a pass may trust them (see the module text)."""
 
     def heartbeat(self, now: float, *, stopping: str | None) -> None:
         """Renew every lease and act on what that finds (see the module text)."""
@@ -93,6 +105,15 @@ class Upkeep:
 
     def sync_notices(self, now: float) -> None:
         """Hand the Cluster the notices that are new, and withdraw those that are gone."""
+        try:
+            st = os.stat(self.ctx.queue.root / NOTICES)
+            times: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            times = None
+        seen = self._no_notices
+        if seen is not None and seen[0] == times and now < seen[1] \
+                and not self.cluster.notices:
+            return  # none then, and the folder has not changed since
         present = set()
         for notice in load_notices(self.ctx.queue.root, now=now, report=self.ctx.say):
             present.add(notice.id)
@@ -106,3 +127,5 @@ class Upkeep:
         for gone in [n for n in self.cluster.notices if n not in present]:
             self.cluster.remove_notice(gone)
             self.ctx.events.write("release", notice=gone, reason="withdrawn")
+        self._no_notices = None if present or times is None \
+            else (times, now + NOTICES_TRUSTED)
