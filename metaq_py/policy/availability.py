@@ -9,7 +9,7 @@ pass can stop once none can.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 from metaq_py.policy.model import Job
@@ -19,9 +19,19 @@ __all__ = ["Profile", "Shortest", "least_from"]
 
 
 class Profile:
-    """Free nodes over time, a step function: ``avail[i]`` on ``[times[i], times[i+1])``."""
+    """Free nodes over time, a step function: :meth:`level` ``(i)`` on ``[times[i],
+    times[i+1])``.
 
-    __slots__ = ("avail", "times")
+    ``avail`` holds what the running jobs release and the holds that start later than now
+    take. The holds that start now (the pass's starts) are kept apart, as their ends
+    ascending (``now_ends``) and their nodes (``now_nodes``): such a hold covers every step
+    from the first, so recording it costs a bisect and an insertion rather than a write to
+    each of hundreds of steps. A step's level is its ``avail`` less the nodes of the holds
+    from now that end after its start. Every hold still cuts the steps at both its ends, so
+    the steps are those of a profile that writes each hold out.
+    """
+
+    __slots__ = ("avail", "now_ends", "now_nodes", "times")
 
     def __init__(self, work: Work) -> None:
         times, avail = [work.now], [work.free.count]
@@ -32,6 +42,8 @@ class Profile:
                 times.append(t)
                 avail.append(avail[-1] + k)
         self.times, self.avail = times, avail
+        self.now_ends: list[float] = []
+        self.now_nodes: list[int] = []
 
     def _cut(self, t: float) -> int:
         """Make ``t`` a breakpoint; return its index."""
@@ -47,9 +59,19 @@ class Profile:
         """Take ``k`` nodes over ``[t0, t1)``."""
         i = self._cut(t0)
         j = self._cut(t1) if t1 != math.inf else len(self.times)
+        if i == 0:
+            p = bisect_right(self.now_ends, t1)
+            self.now_ends.insert(p, t1)
+            self.now_nodes.insert(p, k)
+            return
         avail = self.avail
         # a comprehension: compiled, a typed loop (map with k.__rsub__ makes a call per step)
         avail[i:j] = [a - k for a in avail[i:j]]
+
+    def level(self, i: int) -> int:
+        """The free nodes over step ``i``."""
+        p = bisect_right(self.now_ends, self.times[i])
+        return self.avail[i] - sum(self.now_nodes[p:])
 
     def largest_now(self, job: Job, now: float, end: float, oracle: bool, free: int) -> int:
         """The largest size at which ``job`` fits from now on, on at most the ``free`` nodes
@@ -61,7 +83,7 @@ class Profile:
         first size because the profile's level now also counts the nodes of jobs past their
         expected end (released "now", but still running: a task may overrun its estimate).
         """
-        k = min(job.size, self.avail[0], free)
+        k = min(job.size, self.level(0), free)
         while k >= job.min_size:
             finish = now + job.time_at(k, oracle)
             if finish > end:
@@ -76,13 +98,21 @@ class Profile:
         """The lowest level of the profile from now until ``until`` (over the first step at
         least), or the first level found below ``floor`` (the caller then needs no more)."""
         times, avail = self.times, self.avail
+        ends, nodes = self.now_ends, self.now_nodes
         n = max(1, bisect_left(times, until))
-        low = avail[0]
-        # an index loop over a typed list, with an early exit: compiled by mypyc, it runs on
-        # native ints and reads no step past the first one below ``floor``
+        m = len(ends)
+        p = 0
+        held = sum(nodes)  # the nodes of the holds from now still on at the step
+        low = 0
+        # index loops over typed lists, with an early exit: compiled by mypyc, they run on
+        # native values and read no step past the first one below ``floor``
         for x in range(n):
-            a = avail[x]
-            if a < low:
+            t = times[x]
+            while p < m and ends[p] <= t:
+                held -= nodes[p]
+                p += 1
+            a = avail[x] - held
+            if x == 0 or a < low:
                 low = a
                 if low < floor:
                     return low
@@ -92,7 +122,7 @@ class Profile:
         """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
         ever offers (its level once every running job has ended), if it ends by ``end``: the
         reservation conservative backfilling gives every job it does not start now."""
-        k = min(job.size, self.avail[-1])
+        k = min(job.size, self.level(len(self.times) - 1))
         if k < job.min_size:
             return
         duration = job.time_at(k, oracle)
@@ -109,16 +139,23 @@ class Profile:
         # an index loop over typed lists, and a flag rather than an optional float: compiled
         # by mypyc, this runs on native values without boxing
         times, avail = self.times, self.avail
+        ends, nodes = self.now_ends, self.now_nodes
+        m = len(ends)
+        p = 0
+        held = sum(nodes)
         inside = False
         begin = 0.0
         for i in range(len(times)):
             t = times[i]
+            while p < m and ends[p] <= t:
+                held -= nodes[p]
+                p += 1
             if inside:
                 if t - begin >= duration:
                     return begin
-                if avail[i] < k:
+                if avail[i] - held < k:
                     inside = False
-            elif avail[i] >= k:
+            elif avail[i] - held >= k:
                 inside = True
                 begin = t
         return begin if inside else math.inf

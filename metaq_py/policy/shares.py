@@ -315,6 +315,8 @@ class ShareRoom:
         taken, dropped = self.taken, self.dropped
         # the cluster keeps the nodes in end order: the untouched ones stay in it
         ordered = self.shared.true_ends if self.oracle else self.shared.ends
+        if not taken and not dropped:
+            return [(e if e > now else now, 1) for e, _ in ordered]
         out = [(e if e > now else now, 1) for e, n in ordered
                if n not in taken and n not in dropped]
         if taken:

@@ -178,3 +178,57 @@ def test_the_shared_nodes_stay_listed_in_end_order(adds: list, rng: random.Rando
             shared.remove(*running.pop(rng.randrange(len(running))))
         assert shared.ends == sorted((ld.end, n) for n, ld in shared.loads.items())
         assert shared.true_ends == sorted((ld.true_end, n) for n, ld in shared.loads.items())
+
+
+class WrittenOut:
+    """The availability profile that writes every hold into each step it covers (the plain
+    form of :class:`~metaq_py.policy.availability.Profile`, which keeps holds from now apart)."""
+
+    def __init__(self, profile: availability.Profile) -> None:
+        self.times = list(profile.times)
+        self.avail = [profile.level(i) for i in range(len(profile.times))]
+
+    def hold(self, t0: float, t1: float, k: int) -> None:
+        for t in (t0, t1):
+            if t != math.inf and t not in self.times:
+                i = next((i for i, s in enumerate(self.times) if s > t), len(self.times))
+                self.times.insert(i, t)
+                self.avail.insert(i, self.avail[i - 1])
+        for i, t in enumerate(self.times):
+            if t0 <= t < t1:
+                self.avail[i] -= k
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 8), running_jobs,
+       st.lists(st.tuples(st.booleans(), st.integers(0, 30), st.sampled_from([*WALLS, math.inf]),
+                          st.integers(1, 4)), max_size=25))
+def test_the_profile_keeps_holds_from_now_apart_without_changing_a_level(
+        total: int, running: list, holds: list) -> None:
+    """Holds from now and from later steps, in any order: the same steps at the same levels
+    as the profile that writes each hold out, and the same answers to the pass's questions."""
+    c = machine(total, NodeShape(8, 2), running)
+    profile = availability.Profile(Work(c.snapshot(now=0.0, waiting=[]), oracle=False))
+    plain = WrittenOut(profile)
+    for from_now, step, length, k in holds:
+        t0 = 0.0 if from_now else profile.times[step % len(profile.times)]
+        profile.hold(t0, t0 + length, k)
+        plain.hold(t0, t0 + length, k)
+        levels = [profile.level(i) for i in range(len(profile.times))]
+        assert (profile.times, levels) == (plain.times, plain.avail)
+        for until in (1.0, 60.0, 400.0, math.inf):
+            stop = max(1, sum(1 for t in plain.times if t < until))
+            assert profile.lowest(until, -1000) == min(plain.avail[:stop])
+        for size, duration in ((1, 50.0), (3, 100.0), (total, 300.0)):
+            assert profile.earliest(size, duration) == earliest(plain, size, duration)
+
+
+def earliest(plain: WrittenOut, k: int, duration: float) -> float:
+    """The earliest step from which ``k`` nodes stay free for ``duration``, read plainly."""
+    times, avail = plain.times, plain.avail
+    for i, begin in enumerate(times):
+        ends = [j for j in range(i, len(times)) if avail[j] < k]
+        stop = times[ends[0]] if ends else math.inf
+        if avail[i] >= k and stop - begin >= duration:
+            return begin
+    return math.inf
