@@ -71,6 +71,8 @@ def experiment(
     reading: Annotated[str | None, typer.Option(
         help="Judge the 17 observations with a wider 'preempted' (with --study all or "
              "--calibrate paper): kills-as-preemptions or shrinks-as-preemptions.")] = None,
+    variant_workloads: Annotated[str, typer.Option(
+        help="With --study all: the workloads of observations 13-17's studies.")] = "W5",
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1 or mtbf=6h.")] = None,
@@ -149,7 +151,7 @@ def experiment(
             _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
                           seeds=seeds or 3, first_seed=first_seed, workers=workers,
                           out=out or Path("experiment-all"), fresh=fresh, overrides=overrides,
-                          reading=reading)
+                          reading=reading, variant_workloads=_split(variant_workloads) or [])
             return
         if len(paths) > 1:
             raise _BadArgument("several traces need --study all")
@@ -297,7 +299,8 @@ def _context(study: Study, said: str, specs: tuple[RunSpec, ...]) -> dict[str, o
 
 def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                    nodes: int | None, seeds: int, first_seed: int, workers: int | None,
-                   out: Path, fresh: bool, overrides: Variant, reading: str | None) -> None:
+                   out: Path, fresh: bool, overrides: Variant, reading: str | None,
+                   variant_workloads: list[str]) -> None:
     """``--study all``: calibrate, run and judge all 17 observations on every trace."""
     import os
     import time
@@ -338,7 +341,8 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
         return run_grid(specs, workers=workers, store=store, fresh=fresh)
 
     seed_list = tuple(range(first_seed, first_seed + seeds))
-    results = run_all(sources, seeds=seed_list, run=run, overrides=overrides, reading=reading)
+    results = run_all(sources, seeds=seed_list, run=run, overrides=overrides, reading=reading,
+                      variant_workloads=variant_workloads)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
     files = write_full(results, out, FullContext(command=command, seeds=seed_list,
                                                  runs=len(list(store.records())),

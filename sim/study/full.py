@@ -65,9 +65,10 @@ def _grid(source: TraceSource, variants: Sequence[Variant], workloads: Sequence[
 
 
 def plan(source: TraceSource, calibration: Calibration, *, seeds: Sequence[int],
-         workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = ()) -> TracePlan:
+         workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = (),
+         variant_workloads: Sequence[str] = (VARIANT_WORKLOAD,)) -> TracePlan:
     """Every run the 17 observations need on ``source`` (at load 1) calibrated to F, each
-    with ``overrides`` on top of its own."""
+    with ``overrides`` on top of its own; the variant studies on ``variant_workloads``."""
     factor = calibration.factor
     at_f = replace(source, load=factor)
     parts: dict[str, tuple[RunSpec, ...]] = {
@@ -75,7 +76,7 @@ def plan(source: TraceSource, calibration: Calibration, *, seeds: Sequence[int],
         "paper": _grid(at_f, ((),), workloads, seeds, overrides),
     }
     for name, variants in VARIANT_STUDIES.items():
-        parts[name] = _grid(at_f, variants, (VARIANT_WORKLOAD,), seeds, overrides)
+        parts[name] = _grid(at_f, variants, variant_workloads, seeds, overrides)
     for multiple in SENSITIVITY_LOADS:
         scaled = replace(source, load=round(factor * multiple, 4))
         parts[f"load-{multiple:g}"] = _grid(scaled, ((),), (VARIANT_WORKLOAD,), seeds,
@@ -126,12 +127,14 @@ class TraceResults:
 def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int],
             run: Callable[[list[RunSpec]], list[FinishedRun]],
             workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = (),
-            reading: str | None = None) -> list[TraceResults]:
+            reading: str | None = None,
+            variant_workloads: Sequence[str] = (VARIANT_WORKLOAD,)) -> list[TraceResults]:
     """Calibrate each trace, run every part of every trace through ``run`` at once, and
-    judge the 17 observations per trace (under ``reading``); ``overrides`` apply to every
-    run."""
+    judge the 17 observations per trace (under ``reading``; 13-17 averaged over
+    ``variant_workloads``); ``overrides`` apply to every run."""
     calibrations = [calibrate(s, run, overrides=overrides) for s in sources]
-    plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides)
+    plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides,
+                  variant_workloads=variant_workloads)
              for s, c in zip(sources, calibrations, strict=True)]
     specs = every_spec(plans)
     records = dict(zip(specs, run(specs), strict=True))

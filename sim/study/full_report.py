@@ -192,7 +192,8 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
            "- The paper's load: each trace's inter-arrival gaps are divided by the factor F "
            f"at which baseline EASY reaches the paper's 83.93% ({CALIBRATION_METRIC}, the "
            "paper's reading; W5, seed 0). Observations 1-12 are judged at F and, beside, at "
-           "the trace's own load (x1); 13-17 from the variant studies at F on W5.",
+           "the trace's own load (x1); 13-17 from the variant studies at F on "
+           f"{_variant_workloads(results)}.",
            "- Tolerances for the paper's loose words are fixed in `sim/study/observations.py` "
            "and were not tuned: about = within 10 points, slightly = under 5 points, much "
            "more = at least 1.5 times. Every figure is a mean over seeds; \"within the 95% "
@@ -209,14 +210,22 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
             if name not in r.tables:
                 continue
             t = r.tables[name]
-            out += [f"### Study `{name}` at x{r.plan.factor:g}, {VARIANT_WORKLOAD}", ""]
+            on = ALL if len(t.workloads) > 1 else t.workloads[0]
+            where = "averaged over " + ", ".join(t.workloads) if on == ALL else on
+            out += [f"### Study `{name}` at x{r.plan.factor:g}, {where}", ""]
             metrics = ["turnaround_all", "turnaround_rigid", "utilisation", "instant_start",
                        "preempt_rigid", "preempt_malleable"]
-            rows = [[p, v, *(_cell(t.cell(p, m, workload=VARIANT_WORKLOAD, variant=v), m)
+            rows = [[p, v, *(_cell(t.cell(p, m, workload=on, variant=v), m)
                              for m in metrics)] for v in t.variants for p in t.policies]
             out += [*_table(["Policy", "Variant", *(BY_KEY[m].label for m in metrics)], rows),
                     ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _variant_workloads(results: Sequence[TraceResults]) -> str:
+    found = [r.tables["checkpoint"].workloads for r in results if "checkpoint" in r.tables]
+    return ", ".join(found[0]) + (" (averaged)" if len(found[0]) > 1 else "") if found else \
+        VARIANT_WORKLOAD
 
 
 def _reading_line(reading: str | None) -> list[str]:

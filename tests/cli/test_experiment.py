@@ -82,7 +82,7 @@ def test_run_one_needs_an_output_directory() -> None:
 
 def test_study_all_writes_one_report_with_every_observation(tmp_path: Path) -> None:
     result = invoke("--study", "all", "--synthetic", "--jobs", "80", "--seeds", "1",
-                    "--workers", "2", "--out", str(tmp_path))
+                    "--workers", "2", "--variant-workloads", "W1,W5", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     report = (tmp_path / "report.md").read_text()
     rows = [line for line in report.splitlines() if line.startswith("| ")
@@ -90,6 +90,9 @@ def test_study_all_writes_one_report_with_every_observation(tmp_path: Path) -> N
     numbers = {int(line.split("|")[1]) for line in rows}
     assert set(range(1, 18)) <= numbers
     assert "- Command: `metaq " in report and "Seeds: 0" in report
+    # observations 13-17 from their studies on both workloads, averaged
+    assert "13-17 from the variant studies at F on W1, W5 (averaged)" in report
+    assert "### Study `checkpoint` at x" in report and "averaged over W1, W5" in report
 
 
 def test_load_and_calibrate_are_checked(tmp_path: Path) -> None:
