@@ -88,7 +88,8 @@ def experiment(
              "times as fast (CQSim's density).")] = None,
     calibrate: Annotated[str | None, typer.Option(
         help="'paper': run at the load at which baseline EASY reaches the paper's 83.93% "
-             "utilisation (found by bisection and reported).")] = None,
+             "utilisation (found by bisection and reported), and at the trace's own load, "
+             "side by side.")] = None,
     synthetic: Annotated[bool, typer.Option(
         "--synthetic", help="Use the synthetic Theta-like workload even if a trace is "
                             "found.")] = False,
