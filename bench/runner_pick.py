@@ -45,16 +45,15 @@ def main() -> None:
             path.chmod(0o755)
         batch = detect_batch(overrides=BatchOverrides(system="local", nnodes=1), env={})
         r = Runner(q, batch, options=RunOptions(handle_signals=False), say=lambda line: None)
-        r._setup()
+        r.ctx.job_dir.mkdir(parents=True, exist_ok=True)
         times = []
-        for _ in range(args.picks + 1):
+        for n in range(args.picks + 1):
             t0 = time.perf_counter()
-            r._decide(r.clock.now())
+            r.decider.decide(r.clock.now(), n)
             times.append(time.perf_counter() - t0)
-            assert len(r.to_launch) == 1, "a pick claimed nothing"
-            live = r.to_launch.pop()
-            del r.live[live.id]
-            r.cluster.finish(live.id, now=r.clock.now())
+            assert len(r.roster.to_launch) == 1, "a pick claimed nothing"
+            live = r.roster.to_launch[0]
+            r.roster.forget(live, now=r.clock.now())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     cold, warm = times[0], times[1:]
