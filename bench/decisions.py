@@ -23,7 +23,8 @@ waitlist a simulator keeps (``metaq_py.policy.waitlist``).
 When the Theta 2022 trace is present, it also replays the whole trace (23,911 jobs, all rigid)
 with EASY, and prints the total and mean decision time over every event batch.
 
-Run: ``python bench/decisions.py [path/to/theta_2022.swf.gz]``
+Run: ``python bench/decisions.py [path/to/theta_2022.swf.gz]``; it says first which build of the
+policy core it times (``metaq_py.build()``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import time
 from bisect import insort
 from pathlib import Path
 
+from metaq_py import build
 from metaq_py.cluster import Cluster
 from metaq_py.policy import MECHANISMS, Job, Kind, Notice, Start, make_scheduler, queue_key
 from metaq_py.policy.shares import NodeShape
@@ -268,6 +270,7 @@ def replay_trace(path: Path, name: str = "easy") -> None:
 
 
 if __name__ == "__main__":
+    print(f"policy core: {build()}")  # the 1 ms target is for the compiled one (pip install .)
     time_decisions()
     time_long_queue()
     time_shares(free=4)  # one decision per event: a 4-node job just ended
