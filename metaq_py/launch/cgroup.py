@@ -6,8 +6,10 @@ under the ``cgroup2`` mount of ``/proc/self/mountinfo``) and tries to make a fol
 there, ``metaq-<pid>``. Where it may (root, or a delegated subtree, as systemd and some batch
 systems give a job), each task gets ``metaq-<pid>/<mark>``, and its script is moved into it the
 moment it has started (``Popen`` returns once the script is executing, so a script that cannot
-start still fails as one sentence). Every process it makes from then on is born inside the
-cgroup; one it forked in that first instant stays outside, where the sweep still looks for it.
+start still fails as one sentence), or, for the runner's starts, the moment after the loop
+has been handed the process (:meth:`~metaq_py.launch.process.TaskProcess.contain`). Every
+process it makes from then on is born inside the cgroup; one it forked in that first instant
+stays outside, where the sweep still looks for it.
 Stopping the task writes ``1`` to its ``cgroup.kill`` (Linux 5.14 and later).
 
 Right after the move the runner looks whether the script has a child yet
@@ -32,8 +34,8 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["born_inside", "cgroup_members", "kill_cgroup", "remove_cgroup", "runner_cgroup",
-           "task_cgroup"]
+__all__ = ["born_inside", "cgroup_members", "kill_cgroup", "move_into", "new_cgroup",
+           "remove_cgroup", "runner_cgroup", "task_cgroup"]
 
 _runner_cgroup: Path | bool | None = False
 """This process's own cgroup for its tasks: ``False`` until looked for, ``None`` if none."""
@@ -76,17 +78,38 @@ def runner_cgroup() -> Path | None:
 def task_cgroup(mark: str, pid: int) -> Path | None:
     """A new cgroup for the task marked ``mark``, with its script (process ``pid``) moved into
     it; ``None`` where none can be made, and the task then runs where the runner does."""
+    cgroup = new_cgroup(mark)
+    if cgroup is None or not move_into(cgroup, pid):
+        return None
+    return cgroup
+
+
+def new_cgroup(mark: str) -> Path | None:
+    """A new, empty cgroup for the task marked ``mark``; ``None`` where none can be made."""
     parent = runner_cgroup()
     if parent is None:
         return None
     cgroup = parent / mark
     try:
         cgroup.mkdir()
-        (cgroup / "cgroup.procs").write_text(str(pid))
     except OSError:
-        remove_cgroup(cgroup)
         return None
     return cgroup
+
+
+def move_into(cgroup: Path, pid: int) -> bool:
+    """Move process ``pid`` into ``cgroup``; on failure remove ``cgroup`` and say ``False``.
+    The caller makes sure ``pid`` is still its process (not yet reaped, so not reused)."""
+    try:
+        fd = os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        remove_cgroup(cgroup)
+        return False
+    return True
 
 
 def born_inside(pid: int) -> bool:

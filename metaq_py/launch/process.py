@@ -45,6 +45,8 @@ from metaq_py.launch.cgroup import (
     born_inside,
     cgroup_members,
     kill_cgroup,
+    move_into,
+    new_cgroup,
     remove_cgroup,
     task_cgroup,
 )
@@ -203,6 +205,24 @@ class TaskProcess:
             kill_session(self.pid, self.mark)
             return True
 
+    def contain(self) -> None:
+        """Move the script into a cgroup of its own now, if it has none and is not over yet
+        (for a launch made with ``contain=False``; see :func:`launch`). The cgroup is made
+        first and the move done under the lock that reaping takes, so that the pid moved is
+        still this task's script (a zombie at worst), never a process that reused it."""
+        if self.cgroup is not None or self.mark is None or self._reaped:
+            return
+        cgroup = new_cgroup(self.mark)
+        if cgroup is None:
+            return
+        with self._lock:
+            moved = not self._reaped and move_into(cgroup, self.pid)
+            if moved:
+                self.cgroup = cgroup
+                self.contained = born_inside(self.pid)
+        if not moved:
+            remove_cgroup(cgroup)
+
     def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
         """Send ``sig``, give the task ``grace`` seconds to end, then kill it; its status."""
         terminate_all([self], grace=grace, sig=sig)
@@ -335,6 +355,7 @@ def launch(
     base_env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
     srun: str = "srun",
+    contain: bool = True,
 ) -> TaskProcess:
     """Start ``spec``'s script in a new session and return its :class:`TaskProcess`.
 
@@ -343,7 +364,11 @@ def launch(
     log (and the ``tee`` file, through a copier thread). ``on_exit`` is called once, from the
     reaper (or watcher) thread, after the task is over and its output is complete.
     ``base_env`` defaults to the runner's environment. A script that cannot be started raises
-    :class:`LaunchError` and leaves no process behind.
+    :class:`LaunchError` and leaves no process behind. With ``contain`` off the script is
+    not yet moved into a cgroup of its own (:mod:`metaq_py.launch.cgroup`): the caller does
+    that with :meth:`TaskProcess.contain` once it has handed the process on (moving a process
+    waits for the kernel, up to a millisecond on a busy node); until then a stop falls back on
+    the session sweep and the mark.
     """
     _check_script(spec)
     command = task_command(spec, srun=srun)
@@ -393,7 +418,7 @@ def launch(
         # The child has its own copy; the parent's must go, or the pipe would never end.
         os.close(out_fd)
     started_at = clock()
-    cgroup = task_cgroup(env[MARK_VARIABLE], popen.pid)
+    cgroup = task_cgroup(env[MARK_VARIABLE], popen.pid) if contain else None
     if tee is not None:
         tee.start()
     return TaskProcess(

@@ -235,7 +235,9 @@ class Launcher:
             try:
                 with self._room:
                     self._make_room(spec)
-                done = Started(live, spec, self.start(spec, on_exit=exited,
+                # Into its cgroup only once handed over (below): the move waits for the
+                # kernel, and a short task's end would wait for it too.
+                done = Started(live, spec, self.start(spec, on_exit=exited, contain=False,
                                                       base_env=self.environ), None, at)
             except (LaunchError, OSError) as e:
                 done = Started(live, spec, None, str(e), at)
@@ -245,6 +247,8 @@ class Launcher:
                 self.on_started(done)
             finally:
                 gate.set()
+            if done.process is not None:
+                done.process.contain()
 
     def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
                   now: float) -> None:
