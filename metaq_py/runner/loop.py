@@ -70,6 +70,9 @@ __all__ = ["RunOptions", "Runner", "RunnerError"]
 _LONGEST_WAIT = 3600.0
 """The loop wakes at least this often (seconds), even with nothing to do."""
 
+_FLUSH_EVERY = 0.1
+"""While wake-ups keep arriving, the loop writes its events at least this often (seconds)."""
+
 _CANCEL_CHECK = 1.0
 """While tasks run, the loop wakes at least this often (seconds), to see a ``metaq cancel``
 on a queue where no file-system event arrives (NFS, Lustre): a cancel reaches its task
@@ -143,6 +146,8 @@ class Runner:
         self.stop_reason = ""
         self.exit_code = 0
         self.passes = 0
+        self._flush_by = 0.0
+        """When the events kept must be written, even if wake-ups are waiting."""
         self._ran = False
 
     @property
@@ -204,8 +209,13 @@ class Runner:
         """Wait for the next wake-up or deadline and take everything that has arrived; whether
         a pass is due. Processes that have started change nothing a decision sees: when they
         are all that came and nothing is due, the loop waits again without a pass."""
-        timeout = max(0.0, self._next_deadline() - self.clock.now())
-        self.ctx.events.flush()  # one write per wake-up, and a complete log while waiting
+        now = self.clock.now()
+        timeout = max(0.0, self._next_deadline() - now)
+        if self.wakeups.idle() or now >= self._flush_by:
+            # A complete log whenever the loop may wait; while wake-ups keep coming, one
+            # write per _FLUSH_EVERY (each costs four system calls).
+            self.ctx.events.flush()
+            self._flush_by = now + _FLUSH_EVERY
         longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
         wakeup = self.wakeups.wait(min(timeout, longest))
         if wakeup is None:

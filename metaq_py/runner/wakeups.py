@@ -104,6 +104,10 @@ class Wakeups:
         except stdqueue.Empty:
             return None
 
+    def idle(self) -> bool:
+        """Whether no wake-up is waiting in the inbox now (a wait would block)."""
+        return self.inbox.empty()
+
     def take(self) -> Wakeup | None:
         """A wake-up that has already arrived, without waiting (``None``: none has)."""
         try:
