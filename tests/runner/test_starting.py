@@ -1,6 +1,7 @@
 """Starting task processes off the loop's thread (:mod:`metaq_py.runner.tasks.launching`): no
 exit is heard before its start, a stop asked while a task is starting reaches its process,
-and every short task is still claimed, recorded and moved exactly once."""
+every short task is still claimed, recorded and moved exactly once, and a node with a free
+CPU starts them on the loop's thread."""
 
 from __future__ import annotations
 
@@ -21,8 +22,13 @@ def test_many_short_tasks_each_start_and_end_once_in_that_order(tmp_path: Path) 
     for i in range(120):
         task(q, f"t{i:03d}.sh", "exit 0" if i % 7 else "exit 4", RETRIES=0)
     r = runner(q)
-    assert r.launcher.on_started is not None  # the real launch starts off the loop's thread
+    hand_on = r.launcher.on_started
+    assert hand_on is not None  # the real launch may start off the loop's thread
+    r.launcher.busy_load = 0.0  # as on a node whose CPUs are all busy: every start does
+    handed: list[str] = []
+    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
     assert r.run() == 0
+    assert len(handed) == 120
     evs = events(q)
     starts = Counter(e["task"] for e in of(evs, "start"))
     ends = Counter(e["task"] for e in of(evs, "end"))
@@ -57,3 +63,17 @@ def test_a_stop_asked_while_starting_reaches_the_process(tmp_path: Path) -> None
     status = process.wait(10)
     assert status is not None and status.returncode == 7, status
     assert process.sent_signals == [signal.SIGTERM]
+
+
+def test_a_node_with_a_free_cpu_starts_on_the_loop_thread(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    for i in range(10):
+        task(q, f"t{i}.sh", "exit 0")
+    r = runner(q)
+    hand_on = r.launcher.on_started
+    assert hand_on is not None
+    r.launcher.busy_load = float("inf")  # never busy enough
+    handed: list[str] = []
+    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
+    assert r.run() == 0
+    assert handed == [] and len(of(events(q), "end", outcome="finished")) == 10
