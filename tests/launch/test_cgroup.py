@@ -80,11 +80,11 @@ with open(os.environ["METAQ_CHECKPOINT_FILE"], "w") as f:
 
 def test_a_contained_task_is_swept_among_its_cgroup_alone(tmp_path: Path) -> None:
     proc = launch(spec_for(tmp_path, script(tmp_path, "leaves.sh", LEAVES)))
-    assert proc.contained  # no child yet when it was moved in: all it made is inside
     status = proc.wait(10)
     assert status is not None and status.returncode == 0
     stays, detached = map(int, proc.spec.checkpoint_file.read_text().split())
     try:
+        assert proc.contained  # no child yet when it was moved in: all it made is inside
         assert os.getsid(detached) == detached
         assert all_dead([stays], timeout=5.0), "the child left in its session outlived it"
         assert os.path.exists(f"/proc/{detached}"), "the detached child was killed too"
