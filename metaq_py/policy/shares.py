@@ -211,10 +211,13 @@ class ShareRoom:
 
     ``taken`` maps a node to the cores, GPUs and CPU-only cores this decision gave shares on
     it, and its latest end so far; ``full`` remembers the share sizes no node had room for,
-    so that a long queue of such shares costs one comparison each.
+    so that a long queue of such shares costs one comparison each. ``filled`` holds the nodes
+    this decision's starts left without a free core, and ``closed`` counts the snapshot's open
+    nodes that are no longer open (filled or dropped), so that :meth:`any_open` is a count.
     """
 
-    __slots__ = ("dropped", "full", "opened", "oracle", "shape", "shared", "taken")
+    __slots__ = ("closed", "dropped", "filled", "full", "opened", "opened_filled", "oracle",
+                 "shape", "shared", "taken")
 
     def __init__(self, shared: SharedNodes, oracle: bool) -> None:
         self.shared = shared
@@ -223,6 +226,9 @@ class ShareRoom:
         self.taken: dict[NodeId, list[float]] = {}
         self.opened: list[NodeId] = []
         self.full: list[tuple[int, int]] = []
+        self.filled: set[NodeId] = set()
+        self.closed = 0
+        self.opened_filled = 0
         self.dropped: set[NodeId] = set()
         """Shared nodes this decision preempted whole (free nodes now)."""
 
@@ -241,17 +247,15 @@ class ShareRoom:
 
     def drop(self, node: NodeId) -> None:
         """A shared node was preempted whole by this decision: it is a free node now."""
+        if node in self.shared.open and node not in self.filled and node not in self.dropped:
+            self.closed += 1
         self.dropped.add(node)
         self.full.clear()
 
     def any_open(self) -> bool:
-        """Whether some shared node may still have room for a share."""
-        if self.opened:
-            return True
-        dropped = self.dropped
-        if not dropped:
-            return bool(self.shared.open)
-        return any(n not in dropped for n in self.shared.open)
+        """Whether some shared node may still have room for a share: a node this decision
+        opened, or one of the snapshot's open nodes, that no start has filled since."""
+        return len(self.opened) > self.opened_filled or len(self.shared.open) > self.closed
 
     def join(self, cores: int, gpus: int, end: float, *, shadow: float,
              extend: bool = True) -> NodeId | None:
@@ -308,6 +312,12 @@ class ShareRoom:
         if not gpus:
             t[2] += cores
         t[3] = max(t[3], end)
+        if node not in self.filled and self._room(node)[0] <= 0:
+            self.filled.add(node)
+            if node in self.shared.open and node not in self.dropped:
+                self.closed += 1
+            if node in self.opened:
+                self.opened_filled += 1
 
     def releases(self, now: float) -> list[tuple[float, int]]:
         """``(time, 1)`` for each shared node, in time order: when its last share is expected

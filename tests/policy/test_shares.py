@@ -308,3 +308,21 @@ def test_no_core_or_gpu_is_given_twice_and_nothing_is_lost(policy: str, spec: li
     assert d.cluster.shares is not None and not d.cluster.shares.loads
     assert set(d.starts) == {j.id for j in jobs}
     assert all(math.isfinite(t) for ts in d.starts.values() for t in ts)
+
+
+def test_a_node_this_decision_fills_is_no_longer_open() -> None:
+    from metaq_py.policy.shares import ShareRoom
+
+    c = Cluster(3, shape=SHAPE)
+    c.start(share("a", 3), (0,), now=0.0)
+    c.start(Job("w", Kind.RIGID, 1, 100.0, 0.0), (1,), now=0.0)
+    assert c.shares is not None
+    room = ShareRoom(c.shares, oracle=False)
+    assert room.any_open(), "node 0 has a free core"
+    room.take(0, 1, 0, 50.0)
+    assert not room.any_open(), "its last core went to this decision's start"
+    assert room.join(1, 0, 10.0, shadow=math.inf) is None
+    room.open_node(2)  # the free node
+    assert room.any_open()
+    room.take(2, 4, 2, 50.0)
+    assert not room.any_open()
