@@ -30,6 +30,9 @@ Overhead is measured in node-seconds lost (:func:`~metaq_py.policy.checkpoint.lo
 rather than seconds: what a preemption wastes is machine time, and the utilisation metric counts
 lost node-hours, so a small job that lost an hour is cheaper to stop than a 1,000-node job that
 lost ten minutes. Ties go to the job holding the lowest node id, which keeps choices unique.
+The other reading of "overhead", the seconds of its own work a job loses whatever its size
+(:func:`~metaq_py.policy.checkpoint.lost_seconds`), is :attr:`VictimOrder.SECONDS`, kept to
+measure what the choice moves; it orders borrowers and other victims alike.
 
 "As evenly as possible" means water-filling on the nodes taken: every shrunk job gives the same
 number of nodes, except that a job with less slack than its share gives all its slack and the
@@ -42,12 +45,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from metaq_py.policy.checkpoint import lost_node_seconds
-from metaq_py.policy.model import Job, JobId, Kind, NodeId, Notice
+from metaq_py.policy.checkpoint import lost_node_seconds, lost_seconds
+from metaq_py.policy.model import Job, JobId, Kind, NodeId, Notice, Running
 from metaq_py.policy.shares import SharedNode
 from metaq_py.policy.work import Work
 
-# One candidate victim: (overhead node-seconds, lowest node, job id, nodes held, slack).
+# One candidate victim: (overhead, lowest node, job id, nodes held, slack).
 _Victim = tuple[float, NodeId, JobId, int, int]
 
 
@@ -60,6 +63,23 @@ class ArrivalStrategy(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class VictimOrder(str, Enum):
+    """What "ascending preemption overhead" counts when PAA picks its victims."""
+
+    NODE_SECONDS = "node-seconds"
+    """Work lost times the nodes the job holds: the machine time wasted (the default)."""
+    SECONDS = "seconds"
+    """The seconds of its own work the job loses, whatever its size."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _overhead(r: Running, now: float, by_nodes: bool) -> float:
+    """The overhead a preemption of ``r`` at ``now`` costs, as :class:`VictimOrder` counts it."""
+    return lost_node_seconds(r, now) if by_nodes else lost_seconds(r, now)
 
 
 def spread(slack: Sequence[tuple[int, NodeId, JobId]], amount: int) -> list[tuple[JobId, int]]:
@@ -88,7 +108,7 @@ def spread(slack: Sequence[tuple[int, NodeId, JobId]], amount: int) -> list[tupl
     return out
 
 
-def _victims(work: Work) -> list[_Victim]:
+def _victims(work: Work, by_nodes: bool) -> list[_Victim]:
     now, gone, closed, changed = work.now, work.gone, work.closed, work.changed
     malleable, ondemand = Kind.MALLEABLE, Kind.ONDEMAND
     out = []
@@ -102,11 +122,12 @@ def _victims(work: Work) -> list[_Victim]:
             r = changed.get(jid, r)
         k = len(r.nodes)
         slack = k - r.job.min_size if kind is malleable else 0
-        out.append((lost_node_seconds(r, now), r.nodes[0], jid, k, slack))
+        out.append((_overhead(r, now, by_nodes), r.nodes[0], jid, k, slack))
     shares = work.snap.shares
     if shares is not None and shares.loads:
         # a shared node is one candidate: preempting it preempts every share on it, and its
-        # overhead is their lost work, each weighed by its part of the node's cores
+        # overhead is their lost work, each weighed by its part of the node's cores (one node
+        # held: the same figure in node-seconds and in seconds)
         running, cores = work.snap.running, shares.shape.cores
         for node, load in shares.loads.items():
             lost = sum(lost_node_seconds(running[j], now) * running[j].job.cores / cores
@@ -152,11 +173,14 @@ def _plan(victims: list[_Victim], need: int,
     return preempt, shrink
 
 
-def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notice]) -> bool:
+def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notice],
+          victim_order: VictimOrder = VictimOrder.NODE_SECONDS) -> bool:
     """Start on-demand ``job`` now if the rules above can free enough nodes; else do nothing.
 
-    ``order`` is the live notices, earliest issued first. Returns whether the job started.
+    ``order`` is the live notices, earliest issued first; ``victim_order`` what the ascending
+    overhead of the victims counts. Returns whether the job started.
     """
+    by_nodes = victim_order is VictimOrder.NODE_SECONDS
     closed = work.closed
     own = job.notice if job.notice in work.snap.notices and job.notice not in closed else None
     pools = [work.reserved(own)] if own is not None else []
@@ -167,7 +191,7 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
     borrowers: list[JobId] = []
     if need > 0 and own is not None:
         mine = [
-            (lost_node_seconds(r, work.now), r.nodes[0], jid, len(r.nodes), 0)
+            (_overhead(r, work.now, by_nodes), r.nodes[0], jid, len(r.nodes), 0)
             for jid in work.borrowers(own) if jid not in work.started
             for r in (work.running(jid),)
         ]
@@ -180,7 +204,7 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
             borrowers, need = chosen, 0
     plan: tuple[list[JobId], list[tuple[JobId, int]]] = ([], [])
     if need > 0:
-        found = _plan(_victims(work), need, strategy)
+        found = _plan(_victims(work, by_nodes), need, strategy)
         if found is None:
             return False
         plan = found

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from metaq_py.policy.arrival import ArrivalStrategy, admit
+from metaq_py.policy.arrival import ArrivalStrategy, VictimOrder, admit
 from metaq_py.policy.backfill import Fill, conservative, decision, easy
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
@@ -72,7 +72,9 @@ class Scheduler:
     ``notice``/``arrival`` are ``None`` for the baselines, which ignore kinds and notices.
     ``oracle`` decides on true runtimes instead of requested walltimes. ``release_after`` is how
     long after the estimated arrival a reservation whose job has not come is kept. ``warning``
-    is how long before the estimated arrival CUP preempts a malleable job.
+    is how long before the estimated arrival CUP preempts a malleable job. ``victim_order`` is
+    what the arrival strategy's ascending preemption overhead counts
+    (:class:`~metaq_py.policy.arrival.VictimOrder`).
     """
 
     name: str
@@ -82,6 +84,7 @@ class Scheduler:
     oracle: bool = False
     release_after: float = 600.0
     warning: float = 120.0
+    victim_order: VictimOrder = VictimOrder.NODE_SECONDS
 
     def __post_init__(self) -> None:
         if (self.notice is None) != (self.arrival is None):
@@ -121,7 +124,7 @@ class Scheduler:
             if lender in snap.running:
                 work.expand(lender, nodes)
         for job in arrived:
-            admit(work, job, arrival, order)
+            admit(work, job, arrival, order, self.victim_order)
         collect(work, order, notice, warning=self.warning)
         _FILL[self.backfill](work, queue)
         if notice is not NoticeStrategy.N:
@@ -136,10 +139,13 @@ def make_scheduler(
     release_after: float = 600.0,
     warning: float = 120.0,
     backfill: str | None = None,
+    victim_order: str = "node-seconds",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
 
     ``backfill`` overrides the backfilling under an on-demand mechanism (``easy`` by default).
+    ``victim_order`` is ``node-seconds`` or ``seconds`` (:class:`~metaq_py.policy.arrival.
+    VictimOrder`); the baselines preempt nothing and ignore it.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
     if canon is None:
@@ -147,6 +153,11 @@ def make_scheduler(
     if release_after < 0 or warning < 0:
         raise ValueError(f"release_after and warning must be >= 0, got {release_after} "
                          f"and {warning}")
+    try:
+        victims = VictimOrder(victim_order)
+    except ValueError:
+        raise ValueError(f"unknown victim_order {victim_order!r}; choose "
+                         f"{' or '.join(v.value for v in VictimOrder)}") from None
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
             raise ValueError(f"scheduler {canon!r} is itself a backfilling policy; "
@@ -159,4 +170,5 @@ def make_scheduler(
         raise ValueError(f"unknown backfill {backfill!r}; choose easy or conservative") from None
     notice, arrival = canon.split("&")
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
-                     oracle=oracle, release_after=release_after, warning=warning)
+                     oracle=oracle, release_after=release_after, warning=warning,
+                     victim_order=victims)

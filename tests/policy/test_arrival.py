@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.policy import Preempt, Shrink
-from metaq_py.policy.arrival import spread
+from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
+from metaq_py.policy.arrival import VictimOrder, spread
 from metaq_py.policy.model import Kind
 from tests.policy_world import World, job
 
@@ -70,6 +71,34 @@ def test_paa_orders_by_node_seconds_lost() -> None:
     d = w.decide(100.0)
     assert kinds(d.actions) == [("Preempt", "narrow", 0), ("Start", "O", 1)]
     assert d.actions[0] == Preempt("narrow", "O")
+
+
+def wide_and_narrow(scheduler: Scheduler) -> World:
+    """A wide job that lost 100 s on 4 nodes, a narrow one that lost 300 s on 1, one on-demand
+    node busy, and a one-node on-demand job arriving at 100 s: the two victim orders differ."""
+    w = World(6, scheduler)
+    w.run(job("wide", 4, 1000.0), range(4), start=0.0)      # 100 s lost x 4 = 400
+    w.run(job("narrow", 1, 1000.0), (4,), start=-200.0)    # 300 s lost x 1 = 300
+    w.run(job("busy", 1, 1000.0, kind=Kind.ONDEMAND), (5,))
+    w.submit(job("O", 1, kind=Kind.ONDEMAND, submit=100.0))
+    return w
+
+
+def test_paa_victim_order_in_seconds_preempts_the_job_that_lost_least_time() -> None:
+    default = wide_and_narrow(make_scheduler("N&PAA"))
+    assert kinds(default.decide(100.0).actions) == [("Preempt", "narrow", 0), ("Start", "O", 1)]
+    w = wide_and_narrow(make_scheduler("N&PAA", victim_order="seconds"))
+    d = w.decide(100.0)
+    assert kinds(d.actions) == [("Preempt", "wide", 0), ("Start", "O", 1)]
+    assert w.lost == {"wide": 100.0}
+
+
+def test_victim_order_default_and_bad_value() -> None:
+    assert make_scheduler("N&PAA").victim_order is VictimOrder.NODE_SECONDS
+    assert make_scheduler("CUP&SPAA", victim_order="seconds").victim_order \
+        is VictimOrder.SECONDS
+    with pytest.raises(ValueError, match="unknown victim_order 'jobs'; choose node-seconds or"):
+        make_scheduler("N&PAA", victim_order="jobs")
 
 
 def test_rigid_preemption_loses_work_since_checkpoint_plus_setup() -> None:
