@@ -18,7 +18,8 @@ The loop (:meth:`Engine.run`), once per instant at which anything is due:
    order (:meth:`Engine._apply`);
 4. turn the actions into agenda items: a Start schedules the job's end from its true
    runtime at the size it got; a Preempt requeues the job (:func:`resumed`: original submit,
-   remaining work per the checkpoint model) and counts the work it lost in the ledger
+   or the preemption time under ``requeue="at-preemption"``; remaining work per the
+   checkpoint model) and counts the work it lost in the ledger
    (:mod:`sim.engine.ledger`); a Shrink or Expand reschedules the end (linear speedup). Each
    job carries a version number, bumped whenever its end moves, so a finish put on the agenda
    earlier is recognised as stale and ignored;
@@ -98,7 +99,7 @@ from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
 from sim.engine.ledger import Ledger
 from sim.engine.samples import MachineSamples
-from sim.engine.waiting import Waiting
+from sim.engine.waiting import Requeue, Waiting
 from sim.run.result import Outcomes, SimulationResult
 from sim.trace.loader import Trace
 from sim.workload.model import HybridWorkload
@@ -118,7 +119,7 @@ _PROGRESS_EVERY = 4096  # agenda items between progress calls: cheap, and smooth
 def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
              oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
              progress: Progress | None = None, failures: NodeFailures | None = None,
-             dependencies: bool = False) -> SimulationResult:
+             dependencies: bool = False, requeue: str = "original") -> SimulationResult:
     """Replay ``source`` under ``policy`` and return what happened.
 
     ``source`` is a plain trace (every job rigid, no setup, no checkpoints) or a hybrid
@@ -132,9 +133,13 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
     engine requeues the killed job. ``dependencies`` honours the trace's preceding jobs and
     think times (SWF fields 17 and 18): a job that waits for another arrives at the later of
     its own submit time and the other's final end plus the think time (``docs/model.md``).
+    ``requeue`` is where a preempted job waits again (:class:`~sim.engine.waiting.Requeue`):
+    ``original`` (its place) or ``at-preemption`` (the back of the queue); a job a failure
+    killed keeps its place either way.
     """
     return Engine(source, policy=policy, oracle=oracle, cqsim_oracle=cqsim_oracle, clock=clock,
-                  progress=progress, failures=failures, dependencies=dependencies).run()
+                  progress=progress, failures=failures, dependencies=dependencies,
+                  requeue=requeue).run()
 
 
 class Engine:
@@ -150,8 +155,10 @@ class Engine:
     def __init__(self, source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
                  oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
                  progress: Progress | None = None, skip_inert: bool = True,
-                 failures: NodeFailures | None = None, dependencies: bool = False) -> None:
+                 failures: NodeFailures | None = None, dependencies: bool = False,
+                 requeue: str = "original") -> None:
         self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
+        self._requeue_late = Requeue.of(requeue) is Requeue.AT_PREEMPTION
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
         # one, see _decide())
@@ -409,7 +416,9 @@ class Engine:
             ledger.lost[row] += lost_node_seconds(r, now)
             ledger.version[row] += 1
             self._busy -= len(r.nodes)
-            self._waiting.requeue(resumed(r, now))
+            back = resumed(r, now)
+            # the ledger row keeps the original submit: turnaround counts from it either way
+            self._waiting.requeue(replace(back, submit=now) if self._requeue_late else back)
         elif isinstance(action, (Shrink, Expand)):
             before = len(cluster.running[action.job].nodes)
             r = _running(cluster.apply(action, now=now))

@@ -1,9 +1,10 @@
 """The engine's waiting jobs: kept in queue order, with the counts its skipping rules read and
-the waitlist EASY's backfilling reads."""
+the waitlist EASY's backfilling reads; and where a preempted job waits again (:class:`Requeue`)."""
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from enum import Enum
 from typing import Final
 
 from metaq_py.policy.model import Job, JobId, Kind
@@ -14,6 +15,28 @@ LONG: Final = 1024
 """Waiting jobs from which the engine keeps a waitlist (see :class:`Waiting`)."""
 SHORT: Final = 256
 """Waiting jobs under which it drops it again."""
+
+
+class Requeue(str, Enum):
+    """Where a preempted job waits again. Either way its turnaround counts from its original
+    submit (the ledger keeps it); only its place in the queue differs."""
+
+    ORIGINAL = "original"
+    """With its original submit time: it keeps its place in the queue (the default)."""
+    AT_PREEMPTION = "at-preemption"
+    """As if submitted at the preemption: behind every job of its rank submitted before."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, word: str) -> Requeue:
+        """The choice named ``word``; ValueError with one sentence for any other word."""
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown requeue {word!r}; choose "
+                             f"{' or '.join(r.value for r in cls)}") from None
 
 
 class Waiting:

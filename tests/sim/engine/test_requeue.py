@@ -1,0 +1,45 @@
+"""Where a preempted job waits again: its place (``original``) or the back of the queue
+(``at-preemption``), on a hand-made workload whose two answers are known."""
+
+from __future__ import annotations
+
+import pytest
+
+from metaq_py.policy.model import Kind
+from sim.engine.core import simulate
+from sim.engine.waiting import Requeue
+from tests.sim_worlds import Row, tiny_hybrid
+
+
+def preempted_before_a_waiting_job():
+    """10 nodes. R (submit 0, 200 s) runs from 0; B (submit 20, 100 s) waits behind it; the
+    on-demand O (10 nodes, 30 s) arrives at 50 and PAA preempts R, which has no checkpoint."""
+    return tiny_hybrid([Row(submit=0, size=10, walltime=300, runtime=200),
+                        Row(submit=20, size=10, walltime=100, runtime=100),
+                        Row(submit=50, size=10, walltime=30, runtime=30,
+                            kind=Kind.ONDEMAND)], nodes=10)
+
+
+def test_a_preempted_job_keeps_its_place_by_default() -> None:
+    # R (submitted at 0) is ahead of B (20): R 80..280, then B 280..380
+    r, b, o = simulate(preempted_before_a_waiting_job(), policy="N&PAA").outcomes
+    assert (o.start, o.end) == (50, 80)
+    assert (r.start, r.end, r.preemptions) == (0, 280, 1)
+    assert (b.start, b.end) == (280, 380)
+
+
+def test_requeued_at_the_preemption_it_goes_behind_the_jobs_submitted_before() -> None:
+    # R is requeued as if submitted at 50, behind B (20): B 80..180, then R 180..380
+    r, b, o = simulate(preempted_before_a_waiting_job(), policy="N&PAA",
+                       requeue="at-preemption").outcomes
+    assert (o.start, o.end) == (50, 80)
+    assert (b.start, b.end) == (80, 180)
+    assert (r.start, r.end, r.preemptions) == (0, 380, 1)
+    assert r.submit == 0 and r.turnaround == 380, "turnaround counts from the original submit"
+
+
+def test_an_unknown_requeue_is_refused_in_one_sentence() -> None:
+    with pytest.raises(ValueError, match="unknown requeue 'last'; choose original or "
+                                         "at-preemption"):
+        simulate(preempted_before_a_waiting_job(), policy="N&PAA", requeue="last")
+    assert Requeue.of("original") is Requeue.ORIGINAL
