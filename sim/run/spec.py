@@ -8,8 +8,9 @@ machine).
 
 Parameter overrides name a field of :class:`~sim.workload.model.WorkloadModel` (for instance
 ``checkpoint_scale`` or ``malleable_min_fraction``), a failure-injection parameter
-(:data:`FAILURE_KEYS`) or a parameter of the scheduler (:data:`POLICY_KEYS`). Values are
-numbers; durations are seconds; ``oracle`` is 0 or 1.
+(:data:`FAILURE_KEYS`), a parameter of the scheduler (:data:`POLICY_KEYS`) or of the engine
+(:data:`ENGINE_KEYS`). Values are numbers (durations in seconds; ``oracle`` 0 or 1), except
+for the keys of :data:`CHOICES`, whose values are the words listed there.
 """
 
 from __future__ import annotations
@@ -30,20 +31,31 @@ FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 """Overrides that switch on node failures: the machine-wide mean time between node failures
 and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
 
-POLICY_KEYS = ("oracle", "release_after", "warning")
+POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order")
 """Overrides that build the scheduler (:func:`metaq_py.policy.mechanisms.make_scheduler`):
 ``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
 how long after a notice's estimated arrival its reservation is released, ``warning`` how long
-before the arrival CUP preempts a malleable job, both in seconds."""
+before the arrival CUP preempts a malleable job, both in seconds; ``victim_order`` what PAA's
+ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrder`)."""
+
+ENGINE_KEYS = ("requeue",)
+"""Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
+preempted job waits again (:class:`~sim.engine.waiting.Requeue`)."""
+
+CHOICES: Mapping[str, tuple[str, ...]] = {
+    "victim_order": ("node-seconds", "seconds"),
+    "requeue": ("original", "at-preemption"),
+}
+"""The overrides whose value is a word, and their words, the default first."""
 
 _NUMERIC_MODEL_FIELDS = tuple(
     f.name for f in dataclasses.fields(WorkloadModel)
     if f.name not in ("seed", "name", "grouping", "notice_shares")
     and f.type in ("float", "int"))
-OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS, *POLICY_KEYS)
+OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS, *POLICY_KEYS, *ENGINE_KEYS)
 """Every parameter a run may override."""
 
-Value = float | int
+Value = float | int | str
 
 
 class SpecError(ValueError):
@@ -51,9 +63,15 @@ class SpecError(ValueError):
 
 
 def check_override(key: str, value: Value) -> Value:
-    """``value`` as a float if ``key`` may be overridden with it, else :class:`SpecError`."""
+    """``value`` as a float (a word for the keys of :data:`CHOICES`) if ``key`` may be
+    overridden with it, else :class:`SpecError`."""
     if key not in OVERRIDE_KEYS:
         raise SpecError(f"unknown parameter {key!r}; choose from {', '.join(OVERRIDE_KEYS)}")
+    words = CHOICES.get(key)
+    if words is not None:
+        if value not in words:
+            raise SpecError(f"parameter {key} is {' or '.join(words)}, got {value!r}")
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise SpecError(f"parameter {key} needs a number, got {value!r}")
     if key in FAILURE_KEYS and not value > 0:
@@ -152,7 +170,7 @@ class RunSpec:
         """The workload model of this run: the workload's notice shares, the seed, and every
         override that is a model field."""
         changes = {k: v for k, v in self.overrides
-                   if k not in FAILURE_KEYS and k not in POLICY_KEYS}
+                   if k not in FAILURE_KEYS and k not in POLICY_KEYS and k not in ENGINE_KEYS}
         return WorkloadModel.for_workload(self.workload, seed=self.seed, **changes)
 
     def scheduler(self) -> Scheduler:
@@ -161,6 +179,11 @@ class RunSpec:
         options: dict[str, Any] = {k: (v == 1 if k == "oracle" else v)
                                    for k, v in self.overrides if k in POLICY_KEYS}
         return make_scheduler(self.policy, **options)
+
+    @property
+    def requeue(self) -> str:
+        """Where the run's engine requeues a preempted job (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("requeue", CHOICES["requeue"][0]))
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "workload": self.workload, "seed": self.seed,
@@ -220,4 +243,6 @@ def variant_label(params: Mapping[str, Value]) -> str:
 
 
 def _number(v: Value) -> str:
+    if isinstance(v, str):
+        return v
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)

@@ -85,7 +85,8 @@ def run_one(spec: RunSpec) -> FinishedRun:
     trace = load_source(spec.trace)
     workload = hybrid_workload(trace, spec.model())
     failures = _failure_source(spec, trace)
-    result = simulate(workload, policy=spec.scheduler(), failures=failures)
+    result = simulate(workload, policy=spec.scheduler(), failures=failures,
+                      requeue=spec.requeue)
     counts = None if failures is None else failures.counts()
     killed = () if failures is None else failures.killed
     metrics = result_metrics(result, counts, killed=killed)

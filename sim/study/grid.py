@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from metaq_py.durations import DurationError, parse_duration
-from sim.run.spec import RunSpec, SpecError, TraceSource, Value, check_override
+from sim.run.spec import CHOICES, RunSpec, SpecError, TraceSource, Value, check_override
 from sim.workload.model import WORKLOADS
 
 HOUR = 3600.0
@@ -103,6 +103,9 @@ def parse_sweep(text: str) -> tuple[str, tuple[Value, ...]]:
         raise SpecError(f"a sweep is written KEY=V1,V2,..., got {text!r}")
     parsed: list[Value] = []
     for word in words:
+        if key in CHOICES:  # a word, checked by check_override
+            parsed.append(check_override(key, word))
+            continue
         try:
             number = parse_duration(word) if key in DURATION_KEYS else float(word)
         except (DurationError, ValueError):

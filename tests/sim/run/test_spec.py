@@ -77,3 +77,28 @@ def test_trace_source_checks_and_describes() -> None:
         TraceSource(jobs=0)
     assert "first 500 jobs" in TraceSource(path="/x/theta.swf.gz", jobs=500).describe()
     assert TraceSource().synthetic and not TraceSource(path="a").synthetic
+
+
+def test_word_choices_build_the_scheduler_and_the_engine_and_keep_their_words() -> None:
+    s = spec(overrides=(("victim_order", "seconds"), ("requeue", "at-preemption")))
+    assert s.scheduler().victim_order.value == "seconds"
+    assert s.requeue == "at-preemption"
+    assert s.model() == spec().model(), "neither is a workload-model field"
+    assert s.variant == "requeue=at-preemption,victim_order=seconds"
+    again = RunSpec.from_json(s.to_json())
+    assert again == s and again.key == s.key
+    assert '"victim_order":"seconds"' in s.to_json()
+    default = spec()
+    assert default.scheduler().victim_order.value == "node-seconds"
+    assert default.requeue == "original"
+    assert len({s.key, default.key, spec(overrides=(("requeue", "original"),)).key}) == 3
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("victim_order", "jobs", "parameter victim_order is node-seconds or seconds, got 'jobs'"),
+    ("requeue", 1.0, "parameter requeue is original or at-preemption, got 1.0"),
+    ("oracle", "seconds", "parameter oracle needs a number, got 'seconds'"),
+])
+def test_a_word_choice_takes_its_words_only(key: str, value: object, words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        spec(overrides=((key, value),))

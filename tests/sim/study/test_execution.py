@@ -51,6 +51,20 @@ def test_scheduler_overrides_build_the_scheduler_and_change_the_run() -> None:
     assert run_one(oracle).metrics["wait_all"] != run_one(walltime).metrics["wait_all"]
 
 
+def test_the_word_choices_reach_the_scheduler_and_the_engine() -> None:
+    """``victim_order`` and ``requeue`` change which jobs PAA preempts and where they wait
+    again: the runs differ from the default's (preemptions do happen on this workload)."""
+    def run(*overrides: tuple[str, str]) -> dict[str, float | None]:
+        return dict(run_one(RunSpec(policy="N&PAA", workload="W5", seed=3, trace=SRC,
+                                    overrides=overrides)).metrics)
+
+    default = run()
+    assert (default["preempt_rigid"] or 0) + (default["preempt_malleable"] or 0) > 0
+    assert run(("victim_order", "seconds")) != default
+    assert run(("requeue", "at-preemption")) != default
+    assert run(("requeue", "original"), ("victim_order", "node-seconds")) == default
+
+
 def test_parallel_runs_equal_serial_runs(grid, records) -> None:
     subset = grid[:6]
     parallel = run_grid(subset, workers=2)

@@ -11,6 +11,7 @@ from sim.study.grid import (
     PAPER_POLICIES,
     STUDIES,
     build_grid,
+    parse_setting,
     parse_sweep,
     variants_of,
 )
@@ -52,6 +53,18 @@ def test_sweeps_multiply_and_replace_study_values() -> None:
 
 def test_sweep_values_may_be_durations() -> None:
     assert parse_sweep("failure_mtbf=5h,50h") == ("failure_mtbf", (5 * HOUR, 50 * HOUR))
+
+
+def test_word_choices_are_set_by_their_words() -> None:
+    assert parse_setting("victim_order=seconds") == ("victim_order", "seconds")
+    assert parse_sweep("requeue=original,at-preemption") == \
+        ("requeue", ("original", "at-preemption"))
+    grid = build_grid(STUDIES["paper"], trace=SRC, seeds=1, workloads=["W5"],
+                      overrides=(("requeue", "at-preemption"),))
+    assert {s.requeue for s in grid} == {"at-preemption"}
+    with pytest.raises(SpecError, match="parameter requeue is original or at-preemption, "
+                                        "got 'last'"):
+        parse_setting("requeue=last")
 
 
 @pytest.mark.parametrize(("text", "words"), [
