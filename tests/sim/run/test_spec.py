@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sim.run.spec import OVERRIDE_KEYS, RunSpec, SpecError, TraceSource, variant_label
+from sim.run.spec import CHOICES, OVERRIDE_KEYS, RunSpec, SpecError, TraceSource, variant_label
 
 
 def spec(**changes: object) -> RunSpec:
@@ -102,3 +104,18 @@ def test_word_choices_build_the_scheduler_and_the_engine_and_keep_their_words() 
 def test_a_word_choice_takes_its_words_only(key: str, value: object, words: str) -> None:
     with pytest.raises(SpecError, match=words):
         spec(overrides=((key, value),))
+
+
+ANY_WORD = st.one_of(st.sampled_from(sorted({w for ws in CHOICES.values() for w in ws})),
+                     st.text(max_size=20))
+
+
+@given(key=st.sampled_from(sorted(CHOICES)), word=ANY_WORD)
+def test_a_word_choice_is_one_of_its_words_or_refused(key: str, word: str) -> None:
+    if word in CHOICES[key]:
+        s = spec(overrides=((key, word),))
+        assert RunSpec.from_json(s.to_json()) == s
+        assert s.variant == f"{key}={word}"
+    else:
+        with pytest.raises(SpecError, match=f"parameter {key} is "):
+            spec(overrides=((key, word),))
