@@ -96,7 +96,8 @@ def shape_words(shape: TaskShape) -> str:
         size = f"{shape.nodes} node{'s' if shape.nodes != 1 else ''}"
     wc = format_duration(shape.min_wc_time) if shape.min_wc_time is not None \
         else "the queue default"
-    return f"{size}, {shape.gpus} GPUs, for {wc}"
+    gpus = f"{shape.gpus} GPU{'' if shape.gpus == 1 else 's'}"
+    return f"{size}, {gpus}, for {wc}"
 
 
 def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> None:

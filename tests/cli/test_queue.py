@@ -156,7 +156,7 @@ def test_check_prints_each_shape_of_a_task(tmp_path: Path) -> None:
     r = metaq("check", str(shaped), "--queue", str(tmp_path / "none"))
     assert r.returncode == 0, r.stderr
     assert "shape 1      8 nodes, 0 GPUs, for 01:00:00" in r.stdout
-    assert "shape 2      8 cores of one node, 1 GPUs, for 02:00:00" in r.stdout
+    assert "shape 2      8 cores of one node, 1 GPU, for 02:00:00" in r.stdout
     r = metaq("check", str(shaped), "--json", "--queue", str(tmp_path / "none"))
     [item] = json.loads(r.stdout)
     assert [s["nodes"] for s in item["spec"]["shapes"]] == [8, 1]
