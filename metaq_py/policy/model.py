@@ -74,9 +74,10 @@ class Job:
     its node beside other shares. With ``cores`` 0 (every trace job) it takes whole nodes.
 
     ``shapes`` are the other shapes a rigid job accepts, each a Job of the same id (with no
-    shapes of its own), and ``shape`` says which of its task's shapes a Job is (0: the first
-    the task names). A decision starts the shape that starts soonest
-    (:mod:`metaq_py.policy.shapes`), and its :class:`Start` names it.
+    shapes of its own), in the order its task names them, after the job's own; ``shape``
+    says which of its task's shapes a Job is (0: the first the task names). A decision starts
+    the shape that starts soonest (:mod:`metaq_py.policy.shapes`), and its :class:`Start`
+    names it.
     """
 
     id: JobId

@@ -56,10 +56,12 @@ def in_shapes(work: Work, queue: Sequence[Job]) -> Sequence[Job]:
             continue
         if releases is None:
             releases = list(work.releases())
+        # the job itself is its first shape that fits, and the others follow in order, so a
+        # strict comparison leaves a tie to the shape named first
         best, when = job, soonest_start(work, job, releases)
         for other in job.shapes:
             t = soonest_start(work, other, releases)
-            if t < when or (t == when and other.shape < best.shape):
+            if t < when:
                 best, when = other, t
         if best is not job:
             if out is None:

@@ -89,16 +89,15 @@ def job_of(task: Task, *, gpus_per_node: int, shape: NodeShape | None = None,
     ``shape`` and ``nnodes``). A task of several shapes (``SHAPE``) is a job with the shapes
     that fit here; the first of them is the job itself."""
     spec = task.spec
-    if not spec.shapes:
-        return _job_in(spec, task, 0, gpus_per_node=gpus_per_node, shape=shape)
-    jobs = [_job_in(spec.in_shape(i), task, i, gpus_per_node=gpus_per_node, shape=shape)
-            for i in range(len(spec.shapes) + 1)
-            if nnodes is None or _shape_problem(spec.in_shape(i), nnodes=nnodes,
-                                                gpus_per_node=gpus_per_node,
-                                                shape=shape) is None]
-    first = jobs[0]
-    return _job_in(spec.in_shape(first.shape), task, first.shape, gpus_per_node=gpus_per_node,
-                   shape=shape, others=tuple(jobs[1:]))
+    fitting = [(i, spec.in_shape(i)) for i in range(len(spec.shapes) + 1)]
+    if nnodes is not None and spec.shapes:
+        fitting = [(i, s) for i, s in fitting if _shape_problem(
+            s, nnodes=nnodes, gpus_per_node=gpus_per_node, shape=shape) is None]
+    (first, first_spec), rest = fitting[0], fitting[1:]
+    others = tuple(_job_in(s, task, i, gpus_per_node=gpus_per_node, shape=shape)
+                   for i, s in rest)
+    return _job_in(first_spec, task, first, gpus_per_node=gpus_per_node, shape=shape,
+                   others=others)
 
 
 def _job_in(spec: TaskSpec, task: Task, index: int, *, gpus_per_node: int,
