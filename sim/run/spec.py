@@ -8,9 +8,10 @@ machine).
 
 Parameter overrides name a field of :class:`~sim.workload.model.WorkloadModel` (for instance
 ``checkpoint_scale`` or ``malleable_min_fraction``), a failure-injection parameter
-(:data:`FAILURE_KEYS`), a parameter of the scheduler (:data:`POLICY_KEYS`) or of the engine
-(:data:`ENGINE_KEYS`). Values are numbers (durations in seconds; ``oracle`` 0 or 1), except
-for the keys of :data:`CHOICES`, whose values are the words listed there.
+(:data:`FAILURE_KEYS`), a parameter of the scheduler (:data:`POLICY_KEYS`), of the engine
+(:data:`ENGINE_KEYS`) or of the trace's cleaning (:data:`TRACE_KEYS`). Values are numbers
+(durations in seconds; ``oracle`` 0 or 1), except for the keys of :data:`CHOICES`, whose
+values are the words listed there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from metaq_py.policy.mechanisms import MECHANISMS, Scheduler, make_scheduler
-from sim.workload.model import WORKLOADS, WorkloadModel
+from sim.workload.model import TYPE_SHARES, WORKLOADS, WorkloadModel
 
 FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 """Overrides that switch on node failures: the machine-wide mean time between node failures
@@ -42,9 +43,15 @@ ENGINE_KEYS = ("requeue",)
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
 preempted job waits again (:class:`~sim.engine.waiting.Requeue`)."""
 
+TRACE_KEYS = ("oversize",)
+"""Overrides of the trace's cleaning (:func:`sim.trace.cleaning.clean`): ``oversize`` is what
+becomes of a job larger than the machine, ``drop`` or ``clamp`` (shrunk to the machine)."""
+
 CHOICES: Mapping[str, tuple[str, ...]] = {
     "victim_order": ("node-seconds", "seconds"),
     "requeue": ("original", "at-preemption"),
+    "type_shares": TYPE_SHARES,
+    "oversize": ("drop", "clamp"),
 }
 """The overrides whose value is a word, and their words, the default first."""
 
@@ -52,7 +59,10 @@ _NUMERIC_MODEL_FIELDS = tuple(
     f.name for f in dataclasses.fields(WorkloadModel)
     if f.name not in ("seed", "name", "grouping", "notice_shares")
     and f.type in ("float", "int"))
-OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *FAILURE_KEYS, *POLICY_KEYS, *ENGINE_KEYS)
+MODEL_CHOICE_KEYS = ("type_shares",)
+"""Workload-model fields whose value is a word (:data:`CHOICES`)."""
+OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *MODEL_CHOICE_KEYS, *FAILURE_KEYS, *POLICY_KEYS,
+                 *ENGINE_KEYS, *TRACE_KEYS)
 """Every parameter a run may override."""
 
 Value = float | int | str
@@ -170,7 +180,8 @@ class RunSpec:
         """The workload model of this run: the workload's notice shares, the seed, and every
         override that is a model field."""
         changes = {k: v for k, v in self.overrides
-                   if k not in FAILURE_KEYS and k not in POLICY_KEYS and k not in ENGINE_KEYS}
+                   if k not in FAILURE_KEYS and k not in POLICY_KEYS and k not in ENGINE_KEYS
+                   and k not in TRACE_KEYS}
         return WorkloadModel.for_workload(self.workload, seed=self.seed, **changes)
 
     def scheduler(self) -> Scheduler:
@@ -184,6 +195,12 @@ class RunSpec:
     def requeue(self) -> str:
         """Where the run's engine requeues a preempted job (:data:`ENGINE_KEYS`)."""
         return str(dict(self.overrides).get("requeue", CHOICES["requeue"][0]))
+
+    @property
+    def oversize(self) -> str:
+        """What the run's trace cleaning does with a job larger than the machine
+        (:data:`TRACE_KEYS`)."""
+        return str(dict(self.overrides).get("oversize", CHOICES["oversize"][0]))
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "workload": self.workload, "seed": self.seed,

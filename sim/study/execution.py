@@ -66,14 +66,17 @@ class FinishedRun:
 
 
 @lru_cache(maxsize=4)
-def load_source(source: TraceSource) -> Trace:
-    """The trace ``source`` names, loaded and cleaned once per process."""
+def load_source(source: TraceSource, oversize: str = "drop") -> Trace:
+    """The trace ``source`` names, loaded and cleaned once per process; ``oversize`` is what
+    cleaning does with a job larger than the machine (``drop`` or ``clamp``, see
+    :mod:`sim.trace.cleaning`)."""
     if source.path is None:
         kwargs = {} if source.nodes is None else {"nodes": source.nodes}
         jobs = {} if source.jobs is None else {"jobs": source.jobs}
         synthetic = synthetic_trace(seed=source.seed, **kwargs, **jobs)  # type: ignore[arg-type]
         return scale_load(synthetic, source.load)
-    trace = load_trace(source.path, nodes=source.nodes)
+    trace = load_trace(source.path, nodes=source.nodes,
+                       oversize="clamp" if oversize == "clamp" else "drop")
     if source.jobs is not None and source.jobs < len(trace):
         trace = replace(trace, jobs=trace.jobs.take(np.arange(source.jobs)))
     return scale_load(trace, source.load)
@@ -82,7 +85,7 @@ def load_source(source: TraceSource) -> Trace:
 def run_one(spec: RunSpec) -> FinishedRun:
     """Simulate one run and measure it."""
     t0 = time.perf_counter()
-    trace = load_source(spec.trace)
+    trace = load_source(spec.trace, spec.oversize)
     workload = hybrid_workload(trace, spec.model())
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures,
@@ -179,9 +182,10 @@ def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
         if on_done is not None:
             on_done(record)
 
-    sources = list(dict.fromkeys(s.trace for s in todo))
-    for source in sources:
-        load_source(source)  # fail early on a bad trace, and let forked workers inherit it
+    sources = list(dict.fromkeys((s.trace, s.oversize) for s in todo))
+    for source, oversize in sources:
+        # fail early on a bad trace, and let forked workers inherit it
+        load_source(source, oversize)
     if workers == 1 or len(todo) <= 1:
         for spec in todo:
             finished(run_one(spec))
@@ -196,6 +200,6 @@ def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
     return [done[s] for s in specs]
 
 
-def _warm(sources: Iterable[TraceSource]) -> None:
-    for source in sources:
-        load_source(source)
+def _warm(sources: Iterable[tuple[TraceSource, str]]) -> None:
+    for source, oversize in sources:
+        load_source(source, oversize)

@@ -5,7 +5,8 @@ Rules (each a field of :class:`WorkloadModel`; all draws come from ``seed``):
 
 - Types go by group (:mod:`sim.workload.grouping`): 10% of groups on demand, 60% rigid, 30%
   malleable. The shares are met exactly, up to rounding (largest remainders), by shuffling the
-  groups.
+  groups; with ``type_shares="drawn"`` each group's type is drawn on its own at those
+  probabilities instead, so the shares a seed gets vary around them.
 - On-demand jobs larger than half the machine are re-typed rigid or malleable at random, in
   the ratio of the rigid and malleable shares (2:1 by default).
 - Malleable jobs: minimum size 20% of the size, rounded up, at least 1; setup U(0, 5%) of the
@@ -26,6 +27,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Literal
 
 import numpy as np
 
@@ -67,6 +69,11 @@ accurate, early, late (W1 to W4), then equal shares (W5)."""
 
 HOUR = 3600.0
 
+TypeShares = Literal["exact", "drawn"]
+TYPE_SHARES: tuple[TypeShares, ...] = ("exact", "drawn")
+"""How the type shares become group types: met exactly per seed (largest remainders, the
+default) or drawn group by group at the shares' probabilities."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadModel:
@@ -100,6 +107,8 @@ class WorkloadModel:
     """Multiplies Daly's interval (0.5 / 1 / 2 for the paper's Fig. 7 sweep)."""
     grouping: Rule = "auto"
     campaign_gap: float = DEFAULT_GAP
+    type_shares: TypeShares = "exact"
+    """One of :data:`TYPE_SHARES`."""
     name: str = field(default="W5")
 
     def __post_init__(self) -> None:
@@ -109,6 +118,9 @@ class WorkloadModel:
         if min(self.notice_shares) < 0 or not math.isclose(sum(self.notice_shares), 1.0):
             raise ValueError(f"notice shares must be >= 0 and sum to 1, got "
                              f"{self.notice_shares}")
+        if self.type_shares not in TYPE_SHARES:
+            raise ValueError(f"type_shares is {' or '.join(TYPE_SHARES)}, got "
+                             f"{self.type_shares!r}")
         if not 0 < self.malleable_min_fraction <= 1:
             raise ValueError("malleable_min_fraction must be in (0, 1]")
         low, high = (x + self.rigid_setup_shift for x in self.rigid_setup)
@@ -258,6 +270,17 @@ def _quota(count: int, shares: tuple[float, ...]) -> list[int]:
     return base
 
 
+def _group_kinds(count: int, model: WorkloadModel, rng: np.random.Generator) -> np.ndarray:
+    """The kind code of each of ``count`` groups, as ``model.type_shares`` says."""
+    shares = (model.rigid_share, model.malleable_share, model.ondemand_share)
+    if model.type_shares == "drawn":
+        p = np.asarray(shares) / sum(shares)
+        return rng.choice(3, size=count, p=p).astype(np.int8)
+    group_kind = np.repeat(np.array([0, 1, 2], dtype=np.int8), _quota(count, shares))
+    rng.shuffle(group_kind)
+    return group_kind
+
+
 def hybrid_workload(trace: Trace, model: WorkloadModel | None = None) -> HybridWorkload:
     """Apply ``model`` (default: the paper's W5) to every job of ``trace``."""
     model = model or WorkloadModel()
@@ -269,11 +292,7 @@ def hybrid_workload(trace: Trace, model: WorkloadModel | None = None) -> HybridW
     runtime = jobs.runtime
 
     groups = group_jobs(jobs, rule=model.grouping, gap=model.campaign_gap)
-    n_rigid, n_malleable, n_ondemand = _quota(
-        groups.count, (model.rigid_share, model.malleable_share, model.ondemand_share))
-    group_kind = np.repeat(np.array([0, 1, 2], dtype=np.int8),
-                           [n_rigid, n_malleable, n_ondemand])
-    rng_types.shuffle(group_kind)
+    group_kind = _group_kinds(groups.count, model, rng_types)
     kind = group_kind[groups.codes]
 
     retyped = (kind == 2) & (size > model.retype_above * trace.nodes)
