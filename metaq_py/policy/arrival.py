@@ -6,7 +6,9 @@ The job takes nodes in this order, stopping as soon as it has enough:
 2. the free nodes;
 3. idle nodes reserved for other notices, latest-issued notice first: work that has arrived is
    certain, a notice is a forecast, and the notice keeps collecting until its own arrival;
-4. the nodes of jobs borrowing its own reservation, preempted in ascending overhead;
+4. the nodes of jobs borrowing its own reservation, preempted in ascending overhead and only
+   as many as it needs (:attr:`Borrowers.AS_NEEDED`); :attr:`Borrowers.ALL`, the paper's
+   rule, preempts every one of them at the arrival, kept to measure what the choice moves;
 5. what its arrival strategy frees from the other running batch jobs:
 
    PAA (preempt at arrival)
@@ -72,6 +74,19 @@ class VictimOrder(str, Enum):
     """Work lost times the nodes the job holds: the machine time wasted (the default)."""
     SECONDS = "seconds"
     """The seconds of its own work the job loses, whatever its size."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Borrowers(str, Enum):
+    """Which jobs borrowing an arriving on-demand job's own reservation are preempted."""
+
+    AS_NEEDED = "as-needed"
+    """Cheapest first, only as many as the job needs after idle and free nodes (the default):
+    stopping the others would lose their work for nothing."""
+    ALL = "all"
+    """Every one, as the paper says, whatever the job needs."""
 
     def __str__(self) -> str:
         return self.value
@@ -174,11 +189,13 @@ def _plan(victims: list[_Victim], need: int,
 
 
 def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notice],
-          victim_order: VictimOrder = VictimOrder.NODE_SECONDS) -> bool:
+          victim_order: VictimOrder = VictimOrder.NODE_SECONDS,
+          borrowers_rule: Borrowers = Borrowers.AS_NEEDED) -> bool:
     """Start on-demand ``job`` now if the rules above can free enough nodes; else do nothing.
 
     ``order`` is the live notices, earliest issued first; ``victim_order`` what the ascending
-    overhead of the victims counts. Returns whether the job started.
+    overhead of the victims counts; ``borrowers_rule`` which borrowers of its own reservation
+    go. Returns whether the job started.
     """
     by_nodes = victim_order is VictimOrder.NODE_SECONDS
     closed = work.closed
@@ -189,14 +206,15 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
     need = job.size - sum(p.count for p in pools)
 
     borrowers: list[JobId] = []
-    if need > 0 and own is not None:
+    every = borrowers_rule is Borrowers.ALL
+    if (need > 0 or every) and own is not None:
         mine = [
             (_overhead(r, work.now, by_nodes), r.nodes[0], jid, len(r.nodes), 0)
             for jid in work.borrowers(own) if jid not in work.started
             for r in (work.running(jid),)
         ]
         mine.sort()
-        chosen = _prefix(mine, need)
+        chosen = None if every else _prefix(mine, need)
         if chosen is None:
             borrowers = [v[2] for v in mine]
             need -= sum(v[3] for v in mine)

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
-from metaq_py.policy.arrival import ArrivalStrategy, VictimOrder, admit
+from metaq_py.policy.arrival import ArrivalStrategy, Borrowers, VictimOrder, admit
 from metaq_py.policy.backfill import Fill, conservative, decision, easy
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
+    CupTiming,
     NoticeStrategy,
     collect,
     lend_reservations,
@@ -42,6 +44,8 @@ from metaq_py.policy.notice import (
 )
 from metaq_py.policy.order import any_ondemand, in_order_view, split_ondemand
 from metaq_py.policy.work import Work
+
+_W = TypeVar("_W", bound=Enum)
 
 
 class Backfill(str, Enum):
@@ -74,7 +78,9 @@ class Scheduler:
     long after the estimated arrival a reservation whose job has not come is kept. ``warning``
     is how long before the estimated arrival CUP preempts a malleable job. ``victim_order`` is
     what the arrival strategy's ascending preemption overhead counts
-    (:class:`~metaq_py.policy.arrival.VictimOrder`).
+    (:class:`~metaq_py.policy.arrival.VictimOrder`), ``borrowers`` which borrowers of its
+    reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`), and
+    ``cup_preempt`` when CUP preempts (:class:`~metaq_py.policy.notice.CupTiming`).
     """
 
     name: str
@@ -85,6 +91,8 @@ class Scheduler:
     release_after: float = 600.0
     warning: float = 120.0
     victim_order: VictimOrder = VictimOrder.NODE_SECONDS
+    borrowers: Borrowers = Borrowers.AS_NEEDED
+    cup_preempt: CupTiming = CupTiming.PLANNED
 
     def __post_init__(self) -> None:
         if (self.notice is None) != (self.arrival is None):
@@ -124,8 +132,8 @@ class Scheduler:
             if lender in snap.running:
                 work.expand(lender, nodes)
         for job in arrived:
-            admit(work, job, arrival, order, self.victim_order)
-        collect(work, order, notice, warning=self.warning)
+            admit(work, job, arrival, order, self.victim_order, self.borrowers)
+        collect(work, order, notice, warning=self.warning, timing=self.cup_preempt)
         _FILL[self.backfill](work, queue)
         if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
@@ -140,12 +148,17 @@ def make_scheduler(
     warning: float = 120.0,
     backfill: str | None = None,
     victim_order: str = "node-seconds",
+    borrowers: str = "as-needed",
+    cup_preempt: str = "planned",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
 
     ``backfill`` overrides the backfilling under an on-demand mechanism (``easy`` by default).
     ``victim_order`` is ``node-seconds`` or ``seconds`` (:class:`~metaq_py.policy.arrival.
-    VictimOrder`); the baselines preempt nothing and ignore it.
+    VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.arrival.
+    Borrowers`), ``cup_preempt`` ``planned`` or ``at-arrival``
+    (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt nothing and ignore
+    them.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
     if canon is None:
@@ -153,11 +166,9 @@ def make_scheduler(
     if release_after < 0 or warning < 0:
         raise ValueError(f"release_after and warning must be >= 0, got {release_after} "
                          f"and {warning}")
-    try:
-        victims = VictimOrder(victim_order)
-    except ValueError:
-        raise ValueError(f"unknown victim_order {victim_order!r}; choose "
-                         f"{' or '.join(v.value for v in VictimOrder)}") from None
+    victims = _word(VictimOrder, "victim_order", victim_order)
+    who = _word(Borrowers, "borrowers", borrowers)
+    when = _word(CupTiming, "cup_preempt", cup_preempt)
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
             raise ValueError(f"scheduler {canon!r} is itself a backfilling policy; "
@@ -171,4 +182,13 @@ def make_scheduler(
     notice, arrival = canon.split("&")
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
                      oracle=oracle, release_after=release_after, warning=warning,
-                     victim_order=victims)
+                     victim_order=victims, borrowers=who, cup_preempt=when)
+
+
+def _word(choice: type[_W], key: str, word: str) -> _W:
+    """``word`` as a member of the enum ``choice``, or one sentence naming its words."""
+    try:
+        return choice(word)
+    except ValueError:
+        raise ValueError(f"unknown {key} {word!r}; choose "
+                         f"{' or '.join(str(v.value) for v in choice)}") from None

@@ -16,7 +16,9 @@ CUP (collect until predicted)
     does), a malleable job ``warning`` seconds before the arrival (its two-minute warning: it
     loses only its setup whenever it goes, so it should go as late as possible). The decision
     asks to be woken at each planned preemption. When even preempting every candidate could not
-    cover the notice, CUP preempts nothing and only collects.
+    cover the notice, CUP preempts nothing and only collects. :attr:`CupTiming.AT_ARRIVAL`
+    plans every preemption at the estimated arrival instead, rigid and malleable alike, kept
+    to measure what the planned times move.
 
 Several notices compete for free nodes: the earliest-issued notice is served first.
 
@@ -58,6 +60,19 @@ class NoticeStrategy(str, Enum):
         return self.value
 
 
+class CupTiming(str, Enum):
+    """When CUP preempts the jobs it picked for a notice."""
+
+    PLANNED = "planned"
+    """A rigid job after its last checkpoint before the estimated arrival (now when none), a
+    malleable job ``warning`` before it (the default)."""
+    AT_ARRIVAL = "at-arrival"
+    """Every job at the estimated arrival."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def notice_order(notices: Mapping[str, Notice]) -> list[Notice]:
     """Notices, earliest issued first (then earliest arrival, then id)."""
     return sorted(notices.values(), key=_notice_key)
@@ -81,8 +96,9 @@ def release_expired(
 
 
 def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
-            warning: float) -> None:
-    """Reserve free nodes for each notice in turn (CUA, CUP), and plan CUP's preemptions."""
+            warning: float, timing: CupTiming = CupTiming.PLANNED) -> None:
+    """Reserve free nodes for each notice in turn (CUA, CUP), and plan CUP's preemptions
+    (when, as ``timing`` says)."""
     if strategy is NoticeStrategy.N:
         return
     claimed: set[JobId] = set()
@@ -97,13 +113,16 @@ def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
             work.reserve(notice.id, k)
             need -= k
         if need > 0 and strategy is NoticeStrategy.CUP:
-            _plan_preemptions(work, notice, need, claimed, warning)
+            _plan_preemptions(work, notice, need, claimed, warning, timing)
 
 
-def _preempt_at(r: Running, now: float, arrival: float, warning: float) -> float:
+def _preempt_at(r: Running, now: float, arrival: float, warning: float,
+                timing: CupTiming) -> float:
     """When CUP preempts ``r`` for a job arriving at ``arrival``."""
     if arrival <= now:
         return now
+    if timing is CupTiming.AT_ARRIVAL:
+        return arrival
     if r.job.kind is Kind.MALLEABLE:
         return max(now, arrival - warning)
     done = last_checkpoint(r, arrival)
@@ -111,7 +130,7 @@ def _preempt_at(r: Running, now: float, arrival: float, warning: float) -> float
 
 
 def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId],
-                      warning: float) -> None:
+                      warning: float, timing: CupTiming) -> None:
     now, arrival, gone = work.now, notice.arrival, work.gone
     for t, _, jid, _, borrowed in ending_order(work.snap, work.oracle):
         if t > arrival:
@@ -129,7 +148,7 @@ def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId]
                 or r0.job.kind is Kind.ONDEMAND or r0.job.cores:
             continue
         r = work.running(jid)
-        at = _preempt_at(r, now, arrival, warning)
+        at = _preempt_at(r, now, arrival, warning, timing)
         candidates.append((lost_node_seconds(r, at), r.nodes[0], at, jid))
         room += len(r.nodes)
     if room < need:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
-from metaq_py.policy.arrival import VictimOrder, spread
+from metaq_py.policy.arrival import Borrowers, VictimOrder, spread
 from metaq_py.policy.model import Kind
 from tests.policy_world import World, job
 
@@ -149,6 +149,50 @@ def test_borrowers_of_own_reservation_go_first() -> None:
     d = w.decide(50.0)
     assert kinds(d.actions) == [("Preempt", "short", 0), ("Start", "O", 4)]
     assert w.holder("R") is not None
+
+
+def two_borrowers(**options: object) -> World:
+    """6 nodes: R holds 2; a notice for 4 nodes at t=300 reserves the other 4, which two
+    2-node jobs borrow from t=0 (they end by t=100); at t=50 its 2-node job arrives."""
+    w = World(6, "CUA&PAA", **options)
+    w.run(job("R", 2, 1000.0), range(2), start=0.0)
+    w.notice("n", 4, arrival=300.0)
+    w.submit(job("b1", 2, 100.0, submit=0.0), job("b2", 2, 100.0, submit=0.0))
+    w.decide(0.0)
+    assert w.holder("b1").borrowed == w.holder("b2").borrowed == "n"
+    w.submit(job("O", 2, kind=Kind.ONDEMAND, notice="n", submit=50.0))
+    return w
+
+
+def test_borrowers_as_needed_preempts_one_and_all_preempts_both() -> None:
+    # b1 and b2 lost the same 50 s x 2 nodes; the tie goes to b2, on the lower nodes (2, 3)
+    default = two_borrowers()
+    assert default.holder("b2").nodes == (2, 3)
+    assert kinds(default.decide(50.0).actions) == [("Preempt", "b2", 0), ("Start", "O", 2)]
+    assert default.lost == {"b2": 50.0} and default.holder("b1") is not None
+    paper = two_borrowers(borrowers="all")
+    d = paper.decide(50.0)
+    assert kinds(d.actions)[:3] == [("Preempt", "b2", 0), ("Preempt", "b1", 0),
+                                    ("Start", "O", 2)]
+    assert paper.lost == {"b1": 50.0, "b2": 50.0} and paper.holder("R") is not None
+
+
+def test_borrowers_all_preempts_them_even_when_free_nodes_suffice() -> None:
+    w = two_borrowers(borrowers="all")
+    w.finish("R")  # nodes 0 and 1 free: the job needs no borrower's nodes
+    d = w.decide(50.0)
+    assert {a.job for a in d.actions if isinstance(a, Preempt)} == {"b1", "b2"}
+    default = two_borrowers()
+    default.finish("R")
+    assert not [a for a in default.decide(50.0).actions if isinstance(a, Preempt)]
+
+
+def test_borrowers_default_and_bad_value() -> None:
+    assert make_scheduler("CUA&PAA").borrowers is Borrowers.AS_NEEDED
+    assert make_scheduler("CUP&SPAA", borrowers="all").borrowers is Borrowers.ALL
+    with pytest.raises(ValueError, match=r"^unknown borrowers 'some'; choose as-needed or "
+                                         r"all$"):
+        make_scheduler("CUA&PAA", borrowers="some")
 
 
 def test_spread_is_even_and_exact() -> None:

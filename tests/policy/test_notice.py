@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from metaq_py.policy import Preempt, Release, Reserve, Start
+import pytest
+
+from metaq_py.policy import Preempt, Release, Reserve, Start, make_scheduler
 from metaq_py.policy.model import Kind
+from metaq_py.policy.notice import CupTiming
 from tests.policy_world import World, job
 
 
@@ -55,6 +58,39 @@ def test_fig2_cup_preempts_right_after_the_checkpoint() -> None:
     assert w.holder("O") is not None
     assert w.lost == {"B": 5.0}, "only the setup is lost"
     assert [type(a) for a in w.decisions[-1].actions] == [Start], "no preemption at arrival"
+
+
+def test_fig2_cup_at_arrival_preempts_b_at_the_arrival_and_loses_as_cua() -> None:
+    w = World(10, make_scheduler("CUP&PAA", cup_preempt="at-arrival"))
+    w.run(job("A", 4, 50.0), range(4))
+    w.run(job("B", 4, 1000.0, setup=5.0, checkpoint_interval=75.0, checkpoint_cost=0.0),
+          range(4, 8))
+    w.run(job("C", 2, 1000.0, kind=Kind.ONDEMAND), (8, 9))
+    w.notice("n", 8, arrival=100.0)
+    d0 = w.decide(0.0)
+    assert d0.actions == () and d0.wake == 100.0, "B is planned for the arrival itself"
+    play_fig2(w)
+    assert w.holder("O") is not None and w.holder("O").start == 100.0
+    assert w.lost == {"B": 20.0 + 5.0}, "work since the checkpoint at t=80, plus setup"
+
+
+def test_cup_at_arrival_preempts_a_malleable_job_at_the_arrival() -> None:
+    w = World(4, "CUP&PAA", warning=120.0, cup_preempt="at-arrival")
+    w.run(job("M", 4, 1000.0, kind=Kind.MALLEABLE, min_size=2, setup=3.0), range(4))
+    w.notice("n", 2, arrival=900.0)
+    assert w.decide(0.0).wake == 900.0
+    assert not [a for a in w.decide(780.0).actions if isinstance(a, Preempt)]
+    d = w.decide(900.0)
+    assert d.actions[0] == Preempt("M", None) and isinstance(d.actions[1], Reserve)
+
+
+def test_cup_preempt_default_and_bad_value() -> None:
+    assert make_scheduler("CUP&PAA").cup_preempt is CupTiming.PLANNED
+    assert make_scheduler("CUP&PAA", cup_preempt="at-arrival").cup_preempt \
+        is CupTiming.AT_ARRIVAL
+    with pytest.raises(ValueError, match=r"^unknown cup_preempt 'soon'; choose planned or "
+                                         r"at-arrival$"):
+        make_scheduler("CUP&PAA", cup_preempt="soon")
 
 
 def test_fig2_both_start_the_job_at_once_cup_loses_less() -> None:

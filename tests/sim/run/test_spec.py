@@ -119,3 +119,14 @@ def test_a_word_choice_is_one_of_its_words_or_refused(key: str, word: str) -> No
     else:
         with pytest.raises(SpecError, match=f"parameter {key} is "):
             spec(overrides=((key, word),))
+
+
+def test_borrowers_and_cup_preempt_build_the_scheduler() -> None:
+    s = spec(overrides=(("borrowers", "all"), ("cup_preempt", "at-arrival")))
+    built = s.scheduler()
+    assert (built.borrowers.value, built.cup_preempt.value) == ("all", "at-arrival")
+    assert s.model() == spec().model(), "neither is a workload-model field"
+    default = spec().scheduler()
+    assert (default.borrowers.value, default.cup_preempt.value) == ("as-needed", "planned")
+    assert spec().to_dict()["overrides"] == {}, "a spec without them keeps its stored key"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
