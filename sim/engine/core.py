@@ -99,7 +99,7 @@ from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
 from sim.engine.ledger import Ledger
 from sim.engine.samples import MachineSamples
-from sim.engine.waiting import Requeue, Waiting
+from sim.engine.waiting import MalleableStart, Requeue, Waiting
 from sim.run.result import Outcomes, SimulationResult
 from sim.trace.loader import Trace
 from sim.workload.model import HybridWorkload
@@ -119,7 +119,8 @@ _PROGRESS_EVERY = 4096  # agenda items between progress calls: cheap, and smooth
 def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy",
              oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
              progress: Progress | None = None, failures: NodeFailures | None = None,
-             dependencies: bool = False, requeue: str = "original") -> SimulationResult:
+             dependencies: bool = False, requeue: str = "original",
+             malleable_start: str = "largest") -> SimulationResult:
     """Replay ``source`` under ``policy`` and return what happened.
 
     ``source`` is a plain trace (every job rigid, no setup, no checkpoints) or a hybrid
@@ -135,11 +136,14 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
     its own submit time and the other's final end plus the think time (``docs/model.md``).
     ``requeue`` is where a preempted job waits again (:class:`~sim.engine.waiting.Requeue`):
     ``original`` (its place) or ``at-preemption`` (the back of the queue); a job a failure
-    killed keeps its place either way.
+    killed keeps its place either way. ``malleable_start`` is the smallest size a malleable
+    job may start at (:class:`~sim.engine.waiting.MalleableStart`): ``largest`` (its minimum,
+    so it starts at the largest size the policy allows) or ``full`` (the policy sees it wait
+    with its minimum at its full size; it keeps its real minimum once started).
     """
     return Engine(source, policy=policy, oracle=oracle, cqsim_oracle=cqsim_oracle, clock=clock,
                   progress=progress, failures=failures, dependencies=dependencies,
-                  requeue=requeue).run()
+                  requeue=requeue, malleable_start=malleable_start).run()
 
 
 class Engine:
@@ -156,9 +160,11 @@ class Engine:
                  oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
                  progress: Progress | None = None, skip_inert: bool = True,
                  failures: NodeFailures | None = None, dependencies: bool = False,
-                 requeue: str = "original") -> None:
+                 requeue: str = "original", malleable_start: str = "largest") -> None:
         self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
         self._requeue_late = Requeue.of(requeue) is Requeue.AT_PREEMPTION
+        self._full_start = MalleableStart.of(malleable_start) is MalleableStart.FULL
+        self._minimum: dict[JobId, int] = {}  # real min_size of jobs waiting as seen full
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
         # one, see _decide())
@@ -302,6 +308,7 @@ class Engine:
         """``job`` arrives; unless it is a released dependent (``version`` 1), the next arrival
         of the stream goes on the agenda."""
         self._live[job.id] = self._ledger.open(job)
+        job = self._as_waiting(job)
         if job.kind is Kind.ONDEMAND and not self._baseline:
             self._inert = False  # its arrival strategy may preempt or shrink
         if not self._waiting.submit(job):
@@ -340,7 +347,7 @@ class Engine:
             r = strike.kill.running
             self._ledger.version[self._live[r.job.id]] += 1  # its finish is stale now
             self._busy -= len(r.nodes)
-            self._waiting.requeue(strike.kill.requeued)
+            self._waiting.requeue(self._as_waiting(strike.kill.requeued))
         upcoming = failures.next_time()
         if upcoming != math.inf and (self._live or len(self._ledger) < self.feed.count):
             self._push(upcoming, _FAILURE, None, 0)  # failures stop with the work
@@ -401,7 +408,9 @@ class Engine:
         cluster, ledger, live = self.cluster, self._ledger, self._live
         if isinstance(action, Start):
             job = self._waiting.take(action.job)
-            r = _running(cluster.apply(action, now=now, job=job))
+            real = self._minimum.pop(job.id, None) if self._minimum else None
+            placed = job if real is None else replace(job, min_size=real)
+            r = _running(cluster.apply(action, now=now, job=placed))
             row = live[job.id]
             if isnan(ledger.start[row]):  # its first start, not a resumption
                 ledger.start[row] = now
@@ -418,7 +427,8 @@ class Engine:
             self._busy -= len(r.nodes)
             back = resumed(r, now)
             # the ledger row keeps the original submit: turnaround counts from it either way
-            self._waiting.requeue(replace(back, submit=now) if self._requeue_late else back)
+            back = replace(back, submit=now) if self._requeue_late else back
+            self._waiting.requeue(self._as_waiting(back))
         elif isinstance(action, (Shrink, Expand)):
             before = len(cluster.running[action.job].nodes)
             r = _running(cluster.apply(action, now=now))
@@ -430,6 +440,14 @@ class Engine:
             self._busy += len(r.nodes) - before
         else:
             cluster.apply(action, now=now)
+
+    def _as_waiting(self, job: Job) -> Job:
+        """``job`` as the policy sees it wait: under ``malleable_start="full"`` a malleable job
+        with its minimum raised to its full size (the real one kept for its start)."""
+        if self._full_start and job.kind is Kind.MALLEABLE and job.min_size < job.size:
+            self._minimum[job.id] = job.min_size
+            return replace(job, min_size=job.size)
+        return job
 
     def _result(self, wall_seconds: float) -> SimulationResult:
         scheduler, ledger = self.scheduler, self._ledger

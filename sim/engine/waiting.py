@@ -1,5 +1,6 @@
 """The engine's waiting jobs: kept in queue order, with the counts its skipping rules read and
-the waitlist EASY's backfilling reads; and where a preempted job waits again (:class:`Requeue`)."""
+the waitlist EASY's backfilling reads; where a preempted job waits again (:class:`Requeue`); and
+the smallest size a malleable job may start at (:class:`MalleableStart`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,28 @@ class Requeue(str, Enum):
         except ValueError:
             raise ValueError(f"unknown requeue {word!r}; choose "
                              f"{' or '.join(r.value for r in cls)}") from None
+
+
+class MalleableStart(str, Enum):
+    """The smallest size at which a waiting malleable job may start."""
+
+    LARGEST = "largest"
+    """Its minimum: it starts at the largest size in ``[min_size, size]`` that the policy
+    allows (the default)."""
+    FULL = "full"
+    """Its full size, as a rigid job would; running, it keeps its minimum for shrinking."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, word: str) -> MalleableStart:
+        """The choice named ``word``; ValueError with one sentence for any other word."""
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown malleable_start {word!r}; choose "
+                             f"{' or '.join(m.value for m in cls)}") from None
 
 
 class Waiting:

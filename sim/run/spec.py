@@ -42,9 +42,10 @@ ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrd
 (:class:`~metaq_py.policy.arrival.Borrowers`); ``cup_preempt`` when CUP preempts the jobs it
 picked (:class:`~metaq_py.policy.notice.CupTiming`)."""
 
-ENGINE_KEYS = ("requeue",)
+ENGINE_KEYS = ("requeue", "malleable_start")
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
-preempted job waits again (:class:`~sim.engine.waiting.Requeue`)."""
+preempted job waits again (:class:`~sim.engine.waiting.Requeue`); ``malleable_start`` the
+smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`)."""
 
 TRACE_KEYS = ("oversize",)
 """Overrides of the trace's cleaning (:func:`sim.trace.cleaning.clean`): ``oversize`` is what
@@ -55,6 +56,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "borrowers": ("as-needed", "all"),
     "cup_preempt": ("planned", "at-arrival"),
     "requeue": ("original", "at-preemption"),
+    "malleable_start": ("largest", "full"),
     "type_shares": TYPE_SHARES,
     "oversize": ("drop", "clamp"),
 }
@@ -200,6 +202,11 @@ class RunSpec:
     def requeue(self) -> str:
         """Where the run's engine requeues a preempted job (:data:`ENGINE_KEYS`)."""
         return str(dict(self.overrides).get("requeue", CHOICES["requeue"][0]))
+
+    @property
+    def malleable_start(self) -> str:
+        """The smallest size a malleable job of the run may start at (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("malleable_start", CHOICES["malleable_start"][0]))
 
     @property
     def oversize(self) -> str:

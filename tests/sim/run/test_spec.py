@@ -130,3 +130,10 @@ def test_borrowers_and_cup_preempt_build_the_scheduler() -> None:
     assert (default.borrowers.value, default.cup_preempt.value) == ("as-needed", "planned")
     assert spec().to_dict()["overrides"] == {}, "a spec without them keeps its stored key"
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_malleable_start_goes_to_the_engine_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("malleable_start", "full"),))
+    assert s.malleable_start == "full" and spec().malleable_start == "largest"
+    assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
