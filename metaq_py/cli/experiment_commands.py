@@ -76,8 +76,10 @@ def experiment(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
-                      "victim_order=seconds or requeue=at-preemption (docs/model.md lists "
-                      "every key).")] = None,
+                      "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
+                      "oversize=clamp, borrowers=all, cup_preempt=at-arrival or "
+                      "malleable_start=full "
+                      "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
              "Default: ../shared/traces/theta_2022.swf.gz next to the repository when "
