@@ -77,8 +77,8 @@ def experiment(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
                       "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
-                      "oversize=clamp, borrowers=all, cup_preempt=at-arrival or "
-                      "malleable_start=full "
+                      "oversize=clamp, borrowers=all, cup_preempt=at-arrival, "
+                      "malleable_start=full or decisions=per-item "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "

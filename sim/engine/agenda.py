@@ -17,7 +17,7 @@ has due is an agenda item.)
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class AgendaKind(IntEnum):
@@ -39,3 +39,24 @@ class AgendaKind(IntEnum):
 
 AgendaItem = tuple[float, int, int, object, int]
 """``(time, kind, seq, subject, version)``."""
+
+
+class DecisionPace(str, Enum):
+    """How often the engine decides while items come due at one instant."""
+
+    PER_INSTANT = "per-instant"
+    """Once, after every item due at the instant has been handled (the default)."""
+    PER_ITEM = "per-item"
+    """After each item that changed something, as CQSim scans after every event."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, word: str) -> DecisionPace:
+        """The choice named ``word``; ValueError with one sentence for any other word."""
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown decisions {word!r}; choose "
+                             f"{' or '.join(p.value for p in cls)}") from None

@@ -93,7 +93,7 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
-from sim.engine.agenda import AgendaItem, AgendaKind
+from sim.engine.agenda import AgendaItem, AgendaKind, DecisionPace
 from sim.engine.arrivals import Feed, Precedence, feed
 from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
@@ -120,7 +120,8 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
              oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
              progress: Progress | None = None, failures: NodeFailures | None = None,
              dependencies: bool = False, requeue: str = "original",
-             malleable_start: str = "largest") -> SimulationResult:
+             malleable_start: str = "largest",
+             decisions: str = "per-instant") -> SimulationResult:
     """Replay ``source`` under ``policy`` and return what happened.
 
     ``source`` is a plain trace (every job rigid, no setup, no checkpoints) or a hybrid
@@ -140,10 +141,12 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
     job may start at (:class:`~sim.engine.waiting.MalleableStart`): ``largest`` (its minimum,
     so it starts at the largest size the policy allows) or ``full`` (the policy sees it wait
     with its minimum at its full size; it keeps its real minimum once started).
+    ``decisions`` is ``per-instant`` or ``per-item`` (:class:`~sim.engine.agenda.DecisionPace`).
     """
     return Engine(source, policy=policy, oracle=oracle, cqsim_oracle=cqsim_oracle, clock=clock,
                   progress=progress, failures=failures, dependencies=dependencies,
-                  requeue=requeue, malleable_start=malleable_start).run()
+                  requeue=requeue, malleable_start=malleable_start,
+                  decisions=decisions).run()
 
 
 class Engine:
@@ -160,11 +163,13 @@ class Engine:
                  oracle: bool = False, cqsim_oracle: bool = False, clock: Clock | None = None,
                  progress: Progress | None = None, skip_inert: bool = True,
                  failures: NodeFailures | None = None, dependencies: bool = False,
-                 requeue: str = "original", malleable_start: str = "largest") -> None:
+                 requeue: str = "original", malleable_start: str = "largest",
+                 decisions: str = "per-instant") -> None:
         self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
         self._requeue_late = Requeue.of(requeue) is Requeue.AT_PREEMPTION
         self._full_start = MalleableStart.of(malleable_start) is MalleableStart.FULL
         self._minimum: dict[JobId, int] = {}  # real min_size of jobs waiting as seen full
+        self._per_item = DecisionPace.of(decisions) is DecisionPace.PER_ITEM
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
         # one, see _decide())
@@ -255,7 +260,8 @@ class Engine:
         return clock
 
     def _take_instant(self, now: float) -> bool:
-        """Pop and handle every agenda item due at ``now``, in the agenda's order; whether
+        """Pop and handle every agenda item due at ``now``, in the agenda's order (under
+        ``decisions="per-item"``, only up to the first that changes something); whether
         anything changed (a stale finish or wake-up changes nothing)."""
         self._inert = self.skip_inert
         self._tail_least = self.cluster.total + 1
@@ -287,6 +293,8 @@ class Engine:
                 self._inert = False
             if progress is not None and self._handled % _PROGRESS_EVERY == 0:
                 progress(self._finished)
+            if changed and self._per_item:
+                break  # decide now; the rest of the instant comes at the next turn of the loop
         return changed
 
     def _finish(self, job_id: JobId, version: int, now: float) -> bool:

@@ -42,10 +42,11 @@ ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrd
 (:class:`~metaq_py.policy.arrival.Borrowers`); ``cup_preempt`` when CUP preempts the jobs it
 picked (:class:`~metaq_py.policy.notice.CupTiming`)."""
 
-ENGINE_KEYS = ("requeue", "malleable_start")
+ENGINE_KEYS = ("requeue", "malleable_start", "decisions")
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
 preempted job waits again (:class:`~sim.engine.waiting.Requeue`); ``malleable_start`` the
-smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`)."""
+smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`);
+``decisions`` how often it decides at one instant (:class:`~sim.engine.agenda.DecisionPace`)."""
 
 TRACE_KEYS = ("oversize",)
 """Overrides of the trace's cleaning (:func:`sim.trace.cleaning.clean`): ``oversize`` is what
@@ -57,6 +58,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "cup_preempt": ("planned", "at-arrival"),
     "requeue": ("original", "at-preemption"),
     "malleable_start": ("largest", "full"),
+    "decisions": ("per-instant", "per-item"),
     "type_shares": TYPE_SHARES,
     "oversize": ("drop", "clamp"),
 }
@@ -207,6 +209,11 @@ class RunSpec:
     def malleable_start(self) -> str:
         """The smallest size a malleable job of the run may start at (:data:`ENGINE_KEYS`)."""
         return str(dict(self.overrides).get("malleable_start", CHOICES["malleable_start"][0]))
+
+    @property
+    def decisions(self) -> str:
+        """How often the run's engine decides at one instant (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("decisions", CHOICES["decisions"][0]))
 
     @property
     def oversize(self) -> str:

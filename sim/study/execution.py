@@ -89,7 +89,8 @@ def run_one(spec: RunSpec) -> FinishedRun:
     workload = hybrid_workload(trace, spec.model())
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures,
-                      requeue=spec.requeue, malleable_start=spec.malleable_start)
+                      requeue=spec.requeue, malleable_start=spec.malleable_start,
+                      decisions=spec.decisions)
     counts = None if failures is None else failures.counts()
     killed = () if failures is None else failures.killed
     metrics = result_metrics(result, counts, killed=killed)

@@ -137,3 +137,10 @@ def test_malleable_start_goes_to_the_engine_and_keeps_default_keys() -> None:
     assert s.malleable_start == "full" and spec().malleable_start == "largest"
     assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_decisions_go_to_the_engine_and_keep_default_keys() -> None:
+    s = spec(overrides=(("decisions", "per-item"),))
+    assert s.decisions == "per-item" and spec().decisions == "per-instant"
+    assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
