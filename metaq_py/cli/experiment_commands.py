@@ -77,7 +77,8 @@ def experiment(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
                       "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
-                      "oversize=clamp, borrowers=all, cup_preempt=at-arrival, "
+                      "oversize=clamp, borrowers=all, other_reservations=spared, "
+                      "cup_preempt=at-arrival, "
                       "malleable_start=full or decisions=per-item "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(

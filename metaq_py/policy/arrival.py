@@ -5,7 +5,8 @@ The job takes nodes in this order, stopping as soon as it has enough:
 1. the idle nodes reserved for its own notice;
 2. the free nodes;
 3. idle nodes reserved for other notices, latest-issued notice first: work that has arrived is
-   certain, a notice is a forecast, and the notice keeps collecting until its own arrival;
+   certain, a notice is a forecast, and the notice keeps collecting until its own arrival
+   (:attr:`OtherReservations.SPARED` skips this step, kept to measure what it moves);
 4. the nodes of jobs borrowing its own reservation, preempted in ascending overhead and only
    as many as it needs (:attr:`Borrowers.AS_NEEDED`); :attr:`Borrowers.ALL`, the paper's
    rule, preempts every one of them at the arrival, kept to measure what the choice moves;
@@ -87,6 +88,18 @@ class Borrowers(str, Enum):
     stopping the others would lose their work for nothing."""
     ALL = "all"
     """Every one, as the paper says, whatever the job needs."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class OtherReservations(str, Enum):
+    """Whether an arriving on-demand job takes idle nodes reserved for other notices."""
+
+    TAKEN = "taken"
+    """Yes, after the free nodes and before preempting anything (the default)."""
+    SPARED = "spared"
+    """No: they stay with their notices, and the job preempts instead."""
 
     def __str__(self) -> str:
         return self.value
@@ -190,19 +203,23 @@ def _plan(victims: list[_Victim], need: int,
 
 def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notice],
           victim_order: VictimOrder = VictimOrder.NODE_SECONDS,
-          borrowers_rule: Borrowers = Borrowers.AS_NEEDED) -> bool:
+          borrowers_rule: Borrowers = Borrowers.AS_NEEDED,
+          others: OtherReservations = OtherReservations.TAKEN) -> bool:
     """Start on-demand ``job`` now if the rules above can free enough nodes; else do nothing.
 
     ``order`` is the live notices, earliest issued first; ``victim_order`` what the ascending
     overhead of the victims counts; ``borrowers_rule`` which borrowers of its own reservation
-    go. Returns whether the job started.
+    go; ``others`` whether it takes idle nodes reserved for other notices. Returns whether the
+    job started.
     """
     by_nodes = victim_order is VictimOrder.NODE_SECONDS
     closed = work.closed
     own = job.notice if job.notice in work.snap.notices and job.notice not in closed else None
     pools = [work.reserved(own)] if own is not None else []
     pools.append(work.free)
-    pools.extend(work.reserved(n.id) for n in reversed(order) if n.id != own and n.id not in closed)
+    if others is OtherReservations.TAKEN:
+        pools.extend(work.reserved(n.id) for n in reversed(order)
+                     if n.id != own and n.id not in closed)
     need = job.size - sum(p.count for p in pools)
 
     borrowers: list[JobId] = []

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
-from metaq_py.policy.arrival import ArrivalStrategy, Borrowers, VictimOrder, admit
+from metaq_py.policy.arrival import (
+    ArrivalStrategy,
+    Borrowers,
+    OtherReservations,
+    VictimOrder,
+    admit,
+)
 from metaq_py.policy.backfill import Fill, conservative, decision, easy
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
@@ -79,8 +85,10 @@ class Scheduler:
     is how long before the estimated arrival CUP preempts a malleable job. ``victim_order`` is
     what the arrival strategy's ascending preemption overhead counts
     (:class:`~metaq_py.policy.arrival.VictimOrder`), ``borrowers`` which borrowers of its
-    reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`), and
-    ``cup_preempt`` when CUP preempts (:class:`~metaq_py.policy.notice.CupTiming`).
+    reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`),
+    ``other_reservations`` whether it takes idle nodes reserved for other notices
+    (:class:`~metaq_py.policy.arrival.OtherReservations`), and ``cup_preempt`` when CUP
+    preempts (:class:`~metaq_py.policy.notice.CupTiming`).
     """
 
     name: str
@@ -92,6 +100,7 @@ class Scheduler:
     warning: float = 120.0
     victim_order: VictimOrder = VictimOrder.NODE_SECONDS
     borrowers: Borrowers = Borrowers.AS_NEEDED
+    other_reservations: OtherReservations = OtherReservations.TAKEN
     cup_preempt: CupTiming = CupTiming.PLANNED
 
     def __post_init__(self) -> None:
@@ -132,7 +141,8 @@ class Scheduler:
             if lender in snap.running:
                 work.expand(lender, nodes)
         for job in arrived:
-            admit(work, job, arrival, order, self.victim_order, self.borrowers)
+            admit(work, job, arrival, order, self.victim_order, self.borrowers,
+                  self.other_reservations)
         collect(work, order, notice, warning=self.warning, timing=self.cup_preempt)
         _FILL[self.backfill](work, queue)
         if notice is not NoticeStrategy.N:
@@ -149,6 +159,7 @@ def make_scheduler(
     backfill: str | None = None,
     victim_order: str = "node-seconds",
     borrowers: str = "as-needed",
+    other_reservations: str = "taken",
     cup_preempt: str = "planned",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
@@ -156,7 +167,9 @@ def make_scheduler(
     ``backfill`` overrides the backfilling under an on-demand mechanism (``easy`` by default).
     ``victim_order`` is ``node-seconds`` or ``seconds`` (:class:`~metaq_py.policy.arrival.
     VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.arrival.
-    Borrowers`), ``cup_preempt`` ``planned`` or ``at-arrival``
+    Borrowers`), ``other_reservations`` ``taken`` or ``spared``
+    (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` ``planned`` or
+    ``at-arrival``
     (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt nothing and ignore
     them.
     """
@@ -168,6 +181,7 @@ def make_scheduler(
                          f"and {warning}")
     victims = _word(VictimOrder, "victim_order", victim_order)
     who = _word(Borrowers, "borrowers", borrowers)
+    others = _word(OtherReservations, "other_reservations", other_reservations)
     when = _word(CupTiming, "cup_preempt", cup_preempt)
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
@@ -182,7 +196,8 @@ def make_scheduler(
     notice, arrival = canon.split("&")
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
                      oracle=oracle, release_after=release_after, warning=warning,
-                     victim_order=victims, borrowers=who, cup_preempt=when)
+                     victim_order=victims, borrowers=who, other_reservations=others,
+                     cup_preempt=when)
 
 
 def _word(choice: type[_W], key: str, word: str) -> _W:

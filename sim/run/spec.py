@@ -32,14 +32,17 @@ FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 """Overrides that switch on node failures: the machine-wide mean time between node failures
 and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
 
-POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order", "borrowers", "cup_preempt")
+POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order", "borrowers",
+               "other_reservations", "cup_preempt")
 """Overrides that build the scheduler (:func:`metaq_py.policy.mechanisms.make_scheduler`):
 ``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
 how long after a notice's estimated arrival its reservation is released, ``warning`` how long
 before the arrival CUP preempts a malleable job, both in seconds; ``victim_order`` what PAA's
 ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrder`);
 ``borrowers`` which borrowers of its reservation an arriving on-demand job preempts
-(:class:`~metaq_py.policy.arrival.Borrowers`); ``cup_preempt`` when CUP preempts the jobs it
+(:class:`~metaq_py.policy.arrival.Borrowers`); ``other_reservations`` whether it takes idle
+nodes reserved for other notices (:class:`~metaq_py.policy.arrival.OtherReservations`);
+``cup_preempt`` when CUP preempts the jobs it
 picked (:class:`~metaq_py.policy.notice.CupTiming`)."""
 
 ENGINE_KEYS = ("requeue", "malleable_start", "decisions")
@@ -55,6 +58,7 @@ becomes of a job larger than the machine, ``drop`` or ``clamp`` (shrunk to the m
 CHOICES: Mapping[str, tuple[str, ...]] = {
     "victim_order": ("node-seconds", "seconds"),
     "borrowers": ("as-needed", "all"),
+    "other_reservations": ("taken", "spared"),
     "cup_preempt": ("planned", "at-arrival"),
     "requeue": ("original", "at-preemption"),
     "malleable_start": ("largest", "full"),

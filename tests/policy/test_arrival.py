@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
-from metaq_py.policy.arrival import Borrowers, VictimOrder, spread
+from metaq_py.policy.arrival import Borrowers, OtherReservations, VictimOrder, spread
 from metaq_py.policy.model import Kind
 from tests.policy_world import World, job
 
@@ -136,6 +136,28 @@ def test_reserved_nodes_of_other_notices_before_preemption() -> None:
     w.submit(job("O", 2, kind=Kind.ONDEMAND, submit=10.0))
     d = w.decide(10.0)
     assert kinds(d.actions) == [("Start", "O", 2)]
+
+
+def test_other_reservations_spared_preempts_instead() -> None:
+    # the same machine as above: with the other notice's 2 idle nodes spared, the only way
+    # to 2 nodes is to preempt R, which loses its 10 s on 4 nodes
+    w = World(6, "CUA&PAA", other_reservations="spared")
+    w.run(job("R", 4, 1000.0), range(4))
+    w.notice("later", 2, arrival=900.0)
+    w.decide(0.0)
+    w.submit(job("O", 2, kind=Kind.ONDEMAND, submit=10.0))
+    d = w.decide(10.0)
+    assert kinds(d.actions)[:2] == [("Preempt", "R", 0), ("Start", "O", 2)]
+    assert w.lost == {"R": 10.0} and len(w.cluster.reserved["later"]) == 2
+
+
+def test_other_reservations_default_and_bad_value() -> None:
+    assert make_scheduler("CUA&PAA").other_reservations is OtherReservations.TAKEN
+    assert make_scheduler("N&SPAA", other_reservations="spared").other_reservations \
+        is OtherReservations.SPARED
+    with pytest.raises(ValueError, match=r"^unknown other_reservations 'kept'; choose taken "
+                                         r"or spared$"):
+        make_scheduler("CUA&PAA", other_reservations="kept")
 
 
 def test_borrowers_of_own_reservation_go_first() -> None:

@@ -144,3 +144,10 @@ def test_decisions_go_to_the_engine_and_keep_default_keys() -> None:
     assert s.decisions == "per-item" and spec().decisions == "per-instant"
     assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_other_reservations_builds_the_scheduler_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("other_reservations", "spared"),))
+    assert s.scheduler().other_reservations.value == "spared"
+    assert spec().scheduler().other_reservations.value == "taken"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
