@@ -55,15 +55,16 @@ Fill = Callable[[Work, Sequence[Job]], None]
 """A backfilling pass: :func:`easy` or :func:`conservative`."""
 
 
-def decision(snap: Snapshot, *, fill: Fill, oracle: bool) -> Decision:
+def decision(snap: Snapshot, *, fill: Fill, oracle: bool, down: bool = False) -> Decision:
     """One backfilling decision over ``snap`` with ``fill``: a baseline's whole decision, and
     an on-demand mechanism's at an instant with no notice, no owed node and no on-demand job
     waiting. It lives here rather than in :mod:`~metaq_py.policy.mechanisms`, which stays
     Python (``setup.py``), so that each simulated decision runs in compiled code throughout.
+    ``down`` hands out the highest node ids first (:class:`~metaq_py.policy.pool.NodeOrder`).
     """
     if not snap.waiting or (not snap.free and (snap.shares is None or not snap.shares.open)):
         return NOTHING
-    work = Work(snap, oracle=oracle)
+    work = Work(snap, oracle=oracle, down=down)
     fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
     return work.decision()
 

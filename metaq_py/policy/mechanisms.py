@@ -49,6 +49,7 @@ from metaq_py.policy.notice import (
     release_expired,
 )
 from metaq_py.policy.order import any_ondemand, in_order_view, split_ondemand
+from metaq_py.policy.pool import NodeOrder
 from metaq_py.policy.work import Work
 
 _W = TypeVar("_W", bound=Enum)
@@ -88,7 +89,8 @@ class Scheduler:
     reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`),
     ``other_reservations`` whether it takes idle nodes reserved for other notices
     (:class:`~metaq_py.policy.arrival.OtherReservations`), and ``cup_preempt`` when CUP
-    preempts (:class:`~metaq_py.policy.notice.CupTiming`).
+    preempts (:class:`~metaq_py.policy.notice.CupTiming`). ``node_order`` is which free or
+    reserved nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`).
     """
 
     name: str
@@ -102,6 +104,7 @@ class Scheduler:
     borrowers: Borrowers = Borrowers.AS_NEEDED
     other_reservations: OtherReservations = OtherReservations.TAKEN
     cup_preempt: CupTiming = CupTiming.PLANNED
+    node_order: NodeOrder = NodeOrder.LOWEST_FIRST
 
     def __post_init__(self) -> None:
         if (self.notice is None) != (self.arrival is None):
@@ -116,7 +119,8 @@ class Scheduler:
         return self._hybrid(snapshot, arrival, notice)
 
     def _baseline(self, snap: Snapshot) -> Decision:
-        return decision(snap, fill=_FILL[self.backfill], oracle=self.oracle)
+        return decision(snap, fill=_FILL[self.backfill], oracle=self.oracle,
+                        down=self.node_order is NodeOrder.HIGHEST_FIRST)
 
     def _hybrid(self, snap: Snapshot, arrival: ArrivalStrategy,
                 notice: NoticeStrategy) -> Decision:
@@ -133,7 +137,7 @@ class Scheduler:
         if not arrived and not snap.notices and not snap.owed:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
             return self._baseline(snap)
-        work = Work(snap, oracle=self.oracle)
+        work = Work(snap, oracle=self.oracle, down=self.node_order is NodeOrder.HIGHEST_FIRST)
         order = notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}
         release_expired(work, order, awaited, release_after=self.release_after)
@@ -161,6 +165,7 @@ def make_scheduler(
     borrowers: str = "as-needed",
     other_reservations: str = "taken",
     cup_preempt: str = "planned",
+    node_order: str = "lowest-first",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
 
@@ -171,7 +176,8 @@ def make_scheduler(
     (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` ``planned`` or
     ``at-arrival``
     (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt nothing and ignore
-    them.
+    them. ``node_order`` is ``lowest-first`` or ``highest-first``
+    (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
     if canon is None:
@@ -183,12 +189,13 @@ def make_scheduler(
     who = _word(Borrowers, "borrowers", borrowers)
     others = _word(OtherReservations, "other_reservations", other_reservations)
     when = _word(CupTiming, "cup_preempt", cup_preempt)
+    order = _word(NodeOrder, "node_order", node_order)
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
             raise ValueError(f"scheduler {canon!r} is itself a backfilling policy; "
                              f"do not pass backfill={backfill!r}")
         return Scheduler(canon, Backfill(canon), oracle=oracle, release_after=release_after,
-                         warning=warning)
+                         warning=warning, node_order=order)
     try:
         fill = Backfill(backfill or "easy")
     except ValueError:
@@ -197,7 +204,7 @@ def make_scheduler(
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
                      oracle=oracle, release_after=release_after, warning=warning,
                      victim_order=victims, borrowers=who, other_reservations=others,
-                     cup_preempt=when)
+                     cup_preempt=when, node_order=order)
 
 
 def _word(choice: type[_W], key: str, word: str) -> _W:

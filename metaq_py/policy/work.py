@@ -50,16 +50,17 @@ class Work:
     """What one decision has done so far, and what it may still use."""
 
     __slots__ = (
-        "_reserved", "actions", "changed", "closed", "end", "free", "gone", "now", "oracle",
-        "shares", "snap", "started", "wake",
+        "_down", "_reserved", "actions", "changed", "closed", "end", "free", "gone", "now",
+        "oracle", "shares", "snap", "started", "wake",
     )
 
-    def __init__(self, snap: Snapshot, *, oracle: bool) -> None:
+    def __init__(self, snap: Snapshot, *, oracle: bool, down: bool = False) -> None:
         self.snap = snap
         self.now = snap.now
         self.end = snap.end
         self.oracle = oracle
-        self.free = NodePool(snap.free)
+        self._down = down  # pools hand out their highest ids first (NodeOrder.HIGHEST_FIRST)
+        self.free = NodePool(snap.free, down)
         self._reserved: dict[str, NodePool] = {}
         self.actions: list[Action] = []
         self.gone: set[JobId] = set()
@@ -84,7 +85,7 @@ class Work:
         """The idle nodes held for ``notice`` that this decision has not used yet."""
         pool = self._reserved.get(notice)
         if pool is None:
-            pool = NodePool(self.snap.reserved.get(notice, frozenset()))
+            pool = NodePool(self.snap.reserved.get(notice, frozenset()), self._down)
             self._reserved[notice] = pool
         return pool
 

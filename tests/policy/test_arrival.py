@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
 from metaq_py.policy.arrival import Borrowers, OtherReservations, VictimOrder, spread
 from metaq_py.policy.model import Kind
+from metaq_py.policy.pool import NodeOrder
 from tests.policy_world import World, job
 
 
@@ -215,6 +216,37 @@ def test_borrowers_default_and_bad_value() -> None:
     with pytest.raises(ValueError, match=r"^unknown borrowers 'some'; choose as-needed or "
                                          r"all$"):
         make_scheduler("CUA&PAA", borrowers="some")
+
+
+def twins(**options: object) -> World:
+    """6 nodes: A then B, 3 nodes each, start at t=0 on a free machine; at t=50 a 3-node
+    on-demand job arrives. A and B lost the same 150 node-seconds: the tie goes to the job
+    holding the lowest node."""
+    w = World(6, "N&PAA", **options)
+    w.submit(job("A", 3, 1000.0, submit=0.0), job("B", 3, 1000.0, submit=0.0))
+    w.decide(0.0)
+    w.submit(job("O", 3, kind=Kind.ONDEMAND, submit=50.0))
+    return w
+
+
+def test_node_order_decides_which_of_two_equal_victims_goes() -> None:
+    # lowest first: A takes nodes 0-2, so A is preempted; highest first: A takes 3-5 and B
+    # takes 0-2, so B is
+    low = twins()
+    assert low.holder("A").nodes == (0, 1, 2)
+    assert kinds(low.decide(50.0).actions) == [("Preempt", "A", 0), ("Start", "O", 3)]
+    high = twins(node_order="highest-first")
+    assert high.holder("A").nodes == (3, 4, 5) and high.holder("B").nodes == (0, 1, 2)
+    assert kinds(high.decide(50.0).actions) == [("Preempt", "B", 0), ("Start", "O", 3)]
+
+
+def test_node_order_default_and_bad_value() -> None:
+    assert make_scheduler("easy").node_order is NodeOrder.LOWEST_FIRST
+    assert make_scheduler("easy", node_order="highest-first").node_order \
+        is NodeOrder.HIGHEST_FIRST
+    with pytest.raises(ValueError, match=r"^unknown node_order 'random'; choose lowest-first "
+                                         r"or highest-first$"):
+        make_scheduler("CUA&PAA", node_order="random")
 
 
 def test_spread_is_even_and_exact() -> None:

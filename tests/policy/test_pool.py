@@ -42,3 +42,46 @@ def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
         assert set(handed) == back | set(sorted(free)[:len(handed) - len(back)])
     assert pool.count == len(free) + len(back) - len(handed)
     assert sorted(live) == before  # the live pool is never changed by a decision
+
+
+@given(free=st.sets(st.integers(0, TOTAL - 1)), takes=st.lists(st.integers(1, 6), max_size=12),
+       back=st.sets(st.integers(TOTAL, TOTAL + 10), max_size=5), spans=st.booleans())
+def test_walking_down_hands_out_the_highest_ids_first(
+        free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
+    live: Spans | frozenset[int]
+    if spans:
+        live = Spans.full(TOTAL)
+        live.remove(set(range(TOTAL)) - free)
+    else:
+        live = frozenset(free)
+    before = sorted(live)
+    pool = NodePool(live, down=True)
+    pool.give(back)
+    handed: list[int] = []
+    for k in takes:
+        if k > pool.count:
+            with pytest.raises(ValueError):
+                pool.take(k)
+            break
+        got = pool.take(k)
+        assert list(got) == sorted(got) and len(set(got)) == k
+        handed += got
+    assert len(handed) == len(set(handed))
+    # nodes given back go first, then the highest live ids
+    if len(handed) <= len(back):
+        assert set(handed) <= back
+    else:
+        taken = len(handed) - len(back)
+        assert set(handed) == back | set(sorted(free)[len(free) - taken:])
+    assert pool.count == len(free) + len(back) - len(handed)
+    assert sorted(live) == before
+
+
+def test_walking_down_across_runs_by_hand() -> None:
+    live = Spans.full(10)
+    live.remove({3, 4, 7})  # runs 0-2, 5-6, 8-9
+    pool = NodePool(live, down=True)
+    assert pool.take(1) == (9,)
+    assert pool.take(3) == (5, 6, 8)
+    assert pool.take(3) == (0, 1, 2)
+    assert pool.count == 0

@@ -151,3 +151,10 @@ def test_other_reservations_builds_the_scheduler_and_keeps_default_keys() -> Non
     assert s.scheduler().other_reservations.value == "spared"
     assert spec().scheduler().other_reservations.value == "taken"
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_node_order_builds_the_scheduler_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("node_order", "highest-first"),))
+    assert s.scheduler().node_order.value == "highest-first"
+    assert spec(policy="easy").scheduler().node_order.value == "lowest-first"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
