@@ -10,6 +10,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from metaq_py.launch import LaunchSpec, launch
 from metaq_py.policy.model import Job, Kind
 from metaq_py.queue.logbook import read_logbook
@@ -24,7 +26,7 @@ def test_many_short_tasks_each_start_and_end_once_in_that_order(tmp_path: Path) 
     r = runner(q)
     hand_on = r.launcher.on_started
     assert hand_on is not None  # the real launch may start off the loop's thread
-    r.launcher.busy_load = 0.0  # as on a node whose CPUs are all busy: every start does
+    r.launcher.busy_wait = 0.0  # as on a node whose CPUs are all busy: every start does
     handed: list[str] = []
     r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
     assert r.run() == 0
@@ -72,8 +74,55 @@ def test_a_node_with_a_free_cpu_starts_on_the_loop_thread(tmp_path: Path) -> Non
     r = runner(q)
     hand_on = r.launcher.on_started
     assert hand_on is not None
-    r.launcher.busy_load = float("inf")  # never busy enough
+    r.launcher.busy_wait = float("inf")  # never busy enough
     handed: list[str] = []
     r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
     assert r.run() == 0
     assert handed == [] and len(of(events(q), "end", outcome="finished")) == 10
+
+
+def test_starts_that_wait_go_to_the_starters_and_a_look_brings_them_back(
+        tmp_path: Path) -> None:
+    """The rule of Launcher._busy, on waits given by hand: a running average of the loop's
+    waits above ``busy_wait`` hands starts over; once a second, with none handed over, the
+    next starts are a look made on the loop's thread, whose mean wait replaces the average."""
+    q = make_queue(tmp_path / "q")
+    launcher = runner(q).launcher
+    launcher.busy_wait = 0.001
+    assert not launcher._busy(0.0)  # nothing has waited yet
+    for _ in range(40):
+        launcher._measured(0.005)  # each start waits 5 ms: a busy node
+    assert launcher._busy(0.1)  # busy from now on: the first look comes a second later
+    assert launcher._busy(0.5)
+    launcher._handed = 2
+    assert launcher._busy(1.5)  # no look while starts are with the starters
+    launcher._handed = 0
+    assert not launcher._busy(1.5)  # a look begins: the next starts are made on the loop
+    for i in range(7):
+        assert not launcher._busy(1.5 + i / 100)
+        launcher._measured(0.0002)
+    assert not launcher._busy(1.6)  # still the look: its last start
+    launcher._measured(0.0002)
+    assert launcher._waited == pytest.approx(0.0002)  # the look's mean, not a blend
+    assert not launcher._busy(1.7)  # the wait is over: starts stay on the loop's thread
+    for _ in range(40):
+        launcher._measured(0.005)
+    assert launcher._busy(5.0) and launcher._busy(5.9)  # busy again: a look a second later
+    assert not launcher._busy(6.1)
+
+
+def test_a_runner_whose_starts_wait_hands_them_over(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    for i in range(30):
+        task(q, f"t{i:02d}.sh", "exit 0")
+    r = runner(q)
+    hand_on = r.launcher.on_started
+    assert hand_on is not None
+    r.launcher.busy_wait = 1e-9  # any wait at all is too long
+    handed: list[str] = []
+    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
+    assert r.run() == 0
+    # the first start, on the loop's thread, waited; then the starters took over (a look, at
+    # most one a second, makes a few more on the loop)
+    assert "todo/t00.sh" not in handed and len(handed) >= 30 - 1 - 8
+    assert len(of(events(q), "end", outcome="finished")) == 30
