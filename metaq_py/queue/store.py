@@ -55,6 +55,7 @@ from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
+from metaq_py.queue.watcher import OwnMoves
 
 __all__ = ["Claim", "Moved", "Queue", "Task"]
 
@@ -98,6 +99,9 @@ class Queue(Layout):
         self.spares: Spares | None = None
         """Files made ahead of time for the logbooks this object writes (a runner sets it;
         see :mod:`metaq_py.queue.premade`)."""
+        self.own_moves: OwnMoves | None = None
+        """Where a claim notes the files it moves out of their task folder, for a watcher
+        that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
 
     # --- waiting tasks ---------------------------------------------------------------------
 
@@ -192,12 +196,19 @@ class Queue(Layout):
                     spares=job.spares, stale_after=self.config.stale_after)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
+        own = self.own_moves
+        if own is not None:
+            own.add(task.file)
         try:
             os.rename(task.file, dst)
         except FileNotFoundError:
+            if own is not None:
+                own.discard(task.file)
             lease_path(dst).unlink(missing_ok=True)
             return None
         except OSError as e:
+            if own is not None:
+                own.discard(task.file)
             lease_path(dst).unlink(missing_ok=True)
             if e.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR):
                 self.reject(task.path, f"{task.path}: the task cannot be claimed "
@@ -207,7 +218,12 @@ class Queue(Layout):
                 raise QueueError(f"cannot claim {task.path}: working/ is on another file "
                                  f"system; keep the whole queue on one") from None
             raise
-        has_logbook = rename_quietly(logbook_path(task.path), logbook_path(dst))
+        book = logbook_path(task.path)
+        if own is not None:
+            own.add(book)
+        has_logbook = rename_quietly(book, logbook_path(dst))
+        if own is not None and not has_logbook:
+            own.discard(book)
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this

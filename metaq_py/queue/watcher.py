@@ -10,6 +10,13 @@ a rename into another watched folder, and every event after it waits in the same
 claim is such a rename (``todo/`` to ``working/``, which is not watched), so an on-demand task
 arriving just after a claim would wait up to 0.5 s. :data:`MOVE_PAIRING` shortens that hold:
 the two halves of a rename come from the kernel in the same read, so pairing still works.
+
+**What wakes a watcher.** Reading a file (opening it, closing it unwritten) is not a change,
+and is not even asked of the kernel: every scan reads new task files, and a runner would
+otherwise wake itself with its own reads. A runner's own claims are not changes to it either:
+it hands the watcher its :class:`OwnMoves`, notes there each file it is about to move out of a
+watched folder, and that file's leaving (and the change of its folder that comes with it)
+wakes no one. Every other change, another runner's claims included, still wakes the watcher.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
 
-__all__ = ["MOVE_PAIRING", "QueueWatcher"]
+__all__ = ["MOVE_PAIRING", "OwnMoves", "QueueWatcher"]
 
 MOVE_PAIRING = 0.02
 """Seconds watchdog may hold a rename's first half to pair it with its second (its own
@@ -49,6 +56,52 @@ def _shorten_move_pairing() -> None:
             cls.delay = MOVE_PAIRING
 
 
+_CHANGES = ("FileCreatedEvent", "DirCreatedEvent", "FileMovedEvent", "DirMovedEvent",
+            "FileModifiedEvent", "DirModifiedEvent", "FileDeletedEvent", "DirDeletedEvent",
+            "FileClosedEvent", "FileAttribEvent", "DirAttribEvent")
+"""The watchdog events that are changes (not reads), those of them this watchdog has."""
+
+
+class OwnMoves:
+    """The files this process is moving out of the watched folders itself (see the module
+    text). :meth:`add` before the rename; :meth:`discard` when the rename did not happen."""
+
+    def __init__(self) -> None:
+        self._paths: set[str] = set()
+        self._folders: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, path: str | os.PathLike[str]) -> None:
+        with self._lock:
+            self._paths.add(os.fspath(path))
+
+    def discard(self, path: str | os.PathLike[str]) -> None:
+        with self._lock:
+            self._paths.discard(os.fspath(path))
+
+    def left(self, path: str) -> bool:
+        """Whether ``path``'s leaving is one of ours (then its folder's change is too, once)."""
+        with self._lock:
+            if path not in self._paths:
+                return False
+            self._paths.remove(path)
+            folder = os.path.dirname(path)
+            self._folders[folder] = self._folders.get(folder, 0) + 1
+            return True
+
+    def folder_changed(self, folder: str) -> bool:
+        """Whether this change of ``folder`` comes with one of our files' leaving."""
+        with self._lock:
+            count = self._folders.get(folder, 0)
+            if count == 0:
+                return False
+            if count == 1:
+                del self._folders[folder]
+            else:
+                self._folders[folder] = count - 1
+            return True
+
+
 class QueueWatcher:
     """Waits for a change in some folders of a queue.
 
@@ -61,9 +114,12 @@ class QueueWatcher:
     """
 
     def __init__(self, folders: Sequence[str | os.PathLike[str]], *, interval: float,
-                 use_watchdog: bool = True) -> None:
+                 use_watchdog: bool = True, own: OwnMoves | None = None) -> None:
         self.folders = [Path(f) for f in folders]
         self.interval = interval
+        self.own = own
+        """The moves out of the watched folders that are this process's own: they wake no
+        one (``None``: every move does)."""
         self._changed = threading.Event()
         self._observer: BaseObserver | None = None
         """The watchdog observer, when instant notifications could be set up."""
@@ -78,23 +134,38 @@ class QueueWatcher:
 
     def _start_observer(self) -> None:
         try:
+            from watchdog import events
             from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
         except ImportError:
             return
         _shorten_move_pairing()
-        changed = self._changed
+        changed, own = self._changed, self.own
+        changes = [cls for name in _CHANGES if (cls := getattr(events, name, None)) is not None]
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: object) -> None:
-                if getattr(event, "event_type", "") not in ("opened", "closed_no_write"):
-                    changed.set()
+                kind = getattr(event, "event_type", "")
+                if kind in ("opened", "closed_no_write"):
+                    return
+                if own is not None:
+                    path = os.fsdecode(getattr(event, "src_path", ""))
+                    if kind in ("deleted", "moved") and own.left(path):
+                        return
+                    if kind == "modified" and getattr(event, "is_directory", False) \
+                            and own.folder_changed(path):
+                        return
+                changed.set()
 
         observer = Observer()
         try:
             for folder in self.folders:
                 if folder.is_dir():
-                    observer.schedule(_Handler(), str(folder), recursive=True)
+                    try:
+                        observer.schedule(_Handler(), str(folder), recursive=True,
+                                          event_filter=changes)
+                    except TypeError:  # a watchdog before 4.0 has no filter: reads come too
+                        observer.schedule(_Handler(), str(folder), recursive=True)
             observer.start()
         except OSError:
             # e.g. the inotify watch limit: polling still works.

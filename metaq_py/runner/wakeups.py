@@ -29,7 +29,7 @@ from metaq_py.durations import format_duration
 from metaq_py.launch import TaskProcess
 from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.store import Queue
-from metaq_py.queue.watcher import QueueWatcher
+from metaq_py.queue.watcher import OwnMoves, QueueWatcher
 from metaq_py.runner.options import RunOptions
 from metaq_py.runner.tasks.launching import Started
 from metaq_py.runner.tasks.live_task import LiveTask
@@ -147,9 +147,11 @@ class Wakeups:
         # Not this job's whole runs/ folder: it gains a folder per task, and every change
         # would make the watcher walk all of them. See watch_rundir.
         config = self.queue.config
+        own = OwnMoves()
+        self.queue.own_moves = own  # this runner's own claims wake no one
         watcher = QueueWatcher(
             [*(self.queue.root / f for f in config.folders), self.queue.root / NOTICES],
-            interval=config.poll_interval, use_watchdog=self.options.fs_events)
+            interval=config.poll_interval, use_watchdog=self.options.fs_events, own=own)
         with self._lock:
             if self._closing.is_set():
                 watcher.close()

@@ -33,3 +33,39 @@ def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
             while w.wait(timeout=0.3):  # let the rest of this round's events go by
                 pass
         assert max(took) < 0.25, took
+
+
+def _woken(w: QueueWatcher, within: float) -> bool:
+    """Whether a file-system event woke ``w`` within ``within`` seconds (the poll, every 30 s
+    here, is left out: it sees any change to a folder's mtime, a runner's own moves too)."""
+    woke = w._changed.wait(within)
+    w._changed.clear()
+    return woke
+
+
+def test_reads_and_a_runners_own_claims_wake_no_one_and_others_do(tmp_path: Path) -> None:
+    from metaq_py.queue.watcher import OwnMoves
+
+    todo, working = tmp_path / "todo", tmp_path / "working"
+    todo.mkdir()
+    working.mkdir()
+    for name in ("mine.sh", "theirs.sh", "lost.sh", "read.sh"):
+        (todo / name).write_text("#!/bin/sh\n")
+    own = OwnMoves()
+    with QueueWatcher([todo], interval=30, own=own) as w:
+        if not w.live:
+            pytest.skip("watchdog is not available here")
+        assert not _woken(w, 0.3)
+        (todo / "read.sh").read_bytes()  # a scan reading a task: no change
+        assert not _woken(w, 0.5)
+        own.add(todo / "mine.sh")
+        (todo / "mine.sh").rename(working / "mine.sh")  # this runner's claim
+        assert not _woken(w, 0.5)
+        (todo / "theirs.sh").rename(working / "theirs.sh")  # another runner's claim
+        assert _woken(w, 5)
+        own.add(todo / "lost.sh")
+        own.discard(todo / "lost.sh")  # this runner's rename did not happen...
+        (todo / "lost.sh").rename(working / "lost.sh")  # ...someone else's did
+        assert _woken(w, 5)
+        (todo / "new.sh").write_text("#!/bin/sh\n")  # an arrival
+        assert _woken(w, 5)
