@@ -120,15 +120,25 @@ def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueCon
 def _folders_problem(folder: Path, *, root: Path, trust: Trust) -> str | None:
     """Why a task in ``folder`` cannot be trusted because of a folder between it and the queue
     root (both included), or ``None``."""
-    root = root.absolute()
-    here = folder.absolute()
+    # On strings, not Paths: this runs at every claim, and pathlib's parents and comparisons
+    # cost more than the lstat calls. Both paths are normalised Paths, made absolute as
+    # Path.absolute() does (the current folder prepended, nothing resolved).
+    top = _absolute(str(root))
+    here = _absolute(str(folder))
+    inside = here.startswith(top.rstrip("/") + "/")
     while True:
         try:
             st = os.lstat(here)
         except OSError:
             return None  # gone: the file's own read says so
-        what = "the queue folder" if here == root else f"the folder {here}"
+        what = "the queue folder" if here == top else f"the folder {here}"
         why = trust.problem(st, what)
-        if why is not None or here == root or root not in here.parents:
+        if why is not None or here == top or not inside:
             return why
-        here = here.parent
+        here = os.path.dirname(here)
+
+
+def _absolute(path: str) -> str:
+    if path.startswith("/"):
+        return path
+    return os.getcwd() if path == "." else os.path.join(os.getcwd(), path)

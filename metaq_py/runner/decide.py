@@ -69,7 +69,7 @@ class Decider:
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
-                                         shaped=None)
+                                         shaped=self.offers.shaped)
             decision = self.scheduler.decide(snap)
             self.wake = decision.wake if decision.wake is not None and decision.wake > now \
                 else None

@@ -208,6 +208,11 @@ class Offers:
         self.deps = Dependencies(ctx.queue)
         """Whether a waiting task's dependencies (``AFTER``) are met: a task still waiting
         for one is not offered, and one whose dependency failed goes to ``failed/``."""
+        self.shaped: bool | None = False
+        """What a decision's snapshot says of shapes (:attr:`Snapshot.shaped
+        <metaq_py.policy.model.Snapshot>`): ``False`` while no task of several shapes has
+        been offered here, so that the policy need not look for one at every decision;
+        ``None`` (let it look) from the first."""
         self._pass = 0
         self.shape = NodeShape(ctx.alloc.cores_per_node, ctx.alloc.gpus_per_node,
                                ctx.alloc.cores_per_gpu, ctx.alloc.gpu_cores)
@@ -339,6 +344,8 @@ class Offers:
                    job_of(task, gpus_per_node=alloc.gpus_per_node, shape=self.shape,
                           nnodes=alloc.nnodes))
             cache[task.id] = hit
+            if hit[1] is not None and hit[1].shapes:
+                self.shaped = None
         job = hit[1]
         if job is None:
             skipped[task.id] = self.skipped.get(task.id) or "it can never run here"
