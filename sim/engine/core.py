@@ -99,7 +99,7 @@ from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
 from sim.engine.ledger import Ledger
 from sim.engine.samples import MachineSamples
-from sim.engine.waiting import MalleableStart, Requeue, Waiting
+from sim.engine.waiting import Waiting
 from sim.run.result import Outcomes, SimulationResult
 from sim.trace.loader import Trace
 from sim.workload.model import HybridWorkload
@@ -166,9 +166,6 @@ class Engine:
                  requeue: str = "original", malleable_start: str = "largest",
                  decisions: str = "per-instant") -> None:
         self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
-        self._requeue_late = Requeue.of(requeue) is Requeue.AT_PREEMPTION
-        self._full_start = MalleableStart.of(malleable_start) is MalleableStart.FULL
-        self._minimum: dict[JobId, int] = {}  # real min_size of jobs waiting as seen full
         self._per_item = DecisionPace.of(decisions) is DecisionPace.PER_ITEM
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
@@ -201,8 +198,8 @@ class Engine:
         self._ledger = Ledger()
         self._live: dict[JobId, int] = {}  # the ledger row of every job submitted, not ended
         # a waitlist serves EASY's backfilling alone (conservative walks the queue anyway)
-        self._waiting = Waiting(self.scheduler.oracle
-                                if self.scheduler.backfill is Backfill.EASY else None)
+        self._waiting = Waiting(self.scheduler.oracle if self.scheduler.backfill is Backfill.EASY
+                                else None, requeue=requeue, malleable_start=malleable_start)
         self._busy = 0  # nodes held by running jobs
         self._finished = 0
         self._handled = 0  # agenda items popped, stale ones included
@@ -260,14 +257,13 @@ class Engine:
         return clock
 
     def _take_instant(self, now: float) -> bool:
-        """Pop and handle every agenda item due at ``now``, in the agenda's order (under
-        ``decisions="per-item"``, only up to the first that changes something); whether
-        anything changed (a stale finish or wake-up changes nothing)."""
+        """Pop and handle the items due at ``now`` in the agenda's order (per item: up to the
+        first that changes something); whether anything changed (a stale one does not)."""
         self._inert = self.skip_inert
         self._tail_least = self.cluster.total + 1
         agenda, progress = self._agenda, self.progress
         changed = False
-        while agenda and agenda[0][0] == now:
+        while agenda and agenda[0][0] == now and not (changed and self._per_item):
             _, kind, _, subject, version = heappop(agenda)
             self._handled += 1
             if kind == _FINISH:
@@ -293,8 +289,6 @@ class Engine:
                 self._inert = False
             if progress is not None and self._handled % _PROGRESS_EVERY == 0:
                 progress(self._finished)
-            if changed and self._per_item:
-                break  # decide now; the rest of the instant comes at the next turn of the loop
         return changed
 
     def _finish(self, job_id: JobId, version: int, now: float) -> bool:
@@ -316,7 +310,7 @@ class Engine:
         """``job`` arrives; unless it is a released dependent (``version`` 1), the next arrival
         of the stream goes on the agenda."""
         self._live[job.id] = self._ledger.open(job)
-        job = self._as_waiting(job)
+        job = self._waiting.as_waiting(job)
         if job.kind is Kind.ONDEMAND and not self._baseline:
             self._inert = False  # its arrival strategy may preempt or shrink
         if not self._waiting.submit(job):
@@ -355,7 +349,7 @@ class Engine:
             r = strike.kill.running
             self._ledger.version[self._live[r.job.id]] += 1  # its finish is stale now
             self._busy -= len(r.nodes)
-            self._waiting.requeue(self._as_waiting(strike.kill.requeued))
+            self._waiting.requeue(strike.kill.requeued)
         upcoming = failures.next_time()
         if upcoming != math.inf and (self._live or len(self._ledger) < self.feed.count):
             self._push(upcoming, _FAILURE, None, 0)  # failures stop with the work
@@ -416,9 +410,7 @@ class Engine:
         cluster, ledger, live = self.cluster, self._ledger, self._live
         if isinstance(action, Start):
             job = self._waiting.take(action.job)
-            real = self._minimum.pop(job.id, None) if self._minimum else None
-            placed = job if real is None else replace(job, min_size=real)
-            r = _running(cluster.apply(action, now=now, job=placed))
+            r = _running(cluster.apply(action, now=now, job=self._waiting.placed(job)))
             row = live[job.id]
             if isnan(ledger.start[row]):  # its first start, not a resumption
                 ledger.start[row] = now
@@ -435,8 +427,7 @@ class Engine:
             self._busy -= len(r.nodes)
             back = resumed(r, now)
             # the ledger row keeps the original submit: turnaround counts from it either way
-            back = replace(back, submit=now) if self._requeue_late else back
-            self._waiting.requeue(self._as_waiting(back))
+            self._waiting.requeue(back, at=now)
         elif isinstance(action, (Shrink, Expand)):
             before = len(cluster.running[action.job].nodes)
             r = _running(cluster.apply(action, now=now))
@@ -448,14 +439,6 @@ class Engine:
             self._busy += len(r.nodes) - before
         else:
             cluster.apply(action, now=now)
-
-    def _as_waiting(self, job: Job) -> Job:
-        """``job`` as the policy sees it wait: under ``malleable_start="full"`` a malleable job
-        with its minimum raised to its full size (the real one kept for its start)."""
-        if self._full_start and job.kind is Kind.MALLEABLE and job.min_size < job.size:
-            self._minimum[job.id] = job.min_size
-            return replace(job, min_size=job.size)
-        return job
 
     def _result(self, wall_seconds: float) -> SimulationResult:
         scheduler, ledger = self.scheduler, self._ledger

@@ -5,6 +5,7 @@ the smallest size a malleable job may start at (:class:`MalleableStart`)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from dataclasses import replace
 from enum import Enum
 from typing import Final
 
@@ -78,10 +79,19 @@ class Waiting:
     2022's queue peaks at 341 jobs, and its run took 10% longer with a waitlist throughout).
     While it exists it holds the same jobs in the same order: each goes in right behind the
     job it follows in the list.
+
+    ``requeue`` is where a preempted job waits again (:class:`Requeue`), and
+    ``malleable_start`` the smallest size a waiting malleable job may start at
+    (:class:`MalleableStart`): under ``full`` it waits as :meth:`as_waiting` shows it, and
+    :meth:`placed` gives it back its real minimum when it starts.
     """
 
     def __init__(self, oracle: bool | None = None, *, long: int = LONG,
-                 short: int = SHORT) -> None:
+                 short: int = SHORT, requeue: str = "original",
+                 malleable_start: str = "largest") -> None:
+        self._late = Requeue.of(requeue) is Requeue.AT_PREEMPTION
+        self._full = MalleableStart.of(malleable_start) is MalleableStart.FULL
+        self._minimum: dict[JobId, int] = {}  # real min_size of the jobs seen at full size
         self.jobs: list[Job] = []
         self.waitlist: Waitlist | None = None
         self._oracle = oracle
@@ -110,10 +120,28 @@ class Waiting:
         self._insert(job)
         return False
 
-    def requeue(self, job: Job) -> None:
-        """A preempted or killed job waits again, in its place by queue order."""
+    def requeue(self, job: Job, *, at: float | None = None) -> None:
+        """A preempted job (``at``: the preemption's time) or a killed one waits again, in its
+        place by queue order; under ``requeue="at-preemption"`` a preempted job's place is
+        that of a job submitted ``at`` (a killed one keeps its own)."""
+        if at is not None and self._late:
+            job = replace(job, submit=at)
+        job = self.as_waiting(job)
         self._known(job)
         self._insert(job)
+
+    def as_waiting(self, job: Job) -> Job:
+        """``job`` as the policy sees it wait: under ``malleable_start="full"`` a malleable job
+        with its minimum raised to its full size (the real one kept for :meth:`placed`)."""
+        if self._full and job.kind is Kind.MALLEABLE and job.min_size < job.size:
+            self._minimum[job.id] = job.min_size
+            return replace(job, min_size=job.size)
+        return job
+
+    def placed(self, job: Job) -> Job:
+        """Waiting ``job`` as it starts: with its real minimum (see :meth:`as_waiting`)."""
+        real = self._minimum.pop(job.id, None) if self._minimum else None
+        return job if real is None else replace(job, min_size=real)
 
     def _insert(self, job: Job) -> None:
         """Put ``job`` behind every waiting job whose key is at most its own."""
