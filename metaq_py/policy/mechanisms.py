@@ -174,9 +174,8 @@ def make_scheduler(
     VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.arrival.
     Borrowers`), ``other_reservations`` ``taken`` or ``spared``
     (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` ``planned`` or
-    ``at-arrival``
-    (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt nothing and ignore
-    them. ``node_order`` is ``lowest-first`` or ``highest-first``
+    ``at-arrival`` (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt
+    nothing and ignore them. ``node_order`` is ``lowest-first`` or ``highest-first``
     (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
