@@ -15,21 +15,30 @@ import pytest
 from metaq_py.launch import LaunchSpec, launch
 from metaq_py.policy.model import Job, Kind
 from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.store import Queue
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from tests.runner_helpers import events, make_queue, of, runner, task
+
+
+def _run_counting_hand_overs(q: Queue, busy_wait: float) -> list[str]:
+    """Run a runner over ``q`` whose starts are handed over from ``busy_wait`` seconds of
+    wait; the tasks whose starts were handed to the starter threads, in order."""
+    r = runner(q)
+    hand_on = r.launcher.on_started
+    assert hand_on is not None  # the real launch may start off the loop's thread
+    r.launcher.busy_wait = busy_wait
+    handed: list[str] = []
+    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
+    assert r.run() == 0
+    return handed
 
 
 def test_many_short_tasks_each_start_and_end_once_in_that_order(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     for i in range(120):
         task(q, f"t{i:03d}.sh", "exit 0" if i % 7 else "exit 4", RETRIES=0)
-    r = runner(q)
-    hand_on = r.launcher.on_started
-    assert hand_on is not None  # the real launch may start off the loop's thread
-    r.launcher.busy_wait = 0.0  # as on a node whose CPUs are all busy: every start does
-    handed: list[str] = []
-    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
-    assert r.run() == 0
+    # as on a node whose CPUs are all busy: every start is handed over
+    handed = _run_counting_hand_overs(q, busy_wait=0.0)
     assert len(handed) == 120
     evs = events(q)
     starts = Counter(e["task"] for e in of(evs, "start"))
@@ -71,13 +80,7 @@ def test_a_node_with_a_free_cpu_starts_on_the_loop_thread(tmp_path: Path) -> Non
     q = make_queue(tmp_path / "q")
     for i in range(10):
         task(q, f"t{i}.sh", "exit 0")
-    r = runner(q)
-    hand_on = r.launcher.on_started
-    assert hand_on is not None
-    r.launcher.busy_wait = float("inf")  # never busy enough
-    handed: list[str] = []
-    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
-    assert r.run() == 0
+    handed = _run_counting_hand_overs(q, busy_wait=float("inf"))  # never busy enough
     assert handed == [] and len(of(events(q), "end", outcome="finished")) == 10
 
 
@@ -115,13 +118,7 @@ def test_a_runner_whose_starts_wait_hands_them_over(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     for i in range(30):
         task(q, f"t{i:02d}.sh", "exit 0")
-    r = runner(q)
-    hand_on = r.launcher.on_started
-    assert hand_on is not None
-    r.launcher.busy_wait = 1e-9  # any wait at all is too long
-    handed: list[str] = []
-    r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
-    assert r.run() == 0
+    handed = _run_counting_hand_overs(q, busy_wait=1e-9)  # any wait at all is too long
     # the first start, on the loop's thread, waited; then the starters took over (a look, at
     # most one a second, makes a few more on the loop)
     assert "todo/t00.sh" not in handed and len(handed) >= 30 - 1 - 8
