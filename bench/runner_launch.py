@@ -15,7 +15,10 @@ each one does per job differs, and the ratio should be read with that in mind:
   the work that makes a task impossible to lose.
 
 metaq runs here with ``--launch-pause 0`` (the default pause, 0.05 s, exists to protect a shared
-batch node and caps launches at 20 per second; its figure is printed too, on fewer tasks).
+batch node and caps launches at 20 per second; its figure is printed too, on fewer tasks). The
+share of starts it handed to its starter threads is printed as well: it does so while starts
+on its loop's thread wait for a CPU, so a machine busy with other work shows near 100%, an
+idle one near 0%.
 
 **Launch cost with shares** (issue 18: "launch cost per task does not rise by more than
 10%"). The same no-op tasks, J at a time, once as whole-node tasks on J pretend nodes and once
@@ -57,10 +60,12 @@ SHARE_CORES = 2
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """One ``metaq run``: its wall seconds and the runner's own CPU seconds."""
+    """One ``metaq run``: its wall seconds, the runner's own CPU seconds, and how many starts
+    it handed to its starter threads (see metaq_py/runner/tasks/launching.py)."""
 
     wall: float
     cpu: float
+    handed: int = 0
 
 
 def make_queue(root: Path, tasks: int, header: str = "") -> Queue:
@@ -99,7 +104,7 @@ def metaq_run(root: Path, tasks: int, jobs: int, pause: float, *, shares: bool =
     assert not any("not bound" in line for line in said), said  # binding must be on
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     shutil.rmtree(root, ignore_errors=True)
-    return Timing(took, cpu)
+    return Timing(took, cpu, runner.launcher.handed_over)
 
 
 def parallel_seconds(tasks: int, jobs: int) -> float:
@@ -112,9 +117,12 @@ def parallel_seconds(tasks: int, jobs: int) -> float:
 def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
     has_parallel = shutil.which("parallel") is not None
     ours: list[float] = []
+    handed: list[int] = []
     theirs: list[float] = []
     for i in range(repeat):
-        ours.append(metaq_run(scratch / f"q{i}", tasks, jobs, 0.0).wall)
+        run = metaq_run(scratch / f"q{i}", tasks, jobs, 0.0)
+        ours.append(run.wall)
+        handed.append(run.handed)
         if has_parallel:
             theirs.append(parallel_seconds(tasks, jobs))
     small = max(20, tasks // 100)
@@ -123,6 +131,8 @@ def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
     print(f"{tasks} no-op tasks, {jobs} at a time ({build()}; best of {repeat})")
     print(f"  metaq run (--launch-pause 0): {best:7.2f} s  {tasks / best:8.1f} tasks/s  "
           f"(runs: {', '.join(f'{t:.2f}' for t in ours)} s)")
+    print(f"  starts handed to the starter threads: "
+          f"{', '.join(f'{h / tasks:.0%}' for h in handed)} (the rest on the loop's thread)")
     if not theirs:
         print("  GNU parallel is not installed (Debian: apt-get install parallel): the "
               "comparison is skipped")

@@ -142,6 +142,9 @@ class Launcher:
         """The waits of the look under way (``None``: none is; see _busy)."""
         self._handed = 0
         """Starts handed to the starter threads and not yet taken back."""
+        self.handed_over = 0
+        """Starts handed to the starter threads since the runner began (the rest were made on
+        the loop's thread)."""
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
     def open(self) -> None:
@@ -227,6 +230,7 @@ class Launcher:
             if self._starters and live.job.kind is not Kind.MALLEABLE and self._busy(now):
                 live.starting = True
                 self._handed += 1
+                self.handed_over += 1
                 self._starts.put((live, spec, now))
                 return
             with self._room:
