@@ -17,7 +17,11 @@ Model (every number a field of :class:`FailureModel`; all draws from its seed):
   - a rigid job loses the work since its last checkpoint and pays its setup again (the same
     accounting as a preemption, :func:`metaq_py.policy.checkpoint.resumed`);
   - a malleable or on-demand job has no checkpoint and no warning, so it loses everything
-    since its (re)start and restarts from there.
+    since its (re)start and restarts from there (``loss`` ``all``, the default). Under
+    ``since-checkpoint`` (:class:`FailureLoss`) it keeps its progress at the kill and pays its
+    setup again, as a preempted malleable job does (:func:`~metaq_py.policy.checkpoint.resumed`):
+    the model gives these jobs no checkpoint schedule (their runtimes hold no checkpoint
+    writes), so this is the other bound, the least any checkpoint schedule could lose.
 
 - A node under repair is held by a *repair job*: a one-node on-demand job with a negative id
   that ends when the repair does. The policies never preempt on-demand work, so no policy can
@@ -35,7 +39,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 
 import numpy as np
 
@@ -48,15 +53,39 @@ DEFAULT_REPAIR = 6 * HOUR
 _STREAM = 0xFA11  # keeps the failure draws independent of the workload model's streams
 
 
+class FailureLoss(str, Enum):
+    """What a malleable or on-demand job a failure kills loses (a rigid job always loses the
+    work since its last checkpoint)."""
+
+    ALL = "all"
+    """Everything since its (re)start: it has no checkpoint and no warning (the default)."""
+    SINCE_CHECKPOINT = "since-checkpoint"
+    """Only its setup, as if it had checkpointed at the kill: it keeps its progress."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, word: str) -> FailureLoss:
+        """The choice named ``word``; ValueError with one sentence for any other word."""
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown failure_loss {word!r}; choose "
+                             f"{' or '.join(f.value for f in cls)}") from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailureModel:
     """Machine-wide mean time between node failures ``mtbf`` and mean repair time ``repair``
-    (seconds); repairs are uniform in ``repair * (1 ± repair_spread)``."""
+    (seconds); repairs are uniform in ``repair * (1 ± repair_spread)``. ``loss`` is what a
+    killed malleable or on-demand job loses (:class:`FailureLoss`)."""
 
     mtbf: float
     repair: float = DEFAULT_REPAIR
     repair_spread: float = 0.5
     seed: int = 0
+    loss: FailureLoss = FailureLoss.ALL
 
     def __post_init__(self) -> None:
         if not self.mtbf > 0 or not self.repair > 0:
@@ -66,10 +95,12 @@ class FailureModel:
             raise ValueError(f"repair_spread must be in [0, 1), got {self.repair_spread}")
 
     @classmethod
-    def of(cls, params: Mapping[str, float], *, seed: int) -> FailureModel:
-        """The model a run's overrides ``failure_mtbf`` and ``failure_repair`` describe."""
+    def of(cls, params: Mapping[str, float], *, seed: int, loss: str = "all") -> FailureModel:
+        """The model a run's overrides ``failure_mtbf`` and ``failure_repair`` describe, with
+        the ``failure_loss`` word ``loss``."""
         return cls(mtbf=float(params["failure_mtbf"]),
-                   repair=float(params.get("failure_repair", DEFAULT_REPAIR)), seed=seed)
+                   repair=float(params.get("failure_repair", DEFAULT_REPAIR)), seed=seed,
+                   loss=FailureLoss.of(loss))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +124,13 @@ class Strike:
     repaired_at: float | None
 
 
-def killed(r: Running, now: float) -> Kill:
+def killed(r: Running, now: float, loss: FailureLoss = FailureLoss.ALL) -> Kill:
     """What a failure at ``now`` does to the running job ``r`` (see the module docstring)."""
     job = r.job
     if job.kind is Kind.RIGID:
         return Kill(r, resumed(r, now), lost_node_seconds(r, now))
+    if loss is FailureLoss.SINCE_CHECKPOINT:
+        return Kill(r, _kept(r, now), job.setup * len(r.nodes))
     # no checkpoint, no warning: the work since the (re)start is gone; it restarts as it began
     if r.true_end is not None and job.runtime is not None:
         left = max(0.0, r.true_end - now) * len(r.nodes)
@@ -105,6 +138,17 @@ def killed(r: Running, now: float) -> Kill:
     else:
         lost = max(0.0, now - r.start) * len(r.nodes)
     return Kill(r, job, lost)
+
+
+def _kept(r: Running, now: float) -> Job:
+    """The malleable or on-demand job ``r`` requeued with its progress at ``now`` kept: what
+    was left at its current size, rescaled to its full size, plus a setup (an on-demand job
+    runs at its full size, so nothing is rescaled)."""
+    job = r.job
+    scale = len(r.nodes) / job.size
+    wall = max(0.0, r.end - now) * scale + job.setup
+    run = None if r.true_end is None else max(0.0, r.true_end - now) * scale + job.setup
+    return replace(job, walltime=wall, runtime=run)
 
 
 class NodeFailures:
@@ -149,7 +193,7 @@ class NodeFailures:
             return Strike(node, None, None, None)
         kill = None
         if holder is not None:
-            kill = killed(holder, now)
+            kill = killed(holder, now, self.model.loss)
             if holder.job.kind is Kind.ONDEMAND:
                 cluster.finish(holder.job.id, now=now)
             else:

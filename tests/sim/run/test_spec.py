@@ -158,3 +158,20 @@ def test_node_order_builds_the_scheduler_and_keeps_default_keys() -> None:
     assert s.scheduler().node_order.value == "highest-first"
     assert spec(policy="easy").scheduler().node_order.value == "lowest-first"
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_failure_loss_goes_to_the_failure_source_and_keeps_default_keys() -> None:
+    from sim.engine.failures import FailureLoss
+    from sim.study.execution import _failure_source
+    from sim.trace.synthetic import synthetic_trace
+
+    trace = synthetic_trace(jobs=20, seed=1, nodes=64)
+    mtbf = (("failure_mtbf", 3600.0),)
+    s = spec(overrides=(*mtbf, ("failure_loss", "since-checkpoint")))
+    assert s.failure_loss == "since-checkpoint" and spec().failure_loss == "all"
+    assert s.model() == spec(overrides=mtbf).model()
+    source, default = _failure_source(s, trace), _failure_source(spec(overrides=mtbf), trace)
+    assert source is not None and source.model.loss is FailureLoss.SINCE_CHECKPOINT
+    assert default is not None and default.model.loss is FailureLoss.ALL
+    assert "failure_loss" not in spec(overrides=mtbf).to_dict()["overrides"]
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec(overrides=mtbf).key
