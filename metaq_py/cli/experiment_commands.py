@@ -79,8 +79,8 @@ def experiment(
                       "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
                       "oversize=clamp, borrowers=all, other_reservations=spared, "
                       "cup_preempt=at-arrival, "
-                      "malleable_start=full, decisions=per-item or "
-                      "node_order=highest-first "
+                      "malleable_start=full, decisions=per-item, "
+                      "failure_loss=since-checkpoint or node_order=highest-first "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
