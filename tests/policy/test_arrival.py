@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,6 +9,7 @@ from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
 from metaq_py.policy.arrival import Borrowers, OtherReservations, VictimOrder, spread
 from metaq_py.policy.model import Kind
 from metaq_py.policy.pool import NodeOrder
+from tests.policy.switches import check_switch
 from tests.policy_world import World, job
 
 
@@ -95,11 +95,7 @@ def test_paa_victim_order_in_seconds_preempts_the_job_that_lost_least_time() -> 
 
 
 def test_victim_order_default_and_bad_value() -> None:
-    assert make_scheduler("N&PAA").victim_order is VictimOrder.NODE_SECONDS
-    assert make_scheduler("CUP&SPAA", victim_order="seconds").victim_order \
-        is VictimOrder.SECONDS
-    with pytest.raises(ValueError, match="unknown victim_order 'jobs'; choose node-seconds or"):
-        make_scheduler("N&PAA", victim_order="jobs")
+    check_switch("victim_order", VictimOrder, "N&PAA", "jobs")
 
 
 def test_rigid_preemption_loses_work_since_checkpoint_plus_setup() -> None:
@@ -153,12 +149,7 @@ def test_other_reservations_spared_preempts_instead() -> None:
 
 
 def test_other_reservations_default_and_bad_value() -> None:
-    assert make_scheduler("CUA&PAA").other_reservations is OtherReservations.TAKEN
-    assert make_scheduler("N&SPAA", other_reservations="spared").other_reservations \
-        is OtherReservations.SPARED
-    with pytest.raises(ValueError, match=r"^unknown other_reservations 'kept'; choose taken "
-                                         r"or spared$"):
-        make_scheduler("CUA&PAA", other_reservations="kept")
+    check_switch("other_reservations", OtherReservations, "CUA&PAA", "kept")
 
 
 def test_borrowers_of_own_reservation_go_first() -> None:
@@ -211,11 +202,7 @@ def test_borrowers_all_preempts_them_even_when_free_nodes_suffice() -> None:
 
 
 def test_borrowers_default_and_bad_value() -> None:
-    assert make_scheduler("CUA&PAA").borrowers is Borrowers.AS_NEEDED
-    assert make_scheduler("CUP&SPAA", borrowers="all").borrowers is Borrowers.ALL
-    with pytest.raises(ValueError, match=r"^unknown borrowers 'some'; choose as-needed or "
-                                         r"all$"):
-        make_scheduler("CUA&PAA", borrowers="some")
+    check_switch("borrowers", Borrowers, "CUA&PAA", "some")
 
 
 def twins(**options: object) -> World:
@@ -241,12 +228,8 @@ def test_node_order_decides_which_of_two_equal_victims_goes() -> None:
 
 
 def test_node_order_default_and_bad_value() -> None:
-    assert make_scheduler("easy").node_order is NodeOrder.LOWEST_FIRST
-    assert make_scheduler("easy", node_order="highest-first").node_order \
-        is NodeOrder.HIGHEST_FIRST
-    with pytest.raises(ValueError, match=r"^unknown node_order 'random'; choose lowest-first "
-                                         r"or highest-first$"):
-        make_scheduler("CUA&PAA", node_order="random")
+    check_switch("node_order", NodeOrder, "easy", "random")
+    check_switch("node_order", NodeOrder, "CUA&PAA", "random")
 
 
 def test_spread_is_even_and_exact() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from metaq_py.policy import Preempt, Release, Reserve, Start, make_scheduler
 from metaq_py.policy.model import Kind
 from metaq_py.policy.notice import CupTiming
+from tests.policy.switches import check_switch
 from tests.policy_world import World, job
 
 
@@ -85,12 +84,7 @@ def test_cup_at_arrival_preempts_a_malleable_job_at_the_arrival() -> None:
 
 
 def test_cup_preempt_default_and_bad_value() -> None:
-    assert make_scheduler("CUP&PAA").cup_preempt is CupTiming.PLANNED
-    assert make_scheduler("CUP&PAA", cup_preempt="at-arrival").cup_preempt \
-        is CupTiming.AT_ARRIVAL
-    with pytest.raises(ValueError, match=r"^unknown cup_preempt 'soon'; choose planned or "
-                                         r"at-arrival$"):
-        make_scheduler("CUP&PAA", cup_preempt="soon")
+    check_switch("cup_preempt", CupTiming, "CUP&PAA", "soon")
 
 
 def test_fig2_both_start_the_job_at_once_cup_loses_less() -> None:

@@ -12,10 +12,16 @@ from metaq_py.policy.spans import Spans
 TOTAL = 48
 
 
-@given(free=st.sets(st.integers(0, TOTAL - 1)), takes=st.lists(st.integers(1, 6), max_size=12),
-       back=st.sets(st.integers(TOTAL, TOTAL + 10), max_size=5), spans=st.booleans())
-def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
-        free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
+FREE = st.sets(st.integers(0, TOTAL - 1))
+TAKES = st.lists(st.integers(1, 6), max_size=12)
+BACK = st.sets(st.integers(TOTAL, TOTAL + 10), max_size=5)
+
+
+def hand_out(free: set[int], takes: list[int], back: set[int], spans: bool, *,
+             down: bool) -> list[int]:
+    """The nodes a pool over the live ``free`` nodes (as Spans or a frozenset), given
+    ``back``, hands out for ``takes`` in order (stopping at the first take too large, which must
+    be refused), checking each take is distinct and ascending and the live pool untouched."""
     live: Spans | frozenset[int]
     if spans:
         live = Spans.full(TOTAL)
@@ -23,7 +29,7 @@ def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
     else:
         live = frozenset(free)
     before = sorted(live)
-    pool = NodePool(live)
+    pool = NodePool(live, down=down)
     pool.give(back)
     handed: list[int] = []
     for k in takes:
@@ -35,46 +41,32 @@ def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
         assert list(got) == sorted(got) and len(set(got)) == k
         handed += got
     assert len(handed) == len(set(handed))
+    assert pool.count == len(free) + len(back) - len(handed)
+    assert sorted(live) == before  # the live pool is never changed by a decision
+    return handed
+
+
+@given(free=FREE, takes=TAKES, back=BACK, spans=st.booleans())
+def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
+        free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
+    handed = hand_out(free, takes, back, spans, down=False)
     # nodes given back go first, then the lowest live ids
     if len(handed) <= len(back):
         assert set(handed) <= back
     else:
         assert set(handed) == back | set(sorted(free)[:len(handed) - len(back)])
-    assert pool.count == len(free) + len(back) - len(handed)
-    assert sorted(live) == before  # the live pool is never changed by a decision
 
 
-@given(free=st.sets(st.integers(0, TOTAL - 1)), takes=st.lists(st.integers(1, 6), max_size=12),
-       back=st.sets(st.integers(TOTAL, TOTAL + 10), max_size=5), spans=st.booleans())
+@given(free=FREE, takes=TAKES, back=BACK, spans=st.booleans())
 def test_walking_down_hands_out_the_highest_ids_first(
         free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
-    live: Spans | frozenset[int]
-    if spans:
-        live = Spans.full(TOTAL)
-        live.remove(set(range(TOTAL)) - free)
-    else:
-        live = frozenset(free)
-    before = sorted(live)
-    pool = NodePool(live, down=True)
-    pool.give(back)
-    handed: list[int] = []
-    for k in takes:
-        if k > pool.count:
-            with pytest.raises(ValueError):
-                pool.take(k)
-            break
-        got = pool.take(k)
-        assert list(got) == sorted(got) and len(set(got)) == k
-        handed += got
-    assert len(handed) == len(set(handed))
+    handed = hand_out(free, takes, back, spans, down=True)
     # nodes given back go first, then the highest live ids
     if len(handed) <= len(back):
         assert set(handed) <= back
     else:
         taken = len(handed) - len(back)
         assert set(handed) == back | set(sorted(free)[len(free) - taken:])
-    assert pool.count == len(free) + len(back) - len(handed)
-    assert sorted(live) == before
 
 
 def test_walking_down_across_runs_by_hand() -> None:

@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from metaq_py.policy.model import Kind
 from sim.engine.agenda import DecisionPace
 from sim.engine.core import Engine, simulate
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import WorkloadModel, hybrid_workload
-from tests.sim_worlds import Row, tiny_hybrid
+from tests.sim.engine.whole_machine import batch_then_ondemand
 
 
 def finish_and_arrival_at_once():
     """4 nodes. R (4 nodes) runs 0..100; B (4 nodes, 200 s, no checkpoint) waits from 10; the
     on-demand O (4 nodes, 10 s) arrives at 100, the instant R ends."""
-    return tiny_hybrid([Row(submit=0, size=4, walltime=100, runtime=100),
-                        Row(submit=10, size=4, walltime=200, runtime=200),
-                        Row(submit=100, size=4, walltime=10, runtime=10,
-                            kind=Kind.ONDEMAND)], nodes=4)
+    return batch_then_ondemand(4, [(0, 100, 100), (10, 200, 200)], ondemand=(100, 10))
 
 
 def test_per_instant_the_arrival_takes_the_freed_nodes() -> None:

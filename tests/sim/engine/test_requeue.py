@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from metaq_py.policy.model import Kind
 from sim.engine.core import simulate
 from sim.engine.waiting import Requeue
-from tests.sim_worlds import Row, tiny_hybrid
+from tests.sim.engine.whole_machine import batch_then_ondemand
 
 
 def preempted_before_a_waiting_job():
     """10 nodes. R (submit 0, 200 s) runs from 0; B (submit 20, 100 s) waits behind it; the
     on-demand O (10 nodes, 30 s) arrives at 50 and PAA preempts R, which has no checkpoint."""
-    return tiny_hybrid([Row(submit=0, size=10, walltime=300, runtime=200),
-                        Row(submit=20, size=10, walltime=100, runtime=100),
-                        Row(submit=50, size=10, walltime=30, runtime=30,
-                            kind=Kind.ONDEMAND)], nodes=10)
+    return batch_then_ondemand(10, [(0, 300, 200), (20, 100, 100)], ondemand=(50, 30))
 
 
 def test_a_preempted_job_keeps_its_place_by_default() -> None:
