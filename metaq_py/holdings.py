@@ -196,7 +196,7 @@ class Holdings:
         """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
         runs are ``bounds``."""
         k = len(ordered)
-        scale = job.size / k
+        scale = job.size / k if not job.serial else job.slowdown(k)
         end = now + job.walltime * scale
         true_end = None if job.runtime is None else now + job.runtime * scale
         r = Running(job, ordered, now, end, true_end, None, borrowed)

@@ -24,7 +24,8 @@ Overhead of a preemption, in seconds of the job's own time lost (Fan et al., IPD
 
 A preempted job comes back (:func:`resumed`) with its original submit time and with the time it
 still needs: for rigid jobs everything after the last checkpoint plus a setup, for malleable jobs
-what was left at its current size, rescaled to its full size, plus a setup.
+what was left at its current size, rescaled to its full size (by its slowdown there,
+:meth:`~metaq_py.policy.model.Job.slowdown`), plus a setup.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def resumed(r: Running, now: float) -> Job:
     """The waiting job a preemption at ``now`` puts back in the queue."""
     job = r.job
     if job.kind is Kind.MALLEABLE:
-        scale = len(r.nodes) / job.size
+        scale = len(r.nodes) / job.size if not job.serial else 1 / job.slowdown(len(r.nodes))
         wall = max(0.0, r.end - now) * scale + job.setup
         run = None if r.true_end is None else max(0.0, r.true_end - now) * scale + job.setup
         return replace(job, walltime=wall, runtime=run)

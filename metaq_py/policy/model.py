@@ -78,6 +78,9 @@ class Job:
     says which of its task's shapes a Job is (0: the first the task names). A decision starts
     the shape that starts soonest (:mod:`metaq_py.policy.shapes`), and its :class:`Start`
     names it.
+
+    ``serial`` is a malleable job's serial fraction under Amdahl's law (0: linear speedup, the
+    default): see :meth:`slowdown`.
     """
 
     id: JobId
@@ -97,12 +100,14 @@ class Job:
     gpus: int = 0
     shape: int = 0
     shapes: tuple[Job, ...] = ()
+    serial: float = 0.0
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
                  rank: int = 0, setup: float = 0.0, checkpoint_interval: float | None = None,
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
-                 gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = ()) -> None:
+                 gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
+                 serial: float = 0.0) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -121,6 +126,7 @@ class Job:
         object.__setattr__(self, "gpus", gpus)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "shapes", shapes)
+        object.__setattr__(self, "serial", serial)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -132,6 +138,9 @@ class Job:
         if self.cores and (self.size != 1 or self.kind is not Kind.RIGID or self.gpus < 0):
             raise ValueError(f"job {self.id!r}: a share of a node ({self.cores} cores) is a "
                              f"rigid job on one node with 0 or more GPUs")
+        if self.serial and (self.kind is not Kind.MALLEABLE or not 0 < self.serial < 1):
+            raise ValueError(f"job {self.id!r}: only a malleable job has a serial fraction, "
+                             f"in [0, 1), got {self.serial}")
         if self.shapes and (self.kind is not Kind.RIGID or any(
                 s.id != self.id or s.shapes or s.kind is not Kind.RIGID for s in self.shapes)):
             raise ValueError(f"job {self.id!r}: only a rigid job has other shapes, each a "
@@ -150,11 +159,26 @@ class Job:
         """The time this job is assumed to need on ``nodes`` nodes.
 
         The estimate at full size is the requested walltime, or the true runtime with
-        ``oracle`` (when it is known). Malleable speedup is linear: ``estimate * size / nodes``.
-        Other kinds run at ``size``.
+        ``oracle`` (when it is known), times :meth:`slowdown`: with linear speedup
+        ``estimate * size / nodes``. Other kinds run at ``size``.
         """
         est = self.runtime if oracle and self.runtime is not None else self.walltime
-        return est if nodes == self.size else est * self.size / nodes
+        if nodes == self.size:
+            return est
+        # linear: the same arithmetic as ever, so results stay identical to the last bit
+        return est * self.size / nodes if not self.serial else est * self.slowdown(nodes)
+
+    def slowdown(self, nodes: int) -> float:
+        """How many times longer the job takes on ``nodes`` nodes than at its full size.
+
+        Linear speedup (``serial`` 0): ``size / nodes``. Amdahl's law with serial fraction
+        ``f``: a run of time ``T1 * (f + (1 - f) / n)`` on ``n`` nodes, so
+        ``(f + (1 - f) / nodes) / (f + (1 - f) / size)``: shrinking costs less time, and
+        expanding gains less, than under linear speedup."""
+        f = self.serial
+        if not f:
+            return self.size / nodes
+        return (f + (1 - f) / nodes) / (f + (1 - f) / self.size)
 
 
 @dataclass(frozen=True)

@@ -210,9 +210,13 @@ class Work:
 
 
 def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
-    """``r`` moved to ``nodes`` at ``now``, with linear speedup: remaining time scales by
-    old size / new size. Shared with :mod:`metaq_py.cluster`, so both sides agree."""
-    f = len(r.nodes) / len(nodes)
+    """``r`` moved to ``nodes`` at ``now``: remaining time scales by the job's slowdown on
+    the new size over its slowdown on the old (:meth:`~metaq_py.policy.model.Job.slowdown`;
+    old size / new size under linear speedup). Shared with :mod:`metaq_py.cluster`, so both
+    sides agree."""
+    job = r.job
+    f = (len(r.nodes) / len(nodes) if not job.serial
+         else job.slowdown(len(nodes)) / job.slowdown(len(r.nodes)))
     end = now + max(0.0, r.end - now) * f
     true_end = None if r.true_end is None else now + max(0.0, r.true_end - now) * f
     return Running(r.job, nodes, r.start, end, true_end, r.last_checkpoint, r.borrowed)

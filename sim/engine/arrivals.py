@@ -22,12 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
 from metaq_py.policy.model import Job, JobId, Kind, Notice
 from sim.trace.loader import Trace
 from sim.workload.model import CATEGORIES, KINDS, HybridWorkload, notice_id
+
+_MALLEABLE: Final = KINDS.index(Kind.MALLEABLE)
+"""The kind code of malleable jobs in a workload's ``kind`` column."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -88,6 +92,7 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
     # what HybridJob.to_job() gives for each row, built straight from the columns: the engine
     # pays for one object per job instead of two
     t = workload.trace.jobs
+    serial = workload.model.serial  # a malleable job's (0: linear speedup)
     for (jid, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
          notice) in zip(
             t.id.tolist(), workload.kind.tolist(), t.submit.tolist(), t.nodes.tolist(),
@@ -97,7 +102,8 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
         yield Job(jid, KINDS[kind], size, walltime, submit, min_size,
                   runtime if runtime <= walltime else walltime, 0, 0, setup,
                   None if interval != interval else interval, cost,
-                  None if notice != notice else notice_id(jid))
+                  None if notice != notice else notice_id(jid),
+                  serial=serial if kind == _MALLEABLE else 0.0)
 
 
 def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:

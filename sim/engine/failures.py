@@ -142,10 +142,10 @@ def killed(r: Running, now: float, loss: FailureLoss = FailureLoss.ALL) -> Kill:
 
 def _kept(r: Running, now: float) -> Job:
     """The malleable or on-demand job ``r`` requeued with its progress at ``now`` kept: what
-    was left at its current size, rescaled to its full size, plus a setup (an on-demand job
-    runs at its full size, so nothing is rescaled)."""
+    was left at its current size, rescaled to its full size by its slowdown, plus a setup (an
+    on-demand job runs at its full size, so nothing is rescaled)."""
     job = r.job
-    scale = len(r.nodes) / job.size
+    scale = len(r.nodes) / job.size if not job.serial else 1 / job.slowdown(len(r.nodes))
     wall = max(0.0, r.end - now) * scale + job.setup
     run = None if r.true_end is None else max(0.0, r.true_end - now) * scale + job.setup
     return replace(job, walltime=wall, runtime=run)

@@ -74,6 +74,11 @@ TYPE_SHARES: tuple[TypeShares, ...] = ("exact", "drawn")
 """How the type shares become group types: met exactly per seed (largest remainders, the
 default) or drawn group by group at the shares' probabilities."""
 
+MalleableSpeedup = Literal["linear", "amdahl-0.05"]
+MALLEABLE_SPEEDUPS: tuple[MalleableSpeedup, ...] = ("linear", "amdahl-0.05")
+"""How a malleable job's time depends on its size: linearly (the default) or by Amdahl's law
+with a serial fraction of 5% (:meth:`metaq_py.policy.model.Job.slowdown`)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadModel:
@@ -109,6 +114,8 @@ class WorkloadModel:
     campaign_gap: float = DEFAULT_GAP
     type_shares: TypeShares = "exact"
     """One of :data:`TYPE_SHARES`."""
+    malleable_speedup: MalleableSpeedup = "linear"
+    """One of :data:`MALLEABLE_SPEEDUPS`."""
     name: str = field(default="W5")
 
     def __post_init__(self) -> None:
@@ -121,6 +128,9 @@ class WorkloadModel:
         if self.type_shares not in TYPE_SHARES:
             raise ValueError(f"type_shares is {' or '.join(TYPE_SHARES)}, got "
                              f"{self.type_shares!r}")
+        if self.malleable_speedup not in MALLEABLE_SPEEDUPS:
+            raise ValueError(f"malleable_speedup is {' or '.join(MALLEABLE_SPEEDUPS)}, got "
+                             f"{self.malleable_speedup!r}")
         if not 0 < self.malleable_min_fraction <= 1:
             raise ValueError("malleable_min_fraction must be in (0, 1]")
         low, high = (x + self.rigid_setup_shift for x in self.rigid_setup)
@@ -129,6 +139,12 @@ class WorkloadModel:
                              f"({low:g}, {high:g}); it must lie within (0, 1) of the runtime")
         if self.mtbf <= 0 or self.checkpoint_scale <= 0:
             raise ValueError("mtbf and checkpoint_scale must be positive")
+
+    @property
+    def serial(self) -> float:
+        """The serial fraction of every malleable job (0: linear speedup)."""
+        return 0.0 if self.malleable_speedup == "linear" else float(
+            self.malleable_speedup.removeprefix("amdahl-"))
 
     @classmethod
     def for_workload(cls, name: str, **changes: object) -> WorkloadModel:
@@ -171,6 +187,8 @@ class HybridJob:
     category: NoticeCategory | None = None
     notice_time: float | None = None
     estimated_arrival: float | None = None
+    serial: float = 0.0
+    """A malleable job's serial fraction (:attr:`WorkloadModel.serial`)."""
 
     @property
     def notice_id(self) -> str | None:
@@ -181,7 +199,8 @@ class HybridJob:
         return Job(id=self.id, kind=self.kind, size=self.size, walltime=self.walltime,
                    submit=self.submit, min_size=self.min_size, runtime=self.runtime,
                    setup=self.setup, checkpoint_interval=self.checkpoint_interval,
-                   checkpoint_cost=self.checkpoint_cost, notice=self.notice_id)
+                   checkpoint_cost=self.checkpoint_cost, notice=self.notice_id,
+                   serial=self.serial)
 
     def notice(self) -> Notice | None:
         """The advance notice the engine issues at ``notice_time`` (``None`` without one)."""
@@ -228,7 +247,7 @@ class HybridWorkload:
             self.setup.tolist(), self.checkpoint_interval.tolist(),
             self.checkpoint_cost.tolist(), self.group.tolist(), self.category.tolist(),
             self.notice_time.tolist(), self.estimated_arrival.tolist(), strict=True)
-        labels = self.group_labels
+        labels, serial = self.group_labels, self.model.serial
         for (id_, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
              group, category, notice, estimate) in columns:
             yield HybridJob(
@@ -238,7 +257,8 @@ class HybridWorkload:
                 checkpoint_cost=cost, group=labels[group],
                 category=None if category < 0 else CATEGORIES[category],
                 notice_time=None if notice != notice else notice,
-                estimated_arrival=None if estimate != estimate else estimate)
+                estimated_arrival=None if estimate != estimate else estimate,
+                serial=serial if KINDS[kind] is Kind.MALLEABLE else 0.0)
 
     def job(self, i: int) -> HybridJob:
         jobs = self.trace.jobs
@@ -256,7 +276,8 @@ class HybridWorkload:
             group=self.group_labels[self.group[i]],
             category=None if category < 0 else CATEGORIES[category],
             notice_time=None if math.isnan(notice) else notice,
-            estimated_arrival=None if math.isnan(estimate) else estimate)
+            estimated_arrival=None if math.isnan(estimate) else estimate,
+            serial=self.model.serial if KINDS[self.kind[i]] is Kind.MALLEABLE else 0.0)
 
 
 def _quota(count: int, shares: tuple[float, ...]) -> list[int]:

@@ -103,3 +103,18 @@ def test_a_job_defaults_min_size_to_size_and_rejects_a_bad_one(cls: type, init, 
     else:
         with pytest.raises(ValueError, match="need 1 <= min_size <= size"):
             build(cls, init, "j", Kind.RIGID, size, 1.0, 0.0, min_size=min_size)
+
+
+def test_slowdown_is_linear_by_default_and_amdahl_with_a_serial_fraction() -> None:
+    linear = Job(id=1, kind=Kind.MALLEABLE, size=8, min_size=1, walltime=800.0, submit=0.0)
+    assert linear.slowdown(2) == 4.0 and linear.time_at(2, False) == 3200.0
+    amdahl = Job(id=2, kind=Kind.MALLEABLE, size=8, min_size=1, walltime=800.0, submit=0.0,
+                 serial=0.1)
+    # T(n) = T1 (0.1 + 0.9 / n): T(2) / T(8) = 0.55 / 0.2125
+    assert amdahl.slowdown(2) == pytest.approx(0.55 / 0.2125)
+    assert amdahl.time_at(2, False) == pytest.approx(800.0 * 0.55 / 0.2125)
+    assert amdahl.slowdown(8) == pytest.approx(1.0) and amdahl.time_at(8, False) == 800.0
+    with pytest.raises(ValueError, match="only a malleable job has a serial fraction"):
+        Job(id=3, kind=Kind.RIGID, size=8, walltime=800.0, submit=0.0, serial=0.1)
+    with pytest.raises(ValueError, match=r"in \[0, 1\), got 1.0"):
+        Job(id=4, kind=Kind.MALLEABLE, size=8, walltime=800.0, submit=0.0, serial=1.0)

@@ -175,3 +175,11 @@ def test_failure_loss_goes_to_the_failure_source_and_keeps_default_keys() -> Non
     assert default is not None and default.model.loss is FailureLoss.ALL
     assert "failure_loss" not in spec(overrides=mtbf).to_dict()["overrides"]
     assert RunSpec.from_json(s.to_json()).key == s.key != spec(overrides=mtbf).key
+
+
+def test_malleable_speedup_goes_to_the_workload_model_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("malleable_speedup", "amdahl-0.05"),))
+    assert s.model().serial == 0.05 and spec().model().serial == 0.0
+    assert s.scheduler() == spec().scheduler()
+    assert spec().to_dict()["overrides"] == {}, "a spec without it keeps its stored key"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
