@@ -80,7 +80,8 @@ def experiment(
                       "oversize=clamp, borrowers=all, other_reservations=spared, "
                       "cup_preempt=at-arrival, "
                       "malleable_start=full, decisions=per-item, "
-                      "failure_loss=since-checkpoint or node_order=highest-first "
+                      "failure_loss=since-checkpoint, malleable_speedup=amdahl-0.05 or "
+                      "node_order=highest-first "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
