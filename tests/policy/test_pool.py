@@ -1,4 +1,5 @@
-"""NodePool, a decision's copy of a live pool: distinct nodes, lowest first, live pool untouched."""
+"""NodePool, a decision's copy of a live pool: distinct nodes, lowest (or highest) first, live
+pool untouched."""
 
 from __future__ import annotations
 
@@ -46,27 +47,16 @@ def hand_out(free: set[int], takes: list[int], back: set[int], spans: bool, *,
     return handed
 
 
-@given(free=FREE, takes=TAKES, back=BACK, spans=st.booleans())
-def test_takes_are_distinct_ascending_and_given_back_nodes_come_first(
-        free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
-    handed = hand_out(free, takes, back, spans, down=False)
-    # nodes given back go first, then the lowest live ids
-    if len(handed) <= len(back):
-        assert set(handed) <= back
-    else:
-        assert set(handed) == back | set(sorted(free)[:len(handed) - len(back)])
-
-
-@given(free=FREE, takes=TAKES, back=BACK, spans=st.booleans())
-def test_walking_down_hands_out_the_highest_ids_first(
-        free: set[int], takes: list[int], back: set[int], spans: bool) -> None:
-    handed = hand_out(free, takes, back, spans, down=True)
-    # nodes given back go first, then the highest live ids
+@given(free=FREE, takes=TAKES, back=BACK, spans=st.booleans(), down=st.booleans())
+def test_given_back_nodes_come_first_then_the_lowest_or_highest_live_ids(
+        free: set[int], takes: list[int], back: set[int], spans: bool, down: bool) -> None:
+    handed = hand_out(free, takes, back, spans, down=down)
     if len(handed) <= len(back):
         assert set(handed) <= back
     else:
         taken = len(handed) - len(back)
-        assert set(handed) == back | set(sorted(free)[len(free) - taken:])
+        ids = sorted(free, reverse=down)  # walking down hands out the highest first
+        assert set(handed) == back | set(ids[:taken])
 
 
 def test_walking_down_across_runs_by_hand() -> None:
