@@ -62,6 +62,10 @@ _CHANGES = ("FileCreatedEvent", "DirCreatedEvent", "FileMovedEvent", "DirMovedEv
 """The watchdog events that are changes (not reads), those of them this watchdog has."""
 
 
+_OWN_MOVES_KEPT = 10_000
+"""The most moves :class:`OwnMoves` waits to hear of: more means their events were lost."""
+
+
 class OwnMoves:
     """The files this process is moving out of the watched folders itself (see the module
     text). :meth:`add` before the rename; :meth:`discard` when the rename did not happen."""
@@ -73,6 +77,10 @@ class OwnMoves:
 
     def add(self, path: str | os.PathLike[str]) -> None:
         with self._lock:
+            if len(self._paths) >= _OWN_MOVES_KEPT:
+                # events lost (an inotify overflow): forgetting costs a wake-up or two
+                self._paths.clear()
+                self._folders.clear()
             self._paths.add(os.fspath(path))
 
     def discard(self, path: str | os.PathLike[str]) -> None:

@@ -148,10 +148,11 @@ class Wakeups:
         # would make the watcher walk all of them. See watch_rundir.
         config = self.queue.config
         own = OwnMoves()
-        self.queue.own_moves = own  # this runner's own claims wake no one
         watcher = QueueWatcher(
             [*(self.queue.root / f for f in config.folders), self.queue.root / NOTICES],
             interval=config.poll_interval, use_watchdog=self.options.fs_events, own=own)
+        if watcher.live:  # only events can be told apart: a poll sees every change
+            self.queue.own_moves = own  # this runner's own claims wake no one
         with self._lock:
             if self._closing.is_set():
                 watcher.close()

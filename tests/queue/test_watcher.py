@@ -69,3 +69,18 @@ def test_reads_and_a_runners_own_claims_wake_no_one_and_others_do(tmp_path: Path
         assert _woken(w, 5)
         (todo / "new.sh").write_text("#!/bin/sh\n")  # an arrival
         assert _woken(w, 5)
+
+
+def test_own_moves_forget_what_they_never_hear_of() -> None:
+    """Moves whose events never came (an inotify overflow) are not kept for ever."""
+    from metaq_py.queue.watcher import _OWN_MOVES_KEPT, OwnMoves
+
+    own = OwnMoves()
+    for i in range(_OWN_MOVES_KEPT):
+        own.add(f"/q/todo/t{i}.sh")
+    assert own.left("/q/todo/t0.sh") and own.folder_changed("/q/todo")
+    assert not own.folder_changed("/q/todo")  # once per leaving
+    own.add("/q/todo/one-more.sh")
+    own.add("/q/todo/and-another.sh")  # past the bound: the old ones are forgotten
+    assert not own.left("/q/todo/t1.sh")
+    assert own.left("/q/todo/and-another.sh")
