@@ -133,7 +133,10 @@ def killed(r: Running, now: float, loss: FailureLoss = FailureLoss.ALL) -> Kill:
         return Kill(r, _kept(r, now), job.setup * len(r.nodes))
     # no checkpoint, no warning: the work since the (re)start is gone; it restarts as it began
     if r.true_end is not None and job.runtime is not None:
-        left = max(0.0, r.true_end - now) * len(r.nodes)
+        # the work left, in node-seconds at full size (the trace's, as useful work counts it):
+        # under Amdahl a node-second at the current size does size / slowdown / nodes of them
+        k = len(r.nodes)
+        left = max(0.0, r.true_end - now) * (k if not job.serial else job.size / job.slowdown(k))
         lost = max(0.0, job.runtime * job.size - left)
     else:
         lost = max(0.0, now - r.start) * len(r.nodes)

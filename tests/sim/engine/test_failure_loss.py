@@ -76,3 +76,16 @@ def test_an_unknown_failure_loss_is_refused_in_one_sentence() -> None:
                                          r"since-checkpoint$"):
         FailureModel.of({"failure_mtbf": HOUR}, seed=0, loss="some")
     assert FailureModel.of({"failure_mtbf": HOUR}, seed=0).loss is FailureLoss.ALL
+
+
+def test_what_an_amdahl_job_loses_is_counted_in_full_size_work() -> None:
+    # 4 nodes, 100 s at 4, serial fraction 5%, on 2 nodes: it needs 100 g s there (g about
+    # 1.83); killed halfway, it loses half its 400 node-seconds of work at full size
+    g = (0.05 + 0.95 / 2) / (0.05 + 0.95 / 4)
+    job = Job(id=5, kind=Kind.MALLEABLE, size=4, min_size=1, walltime=100.0, submit=0.0,
+              runtime=100.0, serial=0.05)
+    r = Cluster(4).start(job, (0, 1), now=0.0)
+    assert r.true_end == pytest.approx(100 * g)
+    assert killed(r, 50 * g).lost_node_seconds == pytest.approx(200.0)
+    kept = killed(r, 50 * g, FailureLoss.SINCE_CHECKPOINT).requeued
+    assert kept.runtime == pytest.approx(50.0)  # half its time at full size is left
