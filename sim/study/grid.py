@@ -116,9 +116,22 @@ def parse_sweep(text: str) -> tuple[str, tuple[Value, ...]]:
     return key, tuple(parsed)
 
 
+FAILURE_DETAIL_KEYS = frozenset({"failure_repair"})
+"""Failure parameters that only mean something on a machine with failures (``failure_mtbf``
+set): ``--set`` gives them to those runs alone, and they replace the value a study holds for
+them (the ``failures`` study varies the time between failures and holds repairs at 6 h)."""
+
+
 def with_overrides(variant: Variant, overrides: Variant) -> Variant:
     """``variant`` with ``overrides`` added (``--set``: a modelling choice changed for every
-    run); a parameter in both is an error, since the study varies what ``--set`` would fix."""
+    run); a parameter in both is an error, since the study varies what ``--set`` would fix,
+    except the :data:`FAILURE_DETAIL_KEYS`, which change only runs with failures."""
+    details = {k for k, _ in overrides if k in FAILURE_DETAIL_KEYS}
+    if details:
+        if any(k == "failure_mtbf" for k, _ in (*variant, *overrides)):
+            variant = tuple((k, v) for k, v in variant if k not in details)
+        else:
+            overrides = tuple((k, v) for k, v in overrides if k not in details)
     clash = sorted({k for k, _ in variant} & {k for k, _ in overrides})
     if clash:
         raise SpecError(f"--set {clash[0]} clashes with a variant of the study that varies it")

@@ -161,3 +161,17 @@ def test_the_engine_replays_failures_reproducibly_and_every_job_ends() -> None:
         # a failure-free source changes nothing
         idle, _ = run(policy, 1e12)
         assert [o.end for o in idle.outcomes] == [o.end for o in clean.outcomes]
+
+
+def test_a_shorter_repair_returns_the_node_sooner() -> None:
+    """The same strike (same seed) under repairs of 6 h and of 1 h: the node is back within
+    3-9 h in the first, within 0.5-1.5 h in the second (repairs vary by half either way)."""
+    back = {}
+    for repair in (6 * HOUR, HOUR):
+        cluster = Cluster(8)
+        src = NodeFailures(FailureModel(mtbf=HOUR, repair=repair, seed=3), nodes=8, start=0.0)
+        t = src.next_time()
+        strike = src.strike(cluster, t)
+        back[repair] = strike.repaired_at - t
+    assert 3 * HOUR <= back[6 * HOUR] <= 9 * HOUR
+    assert 0.5 * HOUR <= back[HOUR] <= 1.5 * HOUR

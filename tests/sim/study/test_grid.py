@@ -88,3 +88,29 @@ def test_grid_options() -> None:
         build_grid(STUDIES["paper"], trace=SRC, seeds=0)
     with pytest.raises(SpecError, match="unknown workload"):
         build_grid(STUDIES["paper"], trace=SRC, workloads=["W7"])
+
+
+def test_set_failure_repair_changes_only_the_runs_with_failures() -> None:
+    """``--set failure_repair=1h`` on the failures study: the failure-free reference keeps no
+    repair time (it has no failures to repair), the two failure variants swap their 6 h for
+    1 h; without ``--set`` they keep 6 h; with ``failure_mtbf`` also set, every run gets both."""
+    study = STUDIES["failures"]
+    one_hour = (parse_setting("failure_repair=1h"),)
+    assert one_hour == (("failure_repair", HOUR),)
+
+    def repairs(overrides: tuple[tuple[str, float], ...]) -> set[tuple[object, object]]:
+        return {(s.params.get("failure_mtbf"), s.params.get("failure_repair"))
+                for s in build_grid(study, trace=SRC, seeds=1, workloads=["W5"],
+                                    overrides=overrides)}
+
+    assert repairs(one_hour) == {(None, None), (5 * HOUR, HOUR), (50 * HOUR, HOUR)}
+    assert repairs(()) == {(None, None), (5 * HOUR, 6 * HOUR), (50 * HOUR, 6 * HOUR)}
+    paper = build_grid(STUDIES["paper"], trace=SRC, seeds=1, overrides=one_hour)
+    assert {s.variant for s in paper} == {"default"}
+    both = build_grid(STUDIES["paper"], trace=SRC, seeds=1,
+                      overrides=(("failure_mtbf", 5 * HOUR), *one_hour))
+    assert {s.variant for s in both} == {"failure_mtbf=18000,failure_repair=3600"}
+    with pytest.raises(SpecError, match="failure_mtbf clashes"):
+        build_grid(study, trace=SRC, seeds=1, overrides=(("failure_mtbf", HOUR),))
+    with pytest.raises(SpecError, match="failure_repair must be positive"):
+        build_grid(study, trace=SRC, seeds=1, overrides=(("failure_repair", 0.0),))
