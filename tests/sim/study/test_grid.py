@@ -114,3 +114,13 @@ def test_set_failure_repair_changes_only_the_runs_with_failures() -> None:
         build_grid(study, trace=SRC, seeds=1, overrides=(("failure_mtbf", HOUR),))
     with pytest.raises(SpecError, match="failure_repair must be positive"):
         build_grid(study, trace=SRC, seeds=1, overrides=(("failure_repair", 0.0),))
+
+
+def test_calibration_runs_leave_out_a_failure_repair_without_failures() -> None:
+    """Calibration's baseline runs have no failures, so ``--set failure_repair`` leaves
+    them as they are (it used to fail them: a repair time needs a time between failures)."""
+    from sim.study.calibrate import _spec
+
+    assert _spec(SRC, 1.5, (("failure_repair", HOUR),)).overrides == ()
+    assert _spec(SRC, 1.5, (("failure_mtbf", 5 * HOUR), ("failure_repair", HOUR))).overrides \
+        == (("failure_mtbf", 5 * HOUR), ("failure_repair", HOUR))
