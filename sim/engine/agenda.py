@@ -2,10 +2,11 @@
 
 The engine keeps it in a plain ``heapq`` list (:mod:`sim.engine.core`). An agenda item is a
 plain tuple ``(time, kind, seq, subject, version)``. Tuples compare field by field, so the heap
-orders items by time, then by :class:`AgendaKind` (at one instant jobs finish before notices
-are issued, notices before jobs are submitted, and the scheduler's own wake-ups come last), then
-by ``seq``, a counter stamped at push time. ``seq`` is unique, so ``subject`` (a job, a notice
-or a job id) is never compared and the order never depends on it.
+orders items by time, then by their kind's rank (at one instant jobs finish before notices
+are issued, notices before jobs are submitted, and the scheduler's own wake-ups come last; the
+:class:`InstantOrder` ``submits-first`` swaps finishes and submits), then by ``seq``, a
+counter stamped at push time. ``seq`` is unique, so ``subject`` (a job, a notice or a job id)
+is never compared and the order never depends on it.
 
 ``version`` lets a driver cancel an item without searching the heap: it remembers the version
 it expects and ignores a popped item whose version is older (a job's end moved by a shrink, a
@@ -60,3 +61,38 @@ class DecisionPace(str, Enum):
         except ValueError:
             raise ValueError(f"unknown decisions {word!r}; choose "
                              f"{' or '.join(p.value for p in cls)}") from None
+
+
+class InstantOrder(str, Enum):
+    """In which order finishes, notices and submits due at one instant are handled.
+
+    Only a run that decides after each item (:attr:`DecisionPace.PER_ITEM`) can tell the two
+    apart: a decision per instant sees every item of the instant handled whichever came first.
+    """
+
+    FINISHES_FIRST = "finishes-first"
+    """Finishes, then notices, then submits (the default): a job that arrives as another ends
+    finds its nodes free."""
+    SUBMITS_FIRST = "submits-first"
+    """Submits, then notices, then finishes: a job that arrives as another ends finds it still
+    running."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def ranks(self) -> tuple[int, int]:
+        """The agenda ranks of a finish and of a submit under this order (a notice keeps
+        :attr:`AgendaKind.NOTICE`, between them either way)."""
+        if self is InstantOrder.FINISHES_FIRST:
+            return int(AgendaKind.FINISH), int(AgendaKind.SUBMIT)
+        return int(AgendaKind.SUBMIT), int(AgendaKind.FINISH)
+
+    @classmethod
+    def of(cls, word: str) -> InstantOrder:
+        """The choice named ``word``; ValueError with one sentence for any other word."""
+        try:
+            return cls(word)
+        except ValueError:
+            raise ValueError(f"unknown instant_order {word!r}; choose "
+                             f"{' or '.join(o.value for o in cls)}") from None

@@ -93,7 +93,7 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
-from sim.engine.agenda import AgendaItem, AgendaKind, DecisionPace
+from sim.engine.agenda import AgendaItem, AgendaKind, DecisionPace, InstantOrder
 from sim.engine.arrivals import Feed, Precedence, feed
 from sim.engine.errors import SimulationError
 from sim.engine.failures import NodeFailures
@@ -107,9 +107,7 @@ from sim.workload.model import HybridWorkload
 Progress = Callable[[int], None]
 """Called now and then with the number of jobs finished so far."""
 
-_FINISH = int(AgendaKind.FINISH)
 _NOTICE = int(AgendaKind.NOTICE)
-_SUBMIT = int(AgendaKind.SUBMIT)
 _FAILURE = int(AgendaKind.FAILURE)
 _REPAIR = int(AgendaKind.REPAIR)
 _WAKE = int(AgendaKind.WAKE)
@@ -121,7 +119,8 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
              progress: Progress | None = None, failures: NodeFailures | None = None,
              dependencies: bool = False, requeue: str = "original",
              malleable_start: str = "largest",
-             decisions: str = "per-instant") -> SimulationResult:
+             decisions: str = "per-instant",
+             instant_order: str = "finishes-first") -> SimulationResult:
     """Replay ``source`` under ``policy`` and return what happened.
 
     ``source`` is a plain trace (every job rigid, no setup, no checkpoints) or a hybrid
@@ -141,12 +140,14 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
     job may start at (:class:`~sim.engine.waiting.MalleableStart`): ``largest`` (its minimum,
     so it starts at the largest size the policy allows) or ``full`` (the policy sees it wait
     with its minimum at its full size; it keeps its real minimum once started).
-    ``decisions`` is ``per-instant`` or ``per-item`` (:class:`~sim.engine.agenda.DecisionPace`).
+    ``decisions`` is ``per-instant`` or ``per-item`` (:class:`~sim.engine.agenda.DecisionPace`);
+    ``instant_order`` ``finishes-first`` or ``submits-first``
+    (:class:`~sim.engine.agenda.InstantOrder`).
     """
     return Engine(source, policy=policy, oracle=oracle, cqsim_oracle=cqsim_oracle, clock=clock,
                   progress=progress, failures=failures, dependencies=dependencies,
                   requeue=requeue, malleable_start=malleable_start,
-                  decisions=decisions).run()
+                  decisions=decisions, instant_order=instant_order).run()
 
 
 class Engine:
@@ -164,9 +165,11 @@ class Engine:
                  progress: Progress | None = None, skip_inert: bool = True,
                  failures: NodeFailures | None = None, dependencies: bool = False,
                  requeue: str = "original", malleable_start: str = "largest",
-                 decisions: str = "per-instant") -> None:
+                 decisions: str = "per-instant", instant_order: str = "finishes-first") -> None:
         self.scheduler = _scheduler(policy, oracle or cqsim_oracle)
         self._per_item = DecisionPace.of(decisions) is DecisionPace.PER_ITEM
+        # the agenda ranks of finishes and submits (AgendaKind's, or the two swapped)
+        self._k_finish, self._k_submit = InstantOrder.of(instant_order).ranks
         self.feed: Feed = feed(source)
         # keep only the end order the scheduler reads (CQSim's half oracle reads the walltime
         # one, see _decide())
@@ -245,7 +248,7 @@ class Engine:
         """Put the first submit, notice and failure on the agenda; the clock to run on."""
         first = next(self._jobs, None)
         if first is not None:
-            self._push(first.submit, _SUBMIT, first, 0)
+            self._push(first.submit, self._k_submit, first, 0)
         notice = next(self._notices, None)
         if notice is not None:
             self._push(notice.issued, _NOTICE, notice, 0)
@@ -262,14 +265,15 @@ class Engine:
         self._inert = self.skip_inert
         self._tail_least = self.cluster.total + 1
         agenda, progress = self._agenda, self.progress
+        finish, submit = self._k_finish, self._k_submit
         changed = False
         while agenda and agenda[0][0] == now and not (changed and self._per_item):
             _, kind, _, subject, version = heappop(agenda)
             self._handled += 1
-            if kind == _FINISH:
+            if kind == finish:
                 if self._finish(subject, version, now):
                     changed = True
-            elif kind == _SUBMIT:
+            elif kind == submit:
                 self._submit(cast(Job, subject), version)
                 changed = True
             elif kind == _NOTICE:
@@ -322,12 +326,12 @@ class Engine:
         if version == 0:
             arriving = next(self._jobs, None)
             if arriving is not None:
-                self._push(arriving.submit, _SUBMIT, arriving, 0)
+                self._push(arriving.submit, self._k_submit, arriving, 0)
 
     def _release(self, job: Job, at: float) -> None:
         """A job that waited for its preceding job arrives at ``at`` (its submit moves there,
         so its wait counts from it)."""
-        self._push(at, _SUBMIT, job if at == job.submit else replace(job, submit=at), 1)
+        self._push(at, self._k_submit, job if at == job.submit else replace(job, submit=at), 1)
 
     def _notice(self, notice: Notice) -> None:
         """``notice`` is issued; the next one goes on the agenda."""
@@ -415,7 +419,7 @@ class Engine:
             if isnan(ledger.start[row]):  # its first start, not a resumption
                 ledger.start[row] = now
             ledger.version[row] += 1
-            self._push(_end_of(r), _FINISH, job.id, ledger.version[row])
+            self._push(_end_of(r), self._k_finish, job.id, ledger.version[row])
             self._busy += len(r.nodes)
             started.append(job)
         elif isinstance(action, Preempt):
@@ -435,7 +439,7 @@ class Engine:
             if isinstance(action, Shrink):
                 ledger.shrinks[row] += 1
             ledger.version[row] += 1
-            self._push(_end_of(r), _FINISH, action.job, ledger.version[row])
+            self._push(_end_of(r), self._k_finish, action.job, ledger.version[row])
             self._busy += len(r.nodes) - before
         else:
             cluster.apply(action, now=now)

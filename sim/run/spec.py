@@ -46,11 +46,13 @@ nodes reserved for other notices (:class:`~metaq_py.policy.arrival.OtherReservat
 picked (:class:`~metaq_py.policy.notice.CupTiming`); ``node_order`` which free or reserved
 nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`)."""
 
-ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "failure_loss")
+ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss")
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
 preempted job waits again (:class:`~sim.engine.waiting.Requeue`); ``malleable_start`` the
 smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`);
 ``decisions`` how often it decides at one instant (:class:`~sim.engine.agenda.DecisionPace`);
+``instant_order`` whether finishes or submits due at one instant come first
+(:class:`~sim.engine.agenda.InstantOrder`; only ``decisions`` ``per-item`` can tell);
 ``failure_loss`` what a malleable or on-demand job a node failure kills loses
 (:class:`~sim.engine.failures.FailureLoss`; only runs with :data:`FAILURE_KEYS` have failures)."""
 
@@ -67,6 +69,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "requeue": ("original", "at-preemption"),
     "malleable_start": ("largest", "full"),
     "decisions": ("per-instant", "per-item"),
+    "instant_order": ("finishes-first", "submits-first"),
     "failure_loss": ("all", "since-checkpoint"),
     "type_shares": TYPE_SHARES,
     "malleable_speedup": MALLEABLE_SPEEDUPS,
@@ -224,6 +227,12 @@ class RunSpec:
     def decisions(self) -> str:
         """How often the run's engine decides at one instant (:data:`ENGINE_KEYS`)."""
         return str(dict(self.overrides).get("decisions", CHOICES["decisions"][0]))
+
+    @property
+    def instant_order(self) -> str:
+        """Whether finishes or submits due at one instant come first in the run's engine
+        (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("instant_order", CHOICES["instant_order"][0]))
 
     @property
     def failure_loss(self) -> str:

@@ -90,7 +90,7 @@ def run_one(spec: RunSpec) -> FinishedRun:
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures,
                       requeue=spec.requeue, malleable_start=spec.malleable_start,
-                      decisions=spec.decisions)
+                      decisions=spec.decisions, instant_order=spec.instant_order)
     counts = None if failures is None else failures.counts()
     killed = () if failures is None else failures.killed
     metrics = result_metrics(result, counts, killed=killed)

@@ -146,6 +146,16 @@ def test_decisions_go_to_the_engine_and_keep_default_keys() -> None:
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
 
 
+def test_instant_order_goes_to_the_engine_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("instant_order", "submits-first"),))
+    assert s.instant_order == "submits-first" and spec().instant_order == "finishes-first"
+    assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+    with pytest.raises(SpecError, match=r"^parameter instant_order is finishes-first or "
+                                        r"submits-first, got 'last'$"):
+        spec(overrides=(("instant_order", "last"),))
+
+
 def test_other_reservations_builds_the_scheduler_and_keeps_default_keys() -> None:
     s = spec(overrides=(("other_reservations", "spared"),))
     assert s.scheduler().other_reservations.value == "spared"
