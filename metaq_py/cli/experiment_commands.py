@@ -79,7 +79,7 @@ def experiment(
                       "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
                       "oversize=clamp, borrowers=all, other_reservations=spared, "
                       "cup_preempt=at-arrival, "
-                      "malleable_start=full, decisions=per-item, "
+                      "malleable_start=full, decisions=per-item, instant_order=submits-first, "
                       "failure_loss=since-checkpoint, malleable_speedup=amdahl-0.05 or "
                       "node_order=highest-first "
                       "(docs/model.md lists every key).")] = None,
