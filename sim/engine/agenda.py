@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
+from sim.engine.words import word_of
+
 
 class AgendaKind(IntEnum):
     """What an agenda item is; the value is its rank among items due at the same instant."""
@@ -56,11 +58,7 @@ class DecisionPace(str, Enum):
     @classmethod
     def of(cls, word: str) -> DecisionPace:
         """The choice named ``word``; ValueError with one sentence for any other word."""
-        try:
-            return cls(word)
-        except ValueError:
-            raise ValueError(f"unknown decisions {word!r}; choose "
-                             f"{' or '.join(p.value for p in cls)}") from None
+        return word_of(cls, "decisions", word)
 
 
 class InstantOrder(str, Enum):
@@ -91,8 +89,4 @@ class InstantOrder(str, Enum):
     @classmethod
     def of(cls, word: str) -> InstantOrder:
         """The choice named ``word``; ValueError with one sentence for any other word."""
-        try:
-            return cls(word)
-        except ValueError:
-            raise ValueError(f"unknown instant_order {word!r}; choose "
-                             f"{' or '.join(o.value for o in cls)}") from None
+        return word_of(cls, "instant_order", word)

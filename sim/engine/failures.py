@@ -47,6 +47,7 @@ import numpy as np
 from metaq_py.cluster import Cluster
 from metaq_py.policy.checkpoint import lost_node_seconds, resumed
 from metaq_py.policy.model import Job, JobId, Kind, Running
+from sim.engine.words import word_of
 
 HOUR = 3600.0
 DEFAULT_REPAIR = 6 * HOUR
@@ -68,11 +69,7 @@ class FailureLoss(str, Enum):
     @classmethod
     def of(cls, word: str) -> FailureLoss:
         """The choice named ``word``; ValueError with one sentence for any other word."""
-        try:
-            return cls(word)
-        except ValueError:
-            raise ValueError(f"unknown failure_loss {word!r}; choose "
-                             f"{' or '.join(f.value for f in cls)}") from None
+        return word_of(cls, "failure_loss", word)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

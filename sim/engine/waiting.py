@@ -12,6 +12,7 @@ from typing import Final
 from metaq_py.policy.model import Job, JobId, Kind
 from metaq_py.policy.order import queue_key
 from metaq_py.policy.waitlist import Waitlist
+from sim.engine.words import word_of
 
 LONG: Final = 1024
 """Waiting jobs from which the engine keeps a waitlist (see :class:`Waiting`)."""
@@ -34,11 +35,7 @@ class Requeue(str, Enum):
     @classmethod
     def of(cls, word: str) -> Requeue:
         """The choice named ``word``; ValueError with one sentence for any other word."""
-        try:
-            return cls(word)
-        except ValueError:
-            raise ValueError(f"unknown requeue {word!r}; choose "
-                             f"{' or '.join(r.value for r in cls)}") from None
+        return word_of(cls, "requeue", word)
 
 
 class MalleableStart(str, Enum):
@@ -56,11 +53,7 @@ class MalleableStart(str, Enum):
     @classmethod
     def of(cls, word: str) -> MalleableStart:
         """The choice named ``word``; ValueError with one sentence for any other word."""
-        try:
-            return cls(word)
-        except ValueError:
-            raise ValueError(f"unknown malleable_start {word!r}; choose "
-                             f"{' or '.join(m.value for m in cls)}") from None
+        return word_of(cls, "malleable_start", word)
 
 
 class Waiting:
