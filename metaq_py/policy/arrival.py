@@ -23,7 +23,10 @@ The job takes nodes in this order, stopping as soon as it has enough:
        until shrinking the remaining malleable jobs covers the rest, then shrink.
 
 Nothing is preempted or shrunk unless the job can then start: when even every candidate is not
-enough, the job stays at the head of the queue (it gets EASY's protection there) and waits.
+enough, the job stays at the head of the queue (it gets EASY's protection there) and waits
+(:attr:`PreemptWhen.IT_STARTS`). The paper is silent; :attr:`PreemptWhen.ALWAYS` preempts
+every candidate even then, kept to measure what the choice moves: the job still waits, and
+the nodes so freed are left free, to EASY, which protects the job at the head of the queue.
 A shared node (:mod:`~metaq_py.policy.shares`) is one candidate, never a share alone: a share
 frees no node, so the node is preempted whole, every share on it with it.
 On-demand jobs are never preempted; borrowers of other notices' reservations are not
@@ -100,6 +103,20 @@ class OtherReservations(str, Enum):
     """Yes, after the free nodes and before preempting anything (the default)."""
     SPARED = "spared"
     """No: they stay with their notices, and the job preempts instead."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class PreemptWhen(str, Enum):
+    """Whether victims are preempted for an on-demand job that even every candidate could not
+    cover (an arrived job, or a CUP notice)."""
+
+    IT_STARTS = "it-starts"
+    """Only when the nodes so freed let the job start (cover the notice): all or nothing (the
+    default), since preemption in vain is pure loss."""
+    ALWAYS = "always"
+    """Every candidate anyway, and the job waits for the rest."""
 
     def __str__(self) -> str:
         return self.value
@@ -204,13 +221,14 @@ def _plan(victims: list[_Victim], need: int,
 def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notice],
           victim_order: VictimOrder = VictimOrder.NODE_SECONDS,
           borrowers_rule: Borrowers = Borrowers.AS_NEEDED,
-          others: OtherReservations = OtherReservations.TAKEN) -> bool:
+          others: OtherReservations = OtherReservations.TAKEN,
+          when: PreemptWhen = PreemptWhen.IT_STARTS) -> bool:
     """Start on-demand ``job`` now if the rules above can free enough nodes; else do nothing.
 
     ``order`` is the live notices, earliest issued first; ``victim_order`` what the ascending
     overhead of the victims counts; ``borrowers_rule`` which borrowers of its own reservation
-    go; ``others`` whether it takes idle nodes reserved for other notices. Returns whether the
-    job started.
+    go; ``others`` whether it takes idle nodes reserved for other notices; ``when`` whether it
+    preempts every candidate when they are too few. Returns whether the job started.
     """
     by_nodes = victim_order is VictimOrder.NODE_SECONDS
     closed = work.closed
@@ -239,18 +257,15 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
             borrowers, need = chosen, 0
     plan: tuple[list[JobId], list[tuple[JobId, int]]] = ([], [])
     if need > 0:
-        found = _plan(_victims(work, by_nodes), need, strategy)
+        victims = _victims(work, by_nodes)
+        found = _plan(victims, need, strategy)
         if found is None:
+            if when is PreemptWhen.ALWAYS:
+                _preempt_all(work, job, borrowers + [v[2] for v in victims])
             return False
         plan = found
 
-    for jid in borrowers:
-        work.preempt(jid, for_job=job.id)
-    for jid in plan[0]:
-        if isinstance(jid, SharedNode):
-            work.preempt_node(jid.node, for_job=job.id)
-        else:
-            work.preempt(jid, for_job=job.id)
+    _preempt_all(work, job, borrowers + plan[0])
     nodes: list[NodeId] = []
     for jid, k in plan[1]:
         nodes.extend(work.shrink(jid, k, for_job=job.id))
@@ -264,3 +279,12 @@ def admit(work: Work, job: Job, strategy: ArrivalStrategy, order: Sequence[Notic
     if own is not None:
         work.close(own, release=False)
     return True
+
+
+def _preempt_all(work: Work, job: Job, victims: Sequence[JobId]) -> None:
+    """Preempt each of ``victims`` (a shared node whole) for ``job``."""
+    for jid in victims:
+        if isinstance(jid, SharedNode):
+            work.preempt_node(jid.node, for_job=job.id)
+        else:
+            work.preempt(jid, for_job=job.id)

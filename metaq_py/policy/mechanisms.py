@@ -35,6 +35,7 @@ from metaq_py.policy.arrival import (
     ArrivalStrategy,
     Borrowers,
     OtherReservations,
+    PreemptWhen,
     VictimOrder,
     admit,
 )
@@ -88,8 +89,10 @@ class Scheduler:
     (:class:`~metaq_py.policy.arrival.VictimOrder`), ``borrowers`` which borrowers of its
     reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`),
     ``other_reservations`` whether it takes idle nodes reserved for other notices
-    (:class:`~metaq_py.policy.arrival.OtherReservations`), and ``cup_preempt`` when CUP
-    preempts (:class:`~metaq_py.policy.notice.CupTiming`). ``node_order`` is which free or
+    (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` when CUP
+    preempts (:class:`~metaq_py.policy.notice.CupTiming`), and ``preempt_when`` whether
+    victims are preempted when even all of them are too few
+    (:class:`~metaq_py.policy.arrival.PreemptWhen`). ``node_order`` is which free or
     reserved nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`).
     """
 
@@ -104,6 +107,7 @@ class Scheduler:
     borrowers: Borrowers = Borrowers.AS_NEEDED
     other_reservations: OtherReservations = OtherReservations.TAKEN
     cup_preempt: CupTiming = CupTiming.PLANNED
+    preempt_when: PreemptWhen = PreemptWhen.IT_STARTS
     node_order: NodeOrder = NodeOrder.LOWEST_FIRST
 
     def __post_init__(self) -> None:
@@ -146,8 +150,9 @@ class Scheduler:
                 work.expand(lender, nodes)
         for job in arrived:
             admit(work, job, arrival, order, self.victim_order, self.borrowers,
-                  self.other_reservations)
-        collect(work, order, notice, warning=self.warning, timing=self.cup_preempt)
+                  self.other_reservations, self.preempt_when)
+        collect(work, order, notice, warning=self.warning, timing=self.cup_preempt,
+                when=self.preempt_when)
         _FILL[self.backfill](work, queue)
         if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
@@ -165,6 +170,7 @@ def make_scheduler(
     borrowers: str = "as-needed",
     other_reservations: str = "taken",
     cup_preempt: str = "planned",
+    preempt_when: str = "it-starts",
     node_order: str = "lowest-first",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
@@ -174,9 +180,10 @@ def make_scheduler(
     VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.arrival.
     Borrowers`), ``other_reservations`` ``taken`` or ``spared``
     (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` ``planned`` or
-    ``at-arrival`` (:class:`~metaq_py.policy.notice.CupTiming`); the baselines preempt
-    nothing and ignore them. ``node_order`` is ``lowest-first`` or ``highest-first``
-    (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
+    ``at-arrival`` (:class:`~metaq_py.policy.notice.CupTiming`), ``preempt_when``
+    ``it-starts`` or ``always`` (:class:`~metaq_py.policy.arrival.PreemptWhen`); the
+    baselines preempt nothing and ignore them. ``node_order`` is ``lowest-first`` or
+    ``highest-first`` (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
     if canon is None:
@@ -188,6 +195,7 @@ def make_scheduler(
     who = _word(Borrowers, "borrowers", borrowers)
     others = _word(OtherReservations, "other_reservations", other_reservations)
     when = _word(CupTiming, "cup_preempt", cup_preempt)
+    vain = _word(PreemptWhen, "preempt_when", preempt_when)
     order = _word(NodeOrder, "node_order", node_order)
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
@@ -203,7 +211,7 @@ def make_scheduler(
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
                      oracle=oracle, release_after=release_after, warning=warning,
                      victim_order=victims, borrowers=who, other_reservations=others,
-                     cup_preempt=when, node_order=order)
+                     cup_preempt=when, preempt_when=vain, node_order=order)
 
 
 def _word(choice: type[_W], key: str, word: str) -> _W:

@@ -16,7 +16,9 @@ CUP (collect until predicted)
     does), a malleable job ``warning`` seconds before the arrival (its two-minute warning: it
     loses only its setup whenever it goes, so it should go as late as possible). The decision
     asks to be woken at each planned preemption. When even preempting every candidate could not
-    cover the notice, CUP preempts nothing and only collects. :attr:`CupTiming.AT_ARRIVAL`
+    cover the notice, CUP preempts nothing and only collects
+    (:attr:`~metaq_py.policy.arrival.PreemptWhen.ALWAYS` plans every candidate even then, kept
+    to measure what the choice moves). :attr:`CupTiming.AT_ARRIVAL`
     plans every preemption at the estimated arrival instead, rigid and malleable alike, kept
     to measure what the planned times move.
 
@@ -41,6 +43,7 @@ from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
 from operator import attrgetter
 
+from metaq_py.policy.arrival import PreemptWhen
 from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds
 from metaq_py.policy.model import Job, JobId, Kind, Notice, Running
 from metaq_py.policy.work import Work, ending_order
@@ -96,9 +99,10 @@ def release_expired(
 
 
 def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
-            warning: float, timing: CupTiming = CupTiming.PLANNED) -> None:
+            warning: float, timing: CupTiming = CupTiming.PLANNED,
+            when: PreemptWhen = PreemptWhen.IT_STARTS) -> None:
     """Reserve free nodes for each notice in turn (CUA, CUP), and plan CUP's preemptions
-    (when, as ``timing`` says)."""
+    (when, as ``timing`` says; whether even too few candidates are, as ``when`` says)."""
     if strategy is NoticeStrategy.N:
         return
     claimed: set[JobId] = set()
@@ -113,7 +117,7 @@ def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
             work.reserve(notice.id, k)
             need -= k
         if need > 0 and strategy is NoticeStrategy.CUP:
-            _plan_preemptions(work, notice, need, claimed, warning, timing)
+            _plan_preemptions(work, notice, need, claimed, warning, timing, when)
 
 
 def _preempt_at(r: Running, now: float, arrival: float, warning: float,
@@ -130,7 +134,7 @@ def _preempt_at(r: Running, now: float, arrival: float, warning: float,
 
 
 def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId],
-                      warning: float, timing: CupTiming) -> None:
+                      warning: float, timing: CupTiming, when: PreemptWhen) -> None:
     now, arrival, gone = work.now, notice.arrival, work.gone
     for t, _, jid, _, borrowed in ending_order(work.snap, work.oracle):
         if t > arrival:
@@ -151,7 +155,7 @@ def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId]
         at = _preempt_at(r, now, arrival, warning, timing)
         candidates.append((lost_node_seconds(r, at), r.nodes[0], at, jid))
         room += len(r.nodes)
-    if room < need:
+    if room < need and when is PreemptWhen.IT_STARTS:
         return
     candidates.sort()
     for _, _, at, jid in candidates:

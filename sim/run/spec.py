@@ -33,7 +33,7 @@ FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
 
 POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order", "borrowers",
-               "other_reservations", "cup_preempt", "node_order")
+               "other_reservations", "cup_preempt", "preempt_when", "node_order")
 """Overrides that build the scheduler (:func:`metaq_py.policy.mechanisms.make_scheduler`):
 ``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
 how long after a notice's estimated arrival its reservation is released, ``warning`` how long
@@ -43,7 +43,9 @@ ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrd
 (:class:`~metaq_py.policy.arrival.Borrowers`); ``other_reservations`` whether it takes idle
 nodes reserved for other notices (:class:`~metaq_py.policy.arrival.OtherReservations`);
 ``cup_preempt`` when CUP preempts the jobs it
-picked (:class:`~metaq_py.policy.notice.CupTiming`); ``node_order`` which free or reserved
+picked (:class:`~metaq_py.policy.notice.CupTiming`); ``preempt_when`` whether an arriving
+on-demand job or a CUP notice preempts when even every candidate is too few
+(:class:`~metaq_py.policy.arrival.PreemptWhen`); ``node_order`` which free or reserved
 nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`)."""
 
 ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss")
@@ -65,6 +67,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "borrowers": ("as-needed", "all"),
     "other_reservations": ("taken", "spared"),
     "cup_preempt": ("planned", "at-arrival"),
+    "preempt_when": ("it-starts", "always"),
     "node_order": ("lowest-first", "highest-first"),
     "requeue": ("original", "at-preemption"),
     "malleable_start": ("largest", "full"),

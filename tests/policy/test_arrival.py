@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
-from metaq_py.policy.arrival import Borrowers, OtherReservations, VictimOrder, spread
+from metaq_py.policy.arrival import (
+    Borrowers,
+    OtherReservations,
+    PreemptWhen,
+    VictimOrder,
+    spread,
+)
 from metaq_py.policy.model import Kind
 from metaq_py.policy.pool import NodeOrder
 from tests.policy.switches import check_switch
@@ -122,6 +128,43 @@ def test_nothing_is_preempted_in_vain_and_the_job_heads_the_queue() -> None:
     w.finish("R")
     d = w.decide()
     assert kinds(d.actions)[0] == ("Start", "O", 4)
+
+
+def test_preempt_when_always_preempts_in_vain_and_the_job_still_waits() -> None:
+    # the machine above: 1 free node and R's 1 are 2 of O's 4. By default nothing goes
+    # (tested above); under always R is preempted for O all the same, and O waits
+    w = World(8, "N&PAA", preempt_when="always")
+    w.run(job("other", 4, 1000.0, kind=Kind.ONDEMAND), range(4))
+    w.run(job("soon", 2, 50.0, kind=Kind.ONDEMAND), (4, 5))
+    w.run(job("R", 1, 50.0), (6,))
+    w.submit(job("O", 4, kind=Kind.ONDEMAND, submit=10.0),
+             job("B", 1, 500.0, submit=0.0))
+    d = w.decide(10.0)
+    assert d.actions == (Preempt("R", "O"),), "R goes in vain; O and B do not start"
+    assert w.lost == {"R": 10.0} and "O" in w.waiting
+    w.now = 50.0
+    w.finish("soon")
+    assert kinds(w.decide().actions)[0] == ("Start", "O", 4)
+
+
+def short_of_six(**options: object) -> World:
+    """O needs all 6 nodes; the free one, M's 3 and R's 1 are 5 (X is on-demand)."""
+    w = World(6, "N&SPAA", **options)
+    w.run(job("M", 3, 1000.0, kind=Kind.MALLEABLE, min_size=1), (0, 1, 2))
+    w.run(job("R", 1, 1000.0), (3,))
+    w.run(job("X", 1, 1000.0, kind=Kind.ONDEMAND), (4,))
+    w.submit(job("O", 6, kind=Kind.ONDEMAND, submit=10.0))
+    return w
+
+
+def test_preempt_when_always_under_spaa_preempts_every_candidate() -> None:
+    assert short_of_six().decide(10.0).actions == ()
+    d = short_of_six(preempt_when="always").decide(10.0)
+    assert sorted(kinds(d.actions)) == [("Preempt", "M", 0), ("Preempt", "R", 0)]
+
+
+def test_preempt_when_default_and_bad_value() -> None:
+    check_switch("preempt_when", PreemptWhen, "N&PAA", "never")
 
 
 def test_reserved_nodes_of_other_notices_before_preemption() -> None:

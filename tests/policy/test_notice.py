@@ -182,3 +182,15 @@ def test_cup_does_not_preempt_when_it_cannot_cover_the_notice() -> None:
     w.notice("n", 4, arrival=100.0)
     w.run(job("R", 1, 1000.0), (3,))
     assert not [a for a in w.decide(0.0).actions if isinstance(a, Preempt)]
+
+
+def test_cup_preempt_when_always_preempts_in_vain_for_the_notice() -> None:
+    # the machine above: R's node is 1 of the 4 the notice needs; under always CUP preempts it
+    # now all the same (a rigid job without a checkpoint goes now) and reserves its node
+    w = World(4, "CUP&PAA", preempt_when="always")
+    w.run(job("X", 3, 1000.0, kind=Kind.ONDEMAND), (0, 1, 2))
+    w.notice("n", 4, arrival=100.0)
+    w.run(job("R", 1, 1000.0), (3,))
+    d = w.decide(0.0)
+    assert d.actions[0] == Preempt("R", None) and isinstance(d.actions[1], Reserve)
+    assert len(w.cluster.reserved["n"]) == 1

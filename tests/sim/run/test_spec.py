@@ -163,6 +163,17 @@ def test_other_reservations_builds_the_scheduler_and_keeps_default_keys() -> Non
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
 
 
+def test_preempt_when_builds_the_scheduler_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("preempt_when", "always"),))
+    assert s.scheduler().preempt_when.value == "always"
+    assert spec().scheduler().preempt_when.value == "it-starts"
+    assert spec().to_dict()["overrides"] == {}, "a spec without it keeps its stored key"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+    with pytest.raises(SpecError, match=r"^parameter preempt_when is it-starts or always, "
+                                        r"got 'never'$"):
+        spec(overrides=(("preempt_when", "never"),))
+
+
 def test_node_order_builds_the_scheduler_and_keeps_default_keys() -> None:
     s = spec(overrides=(("node_order", "highest-first"),))
     assert s.scheduler().node_order.value == "highest-first"
