@@ -78,7 +78,7 @@ def experiment(
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
                       "victim_order=seconds, requeue=at-preemption, type_shares=drawn, "
                       "oversize=clamp, borrowers=all, other_reservations=spared, "
-                      "cup_preempt=at-arrival, "
+                      "cup_preempt=at-arrival, preempt_when=always, "
                       "malleable_start=full, decisions=per-item, instant_order=submits-first, "
                       "failure_loss=since-checkpoint, malleable_speedup=amdahl-0.05 or "
                       "node_order=highest-first "
