@@ -57,11 +57,11 @@ __all__ = ["STARTERS", "Launcher", "StartProcess", "Started"]
 STARTERS = 4
 """Starter threads: each start waits for its child's ``exec``, and several can wait at once."""
 
-START_WAIT = 0.0012
+START_WAIT = 0.0025
 """Seconds a start on the loop's thread may wait, on average, before starts go to the starter
 threads: its wall time beyond its CPU time, mostly its child's wait for a CPU before the
-``exec``. About 0.6 ms with a CPU free, 2 ms with every CPU taken by other work, on the 2-core
-development machine (see docs/model.md)."""
+``exec``. On the 2-core development machine: 0.6 to 1.7 ms with both CPUs free (it varies from
+run to run), 3.8 ms with one taken by other work, 13 ms with both (see docs/model.md)."""
 
 _PROBE = 1.0
 """Seconds between two looks, while the starter threads are in use, at whether a start on the
