@@ -24,6 +24,16 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from rich.table import Table
 
+from metaq_py.cli.experiment_args import (
+    THETA_2022,
+    BadArgument,
+    check_reading,
+    settings,
+    split_list,
+    study_named,
+    trace_source,
+    with_load,
+)
 from metaq_py.cli.shared import app, console
 
 if TYPE_CHECKING:
@@ -34,28 +44,12 @@ if TYPE_CHECKING:
     from sim.study.full import TraceResults
     from sim.study.grid import Study, Variant
 
-THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / \
-    "theta_2022.swf.gz"
-"""The default trace: Theta 2022 beside the repository, when it is there."""
 
-
-
-class _BadArgument(Exception):
-    """An argument the command cannot use; the message is one sentence."""
 
 
 def _fail(message: object, *, code: int = 2) -> NoReturn:
     typer.echo(f"metaq experiment: {message}", err=True)
     raise typer.Exit(code)
-
-
-def _split(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    items = [w.strip() for w in text.split(",") if w.strip()]
-    if not items:
-        raise _BadArgument(f"expected a comma-separated list, got {text!r}")
-    return items
 
 
 # Over 80 lines: typer reads every option of the command from this signature, one
@@ -140,35 +134,35 @@ def experiment(
                                       ("--collect", collect)) if value is not None]
     try:
         if len(modes) > 1:
-            raise _BadArgument(f"{' and '.join(modes)} cannot be used together")
+            raise BadArgument(f"{' and '.join(modes)} cannot be used together")
         if run_one is not None:
             _run_one(run_one, out)
             return
         if collect is not None:
             _collect(collect, out)
             return
-        paths = [*(trace or []), *(Path(p) for p in (_split(traces) or []))]
+        paths = [*(trace or []), *(Path(p) for p in (split_list(traces) or []))]
         if calibrate is not None and calibrate != "paper":
-            raise _BadArgument(f"--calibrate knows only 'paper', got {calibrate!r}")
+            raise BadArgument(f"--calibrate knows only 'paper', got {calibrate!r}")
         if load is not None and (calibrate is not None or study == "all"):
-            raise _BadArgument("--load cannot be used with --calibrate or --study all, "
+            raise BadArgument("--load cannot be used with --calibrate or --study all, "
                                "which find the paper's load themselves")
-        overrides = _settings(set_ or [])
-        _check_reading(reading, judged=study == "all" or calibrate is not None)
+        overrides = settings(set_ or [])
+        check_reading(reading, judged=study == "all" or calibrate is not None)
         if study == "all":
             _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
                           seeds=seeds or 3, first_seed=first_seed, workers=workers,
                           out=out or Path("experiment-all"), fresh=fresh, overrides=overrides,
-                          reading=reading, variant_workloads=_split(variant_workloads) or [])
+                          reading=reading, variant_workloads=split_list(variant_workloads) or [])
             return
         if len(paths) > 1:
-            raise _BadArgument("several traces need --study all")
-        chosen = _study(study)
-        own, said = _trace_source(trace=paths[0] if paths else None, synthetic=synthetic,
+            raise BadArgument("several traces need --study all")
+        chosen = study_named(study)
+        own, said = trace_source(trace=paths[0] if paths else None, synthetic=synthetic,
                                   jobs=jobs, nodes=nodes)
         source, calibration = own, None
         if load is not None:
-            source, said = _with_load(own, said, load)
+            source, said = with_load(own, said, load)
         if calibrate is not None:
             source, said, calibration = _calibrated(
                 own, said, out or Path(f"experiment-{chosen.name}"), workers=workers,
@@ -186,7 +180,7 @@ def experiment(
                                                          reading)
         _run_study(specs, out or Path(f"experiment-{chosen.name}"), context, workers=workers,
                    fresh=fresh, said=said, two=two)
-    except _BadArgument as e:
+    except BadArgument as e:
         _fail(e)
     except (SpecError, TraceError) as e:
         _fail(e)
@@ -195,70 +189,6 @@ def experiment(
 
 
 # --- building the grid ------------------------------------------------------------------------
-
-
-def _study(name: str) -> Study:
-    from sim.study.grid import STUDIES
-
-    if name not in STUDIES:
-        raise _BadArgument(f"unknown study {name!r}; choose from {', '.join(STUDIES)}")
-    return STUDIES[name]
-
-
-def _trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
-                  nodes: int | None) -> tuple[TraceSource, str]:
-    """The trace to use and a sentence saying which it is and why."""
-    from sim.run.spec import TraceSource
-
-    if jobs is not None and jobs < 1:
-        raise _BadArgument(f"--jobs must be at least 1, got {jobs}")
-    if nodes is not None and nodes < 1:
-        raise _BadArgument(f"--nodes must be at least 1, got {nodes}")
-    if trace is not None and synthetic:
-        raise _BadArgument("--trace and --synthetic cannot be used together")
-    if trace is not None:
-        if not trace.is_file():
-            raise _BadArgument(f"trace {trace} is not a file")
-        return (TraceSource(path=str(trace.resolve()), jobs=jobs, nodes=nodes),
-                f"Using trace {trace}.")
-    if not synthetic and THETA_2022.is_file():
-        return (TraceSource(path=str(THETA_2022), jobs=jobs, nodes=nodes),
-                f"Using the Theta 2022 trace found at {THETA_2022}.")
-    why = "as asked" if synthetic else f"no trace at {THETA_2022}"
-    return (TraceSource(jobs=jobs, nodes=nodes),
-            f"Using the synthetic Theta-like workload ({why}).")
-
-
-def _with_load(source: TraceSource, said: str, load: float) -> tuple[TraceSource, str]:
-    from dataclasses import replace
-
-    if not load > 0 or load != load or load == float("inf"):
-        raise _BadArgument(f"--load must be a positive number, got {load}")
-    return replace(source, load=load), f"{said.rstrip('.')}, arrivals x{load:g} as fast."
-
-
-def _settings(texts: list[str]) -> Variant:
-    """``--set KEY=V`` options as sorted overrides; a key set twice is an error."""
-    from sim.study.grid import parse_setting
-
-    pairs = [parse_setting(t) for t in texts]
-    keys = [k for k, _ in pairs]
-    for k in keys:
-        if keys.count(k) > 1:
-            raise _BadArgument(f"--set {k} is given twice")
-    return tuple(sorted(pairs))
-
-
-def _check_reading(reading: str | None, *, judged: bool) -> None:
-    from sim.study.observations import READINGS
-
-    if reading is None:
-        return
-    if reading not in READINGS:
-        raise _BadArgument(f"--reading knows {' and '.join(READINGS)}, got {reading!r}")
-    if not judged:
-        raise _BadArgument("--reading judges the 17 observations: use it with --study all "
-                           "or --calibrate paper")
 
 
 def _calibrated(source: TraceSource, said: str, out: Path, *, workers: int | None,
@@ -290,11 +220,11 @@ def _grid(study: Study, source: TraceSource, *, seeds: int, first_seed: int, wor
     from sim.study.grid import build_grid, parse_sweep
 
     if seeds < 1:
-        raise _BadArgument(f"--seeds must be at least 1, got {seeds}")
+        raise BadArgument(f"--seeds must be at least 1, got {seeds}")
     if first_seed < 0:
-        raise _BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
+        raise BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
     return build_grid(study, trace=source, seeds=seeds, first_seed=first_seed,
-                      workloads=_split(workloads) or (), policies=_split(policies),
+                      workloads=split_list(workloads) or (), policies=split_list(policies),
                       sweeps=[parse_sweep(s) for s in sweep], overrides=overrides)
 
 
@@ -318,23 +248,23 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
     from sim.study.full_report import FullContext, write_full
 
     if seeds < 1:
-        raise _BadArgument(f"--seeds must be at least 1, got {seeds}")
+        raise BadArgument(f"--seeds must be at least 1, got {seeds}")
     if first_seed < 0:
-        raise _BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
+        raise BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
     if workers is not None and workers < 1:
-        raise _BadArgument(f"--workers must be at least 1, got {workers}")
+        raise BadArgument(f"--workers must be at least 1, got {workers}")
     if not paths and not synthetic:
         paths = sorted(p for p in THETA_2022.parent.glob("*.swf.gz")) if \
             THETA_2022.is_file() else []
     if paths and synthetic:
-        raise _BadArgument("--trace and --synthetic cannot be used together")
+        raise BadArgument("--trace and --synthetic cannot be used together")
     sources = []
     for path in paths:
-        source, said = _trace_source(trace=path, synthetic=False, jobs=jobs, nodes=nodes)
+        source, said = trace_source(trace=path, synthetic=False, jobs=jobs, nodes=nodes)
         sources.append(source)
         console.print(said)
     if not sources:
-        source, said = _trace_source(trace=None, synthetic=True, jobs=jobs, nodes=nodes)
+        source, said = trace_source(trace=None, synthetic=True, jobs=jobs, nodes=nodes)
         sources.append(source)
         console.print(said)
     store = RunStore(out / "runs")
@@ -402,7 +332,7 @@ def _run_study(specs: tuple[RunSpec, ...], out: Path, context: dict[str, object]
     from sim.study.execution import RunStore, run_grid
 
     if workers is not None and workers < 1:
-        raise _BadArgument(f"--workers must be at least 1, got {workers}")
+        raise BadArgument(f"--workers must be at least 1, got {workers}")
     console.print(said)
     every = list(dict.fromkeys([*specs, *(two.specs if two else ())]))
     console.print(f"{len(every)} runs of study {context['name']!r} into {out}/"
@@ -442,7 +372,7 @@ def _emit(specs: tuple, directory: Path, context: dict[str, object], *, task_wal
     try:
         walltime = parse_duration(task_walltime)
     except DurationError as e:
-        raise _BadArgument(f"--task-walltime: {e}") from None
+        raise BadArgument(f"--task-walltime: {e}") from None
     emitted = emit_tasks(specs, directory, context=context, walltime=walltime, project=project)
     console.print(f"Wrote {len(emitted.tasks)} task scripts to {emitted.directory}/tasks/. "
                f"Submit them (metaq submit), then run: metaq experiment --collect "
@@ -454,11 +384,11 @@ def _run_one(spec_path: Path, out: Path | None) -> None:
     from sim.study.execution import RunStore, run_one
 
     if out is None:
-        raise _BadArgument("--run-one needs --out, the directory its record goes to")
+        raise BadArgument("--run-one needs --out, the directory its record goes to")
     try:
         spec = RunSpec.from_json(spec_path.read_text())
     except FileNotFoundError:
-        raise _BadArgument(f"spec file {spec_path} does not exist") from None
+        raise BadArgument(f"spec file {spec_path} does not exist") from None
     record = run_one(spec)
     path = RunStore(out).put(record)
     console.print(f"{spec.policy} {spec.workload} seed {spec.seed} ({spec.variant}): "
@@ -470,7 +400,7 @@ def _collect(directory: Path, out: Path | None) -> None:
 
     got = collect(directory)
     if not got.records:
-        raise _BadArgument(f"no run of {directory} has finished yet "
+        raise BadArgument(f"no run of {directory} has finished yet "
                            f"({len(got.missing)} missing)")
     if got.missing:
         console.print(f"[yellow]{len(got.missing)} of {len(got.missing) + len(got.records)} runs "
