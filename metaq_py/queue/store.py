@@ -201,15 +201,12 @@ class Queue(Layout):
             own.add(task.file)
         try:
             os.rename(task.file, dst)
-        except FileNotFoundError:
-            if own is not None:
-                own.discard(task.file)
-            lease_path(dst).unlink(missing_ok=True)
-            return None
         except OSError as e:
             if own is not None:
                 own.discard(task.file)
             lease_path(dst).unlink(missing_ok=True)
+            if isinstance(e, FileNotFoundError):
+                return None  # another runner took it first, or it was removed
             if e.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR):
                 self.reject(task.path, f"{task.path}: the task cannot be claimed "
                                        f"({e.strerror})")
