@@ -48,7 +48,8 @@ on-demand job or a CUP notice preempts when even every candidate is too few
 (:class:`~metaq_py.policy.arrival.PreemptWhen`); ``node_order`` which free or reserved
 nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`)."""
 
-ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss")
+ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss",
+               "failure_node", "failure_times")
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
 preempted job waits again (:class:`~sim.engine.waiting.Requeue`); ``malleable_start`` the
 smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`);
@@ -56,7 +57,10 @@ smallest size a malleable job may start at (:class:`~sim.engine.waiting.Malleabl
 ``instant_order`` whether finishes or submits due at one instant come first
 (:class:`~sim.engine.agenda.InstantOrder`; only ``decisions`` ``per-item`` can tell);
 ``failure_loss`` what a malleable or on-demand job a node failure kills loses
-(:class:`~sim.engine.failures.FailureLoss`; only runs with :data:`FAILURE_KEYS` have failures)."""
+(:class:`~sim.engine.failures.FailureLoss`), ``failure_node`` which node a failure strikes
+(:class:`~sim.engine.failures.FailureNode`), ``failure_times`` the law of the times between
+failures (:class:`~sim.engine.failures.FailureTimes`); only runs with :data:`FAILURE_KEYS` have
+failures."""
 
 TRACE_KEYS = ("oversize",)
 """Overrides of the trace's cleaning (:func:`sim.trace.cleaning.clean`): ``oversize`` is what
@@ -74,6 +78,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "decisions": ("per-instant", "per-item"),
     "instant_order": ("finishes-first", "submits-first"),
     "failure_loss": ("all", "since-checkpoint"),
+    "failure_node": ("uniform", "busy"),
+    "failure_times": ("poisson", "weibull-0.7"),
     "type_shares": TYPE_SHARES,
     "malleable_speedup": MALLEABLE_SPEEDUPS,
     "oversize": ("drop", "clamp"),
@@ -242,6 +248,16 @@ class RunSpec:
         """What a malleable or on-demand job a node failure kills in the run loses
         (:data:`ENGINE_KEYS`)."""
         return str(dict(self.overrides).get("failure_loss", CHOICES["failure_loss"][0]))
+
+    @property
+    def failure_node(self) -> str:
+        """Which node a failure strikes in the run (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("failure_node", CHOICES["failure_node"][0]))
+
+    @property
+    def failure_times(self) -> str:
+        """The law of the times between the run's failures (:data:`ENGINE_KEYS`)."""
+        return str(dict(self.overrides).get("failure_times", CHOICES["failure_times"][0]))
 
     @property
     def oversize(self) -> str:

@@ -105,7 +105,8 @@ def _failure_source(spec: RunSpec, trace: Trace) -> NodeFailures | None:
         return None
     if "failure_mtbf" not in params:
         raise SpecError("failure_repair needs failure_mtbf, the time between failures")
-    model = FailureModel.of(params, seed=spec.seed, loss=spec.failure_loss)
+    model = FailureModel.of(params, seed=spec.seed, loss=spec.failure_loss,
+                            node=spec.failure_node, times=spec.failure_times)
     return NodeFailures(model, nodes=trace.nodes, start=trace.first_submit,
                         end=trace.last_submit)
 
