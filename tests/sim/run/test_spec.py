@@ -204,3 +204,31 @@ def test_malleable_speedup_goes_to_the_workload_model_and_keeps_default_keys() -
     assert s.scheduler() == spec().scheduler()
     assert spec().to_dict()["overrides"] == {}, "a spec without it keeps its stored key"
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+
+
+def test_failure_node_and_times_go_to_the_failure_source_and_keep_default_keys() -> None:
+    from sim.engine.failures import FailureNode, FailureTimes
+    from sim.study.execution import _failure_source
+    from sim.trace.synthetic import synthetic_trace
+
+    trace = synthetic_trace(jobs=20, seed=1, nodes=64)
+    mtbf = (("failure_mtbf", 3600.0),)
+    s = spec(overrides=(*mtbf, ("failure_node", "busy"), ("failure_times", "weibull-0.7")))
+    assert (s.failure_node, s.failure_times) == ("busy", "weibull-0.7")
+    assert (spec().failure_node, spec().failure_times) == ("uniform", "poisson")
+    assert s.model() == spec(overrides=mtbf).model()
+    source, default = _failure_source(s, trace), _failure_source(spec(overrides=mtbf), trace)
+    assert source is not None and default is not None
+    assert (source.model.node, source.model.times) == (FailureNode.BUSY, FailureTimes.WEIBULL)
+    assert (default.model.node, default.model.times) == (FailureNode.UNIFORM,
+                                                         FailureTimes.POISSON)
+    assert set(spec(overrides=mtbf).to_dict()["overrides"]) == {"failure_mtbf"}
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec(overrides=mtbf).key
+    # without failure_mtbf there is no failure source, whatever the words
+    assert _failure_source(spec(overrides=(("failure_node", "busy"),)), trace) is None
+    with pytest.raises(SpecError, match=r"^parameter failure_node is uniform or busy, "
+                                        r"got 'hot'$"):
+        spec(overrides=(("failure_node", "hot"),))
+    with pytest.raises(SpecError, match=r"^parameter failure_times is poisson or "
+                                        r"weibull-0.7, got 'weibull'$"):
+        spec(overrides=(("failure_times", "weibull"),))
