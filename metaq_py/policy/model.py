@@ -81,6 +81,10 @@ class Job:
 
     ``serial`` is a malleable job's serial fraction under Amdahl's law (0: linear speedup, the
     default): see :meth:`slowdown`.
+
+    ``resize_cost`` is what each shrink or expand costs a malleable job, as time at its full
+    size (its setup, say): :func:`~metaq_py.policy.work.resized` moves the job's end later by
+    it, at the new size. 0 (the default) makes resizing free.
     """
 
     id: JobId
@@ -101,13 +105,14 @@ class Job:
     shape: int = 0
     shapes: tuple[Job, ...] = ()
     serial: float = 0.0
+    resize_cost: float = 0.0
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
                  rank: int = 0, setup: float = 0.0, checkpoint_interval: float | None = None,
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
                  gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
-                 serial: float = 0.0) -> None:
+                 serial: float = 0.0, resize_cost: float = 0.0) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -127,6 +132,7 @@ class Job:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "shapes", shapes)
         object.__setattr__(self, "serial", serial)
+        object.__setattr__(self, "resize_cost", resize_cost)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -141,6 +147,9 @@ class Job:
         if self.serial and (self.kind is not Kind.MALLEABLE or not 0 < self.serial < 1):
             raise ValueError(f"job {self.id!r}: only a malleable job has a serial fraction, "
                              f"in [0, 1), got {self.serial}")
+        if self.resize_cost and (self.kind is not Kind.MALLEABLE or not self.resize_cost > 0):
+            raise ValueError(f"job {self.id!r}: only a malleable job has a resize cost, 0 "
+                             f"seconds or more, got {self.resize_cost}")
         if self.shapes and (self.kind is not Kind.RIGID or any(
                 s.id != self.id or s.shapes or s.kind is not Kind.RIGID for s in self.shapes)):
             raise ValueError(f"job {self.id!r}: only a rigid job has other shapes, each a "

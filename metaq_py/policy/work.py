@@ -212,12 +212,28 @@ class Work:
 def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
     """``r`` moved to ``nodes`` at ``now``: remaining time scales by the job's slowdown on
     the new size over its slowdown on the old (:meth:`~metaq_py.policy.model.Job.slowdown`;
-    old size / new size under linear speedup). Shared with :mod:`metaq_py.cluster`, so both
-    sides agree."""
+    old size / new size under linear speedup). Then the job's ``resize_cost`` (time at full
+    size) moves its end later by that cost at the new size, the cost times its slowdown there,
+    as a resumed job's setup takes at the size it starts at; with a ``resize_cost`` of 0
+    resizing is free. Shared with :mod:`metaq_py.cluster`, so both sides agree."""
     job = r.job
-    f = (len(r.nodes) / len(nodes) if not job.serial
-         else job.slowdown(len(nodes)) / job.slowdown(len(r.nodes)))
+    k = len(nodes)
+    f = (len(r.nodes) / k if not job.serial
+         else job.slowdown(k) / job.slowdown(len(r.nodes)))
     end = now + max(0.0, r.end - now) * f
     true_end = None if r.true_end is None else now + max(0.0, r.true_end - now) * f
+    if job.resize_cost:
+        charge = resize_charge(job, k)
+        end += charge
+        if true_end is not None:
+            true_end += charge
     return Running(r.job, nodes, r.start, end, true_end, r.last_checkpoint, r.borrowed)
 
+
+def resize_charge(job: Job, nodes: int) -> float:
+    """Seconds a shrink or expand to ``nodes`` nodes adds to ``job``'s run: its
+    ``resize_cost`` (time at full size) times its slowdown on ``nodes`` (0 when resizing is
+    free). The engine counts it, times ``nodes``, as lost work."""
+    if not job.resize_cost:
+        return 0.0
+    return job.resize_cost * (job.size / nodes if not job.serial else job.slowdown(nodes))

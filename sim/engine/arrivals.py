@@ -93,6 +93,7 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
     # pays for one object per job instead of two
     t = workload.trace.jobs
     serial = workload.model.serial  # a malleable job's (0: linear speedup)
+    model = workload.model
     for (jid, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
          notice) in zip(
             t.id.tolist(), workload.kind.tolist(), t.submit.tolist(), t.nodes.tolist(),
@@ -103,7 +104,8 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
                   runtime if runtime <= walltime else walltime, 0, 0, setup,
                   None if interval != interval else interval, cost,
                   None if notice != notice else notice_id(jid),
-                  serial=serial if kind == _MALLEABLE else 0.0)
+                  serial=serial if kind == _MALLEABLE else 0.0,
+                  resize_cost=model.resize_seconds(KINDS[kind], setup))
 
 
 def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:

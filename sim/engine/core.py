@@ -20,9 +20,10 @@ The loop (:meth:`Engine.run`), once per instant at which anything is due:
    runtime at the size it got; a Preempt requeues the job (:func:`resumed`: original submit,
    or the preemption time under ``requeue="at-preemption"``; remaining work per the
    checkpoint model) and counts the work it lost in the ledger
-   (:mod:`sim.engine.ledger`); a Shrink or Expand reschedules the end (linear speedup). Each
-   job carries a version number, bumped whenever its end moves, so a finish put on the agenda
-   earlier is recognised as stale and ignored;
+   (:mod:`sim.engine.ledger`); a Shrink or Expand reschedules the end (linear speedup), and
+   counts the setup a charged resize repeats (:func:`~metaq_py.policy.work.resize_charge`)
+   as lost work. Each job carries a version number, bumped whenever its end moves, so a
+   finish put on the agenda earlier is recognised as stale and ignored;
 5. sample the machine (busy nodes, queue length, reserved nodes) for the run's series.
 
 Hand-inlining, kept here only (the policy core and the Cluster are written plainly, as the
@@ -93,6 +94,7 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
+from metaq_py.policy.work import resize_charge
 from sim.engine.agenda import AgendaItem, AgendaKind, DecisionPace, InstantOrder
 from sim.engine.arrivals import Feed, Precedence, feed
 from sim.engine.errors import SimulationError
@@ -438,6 +440,8 @@ class Engine:
             row = live[action.job]
             if isinstance(action, Shrink):
                 ledger.shrinks[row] += 1
+            if r.job.resize_cost:  # the setup a resize repeats is lost, as a resumption's is
+                ledger.lost[row] += resize_charge(r.job, len(r.nodes)) * len(r.nodes)
             ledger.version[row] += 1
             self._push(_end_of(r), self._k_finish, action.job, ledger.version[row])
             self._busy += len(r.nodes) - before

@@ -45,7 +45,8 @@ class JobOutcome:
     closed first). ``runtime`` is the undisturbed run at full size; ``useful_node_seconds`` the
     node-seconds of work it needed (``runtime * size`` unless malleable resizing changed the
     shape, which under linear speedup leaves it unchanged). ``lost_node_seconds`` is work
-    thrown away by preemptions (redone work and repeated setups). ``instant_start`` is set for
+    thrown away by preemptions (redone work and repeated setups), and under
+    ``resize_cost="setup"`` the setups its shrinks and expands repeat. ``instant_start`` is set for
     on-demand jobs only; ``notice`` is their notice category.
     """
 

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from metaq_py.policy.mechanisms import MECHANISMS, Scheduler, make_scheduler
-from sim.workload.model import MALLEABLE_SPEEDUPS, TYPE_SHARES, WORKLOADS, WorkloadModel
+from sim.workload.model import (
+    MALLEABLE_SPEEDUPS,
+    RESIZE_COSTS,
+    TYPE_SHARES,
+    WORKLOADS,
+    WorkloadModel,
+)
 
 FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 """Overrides that switch on node failures: the machine-wide mean time between node failures
@@ -82,6 +88,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "failure_times": ("poisson", "weibull-0.7"),
     "type_shares": TYPE_SHARES,
     "malleable_speedup": MALLEABLE_SPEEDUPS,
+    "resize_cost": RESIZE_COSTS,
     "oversize": ("drop", "clamp"),
 }
 """The overrides whose value is a word, and their words, the default first."""
@@ -90,7 +97,7 @@ _NUMERIC_MODEL_FIELDS = tuple(
     f.name for f in dataclasses.fields(WorkloadModel)
     if f.name not in ("seed", "name", "grouping", "notice_shares")
     and f.type in ("float", "int"))
-MODEL_CHOICE_KEYS = ("type_shares", "malleable_speedup")
+MODEL_CHOICE_KEYS = ("type_shares", "malleable_speedup", "resize_cost")
 """Workload-model fields whose value is a word (:data:`CHOICES`)."""
 OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *MODEL_CHOICE_KEYS, *FAILURE_KEYS, *POLICY_KEYS,
                  *ENGINE_KEYS, *TRACE_KEYS)

@@ -10,7 +10,9 @@ Rules (each a field of :class:`WorkloadModel`; all draws come from ``seed``):
 - On-demand jobs larger than half the machine are re-typed rigid or malleable at random, in
   the ratio of the rigid and malleable shares (2:1 by default).
 - Malleable jobs: minimum size 20% of the size, rounded up, at least 1; setup U(0, 5%) of the
-  runtime. Rigid jobs: setup U(5%, 10%) of the runtime, and checkpoints at Daly's optimum
+  runtime. A shrink or an expand is free; with ``resize_cost="setup"`` each one costs the job
+  its setup again (:attr:`metaq_py.policy.model.Job.resize_cost`). Rigid jobs: setup
+  U(5%, 10%) of the runtime, and checkpoints at Daly's optimum
   (:func:`metaq_py.policy.checkpoint.daly_interval`) with a cost of 600 s below 1,024 nodes and
   1,200 s from 1,024 up, times ``checkpoint_scale`` (the 50/100/200% sweep); no checkpoint
   when that interval exceeds the runtime. On-demand jobs have no setup.
@@ -79,6 +81,11 @@ MALLEABLE_SPEEDUPS: tuple[MalleableSpeedup, ...] = ("linear", "amdahl-0.05")
 """How a malleable job's time depends on its size: linearly (the default) or by Amdahl's law
 with a serial fraction of 5% (:meth:`metaq_py.policy.model.Job.slowdown`)."""
 
+ResizeCost = Literal["none", "setup"]
+RESIZE_COSTS: tuple[ResizeCost, ...] = ("none", "setup")
+"""What a shrink or an expand costs a malleable job: nothing (the default), or its setup
+again, at its new size (:attr:`metaq_py.policy.model.Job.resize_cost`)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadModel:
@@ -116,6 +123,8 @@ class WorkloadModel:
     """One of :data:`TYPE_SHARES`."""
     malleable_speedup: MalleableSpeedup = "linear"
     """One of :data:`MALLEABLE_SPEEDUPS`."""
+    resize_cost: ResizeCost = "none"
+    """One of :data:`RESIZE_COSTS`."""
     name: str = field(default="W5")
 
     def __post_init__(self) -> None:
@@ -131,6 +140,9 @@ class WorkloadModel:
         if self.malleable_speedup not in MALLEABLE_SPEEDUPS:
             raise ValueError(f"malleable_speedup is {' or '.join(MALLEABLE_SPEEDUPS)}, got "
                              f"{self.malleable_speedup!r}")
+        if self.resize_cost not in RESIZE_COSTS:
+            raise ValueError(f"resize_cost is {' or '.join(RESIZE_COSTS)}, got "
+                             f"{self.resize_cost!r}")
         if not 0 < self.malleable_min_fraction <= 1:
             raise ValueError("malleable_min_fraction must be in (0, 1]")
         low, high = (x + self.rigid_setup_shift for x in self.rigid_setup)
@@ -145,6 +157,12 @@ class WorkloadModel:
         """The serial fraction of every malleable job (0: linear speedup)."""
         return 0.0 if self.malleable_speedup == "linear" else float(
             self.malleable_speedup.removeprefix("amdahl-"))
+
+    def resize_seconds(self, kind: Kind, setup: float) -> float:
+        """What each shrink or expand costs a job of ``kind`` with ``setup``, as time at its
+        full size (:attr:`metaq_py.policy.model.Job.resize_cost`): only a malleable job is
+        resized, and only under ``resize_cost="setup"`` does it pay."""
+        return setup if self.resize_cost == "setup" and kind is Kind.MALLEABLE else 0.0
 
     @classmethod
     def for_workload(cls, name: str, **changes: object) -> WorkloadModel:
@@ -189,6 +207,8 @@ class HybridJob:
     estimated_arrival: float | None = None
     serial: float = 0.0
     """A malleable job's serial fraction (:attr:`WorkloadModel.serial`)."""
+    resize_cost: float = 0.0
+    """What each shrink or expand costs it (:meth:`WorkloadModel.resize_seconds`)."""
 
     @property
     def notice_id(self) -> str | None:
@@ -200,7 +220,7 @@ class HybridJob:
                    submit=self.submit, min_size=self.min_size, runtime=self.runtime,
                    setup=self.setup, checkpoint_interval=self.checkpoint_interval,
                    checkpoint_cost=self.checkpoint_cost, notice=self.notice_id,
-                   serial=self.serial)
+                   serial=self.serial, resize_cost=self.resize_cost)
 
     def notice(self) -> Notice | None:
         """The advance notice the engine issues at ``notice_time`` (``None`` without one)."""
@@ -247,7 +267,7 @@ class HybridWorkload:
             self.setup.tolist(), self.checkpoint_interval.tolist(),
             self.checkpoint_cost.tolist(), self.group.tolist(), self.category.tolist(),
             self.notice_time.tolist(), self.estimated_arrival.tolist(), strict=True)
-        labels, serial = self.group_labels, self.model.serial
+        labels, serial, model = self.group_labels, self.model.serial, self.model
         for (id_, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
              group, category, notice, estimate) in columns:
             yield HybridJob(
@@ -258,7 +278,8 @@ class HybridWorkload:
                 category=None if category < 0 else CATEGORIES[category],
                 notice_time=None if notice != notice else notice,
                 estimated_arrival=None if estimate != estimate else estimate,
-                serial=serial if KINDS[kind] is Kind.MALLEABLE else 0.0)
+                serial=serial if KINDS[kind] is Kind.MALLEABLE else 0.0,
+                resize_cost=model.resize_seconds(KINDS[kind], setup))
 
     def job(self, i: int) -> HybridJob:
         jobs = self.trace.jobs
@@ -277,7 +298,8 @@ class HybridWorkload:
             category=None if category < 0 else CATEGORIES[category],
             notice_time=None if math.isnan(notice) else notice,
             estimated_arrival=None if math.isnan(estimate) else estimate,
-            serial=self.model.serial if KINDS[self.kind[i]] is Kind.MALLEABLE else 0.0)
+            serial=self.model.serial if KINDS[self.kind[i]] is Kind.MALLEABLE else 0.0,
+            resize_cost=self.model.resize_seconds(KINDS[self.kind[i]], float(self.setup[i])))
 
 
 def _quota(count: int, shares: tuple[float, ...]) -> list[int]:

@@ -232,3 +232,14 @@ def test_failure_node_and_times_go_to_the_failure_source_and_keep_default_keys()
     with pytest.raises(SpecError, match=r"^parameter failure_times is poisson or "
                                         r"weibull-0.7, got 'weibull'$"):
         spec(overrides=(("failure_times", "weibull"),))
+
+
+def test_resize_cost_goes_to_the_workload_model_and_keeps_default_keys() -> None:
+    s = spec(overrides=(("resize_cost", "setup"),))
+    assert s.model().resize_cost == "setup" and spec().model().resize_cost == "none"
+    assert s.scheduler() == spec().scheduler()
+    assert spec().to_dict()["overrides"] == {}, "a spec without it keeps its stored key"
+    assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
+    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup, got "
+                                        r"'free'$"):
+        spec(overrides=(("resize_cost", "free"),))

@@ -1,0 +1,55 @@
+"""The cluster's shrink and expand under a charge per resize (``Job.resize_cost``) end the
+job where the policy's plan says, worked out by hand."""
+
+from __future__ import annotations
+
+from metaq_py.cluster import Cluster
+from metaq_py.policy import Shrink, Start
+from metaq_py.policy.model import Job, Kind
+from metaq_py.policy.work import Work
+from tests.policy_world import World, job
+
+
+def m() -> Job:
+    """M: malleable, 4 nodes at most, 1 at least, 100 s at 4 nodes, setup 10 s, and each
+    resize costing its setup."""
+    return job("M", 4, 100.0, kind=Kind.MALLEABLE, min_size=1, runtime=100.0, setup=10.0,
+               resize_cost=10.0)
+
+
+def test_a_shrink_and_an_expand_end_where_the_policy_planned() -> None:
+    c = Cluster(4)
+    c.start(m(), (0, 1, 2, 3), now=0.0)
+    work = Work(c.snapshot(now=40.0, waiting=()), oracle=False)
+    lent = work.shrink("M", 2, for_job=None)
+    planned = work.changed["M"]
+    got = c.shrink("M", lent, now=40.0)
+    # 60 s left at 4 nodes is 120 s at 2, plus the setup at 2 nodes (10 * 4 / 2): 40 + 140
+    assert lent == (2, 3) and planned.nodes == got.nodes == (0, 1)
+    assert planned.end == got.end == 180.0 and planned.true_end == got.true_end == 180.0
+    work = Work(c.snapshot(now=80.0, waiting=()), oracle=False)
+    work.expand("M", (2, 3))
+    planned = work.changed["M"]
+    got = c.expand("M", (2, 3), now=80.0)
+    # 100 s left at 2 nodes is 50 s at 4, plus the setup at 4 nodes (10): 80 + 60
+    assert planned.end == got.end == 140.0 and planned.true_end == got.true_end == 140.0
+    c.check()
+
+
+def test_spaa_shrinks_for_an_arrival_and_gives_back_with_both_charges() -> None:
+    w = World(4, "N&SPAA")
+    w.run(m(), range(4))
+    w.submit(job("O", 2, 10.0, kind=Kind.ONDEMAND, runtime=10.0, submit=50.0))
+    d = w.decide(at=50.0)
+    assert [type(a) for a in d.actions] == [Shrink, Start]
+    # 50 s left at 4 nodes is 100 s at 2, plus 20 for the shrink: 50 + 120
+    held = w.holder("M")
+    assert held is not None and held.nodes == (0, 1) and held.end == 170.0
+    w.now = 60.0
+    w.finish("O")
+    w.decide()
+    # the 2 nodes come back at 60: 110 s left at 2 nodes is 55 s at 4, plus 10: 60 + 65
+    held = w.holder("M")
+    assert held is not None and held.nodes == (0, 1, 2, 3) and held.end == 125.0
+    # free, M would end at 105 (tests/sim/engine/test_malleable_speedup.py): the two charges
+    # (20 s at 2 nodes, worth 10 s at 4, and 10 s at 4) add 20 s
