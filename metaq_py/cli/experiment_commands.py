@@ -75,7 +75,8 @@ def experiment(
                       "cup_preempt=at-arrival, preempt_when=always, "
                       "malleable_start=full, decisions=per-item, instant_order=submits-first, "
                       "failure_loss=since-checkpoint, failure_node=busy, "
-                      "failure_times=weibull-0.7, malleable_speedup=amdahl-0.05 or "
+                      "failure_times=weibull-0.7, malleable_speedup=amdahl-0.05, "
+                      "resize_cost=setup or "
                       "node_order=highest-first "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
