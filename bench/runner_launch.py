@@ -104,7 +104,7 @@ def metaq_run(root: Path, tasks: int, jobs: int, pause: float, *, shares: bool =
     assert not any("not bound" in line for line in said), said  # binding must be on
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     shutil.rmtree(root, ignore_errors=True)
-    return Timing(took, cpu, runner.launcher.handed_over)
+    return Timing(took, cpu, runner.launcher.waits.handed_over)
 
 
 def parallel_seconds(tasks: int, jobs: int) -> float:

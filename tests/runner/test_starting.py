@@ -5,6 +5,7 @@ CPU starts them on the loop's thread."""
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from collections import Counter
@@ -17,6 +18,7 @@ from metaq_py.policy.model import Job, Kind
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.runner.tasks.live_task import LiveTask, Why
+from metaq_py.runner.tasks.start_waits import PROBES, StartWaits
 from tests.runner_helpers import events, make_queue, of, runner, task
 
 
@@ -26,7 +28,7 @@ def _run_counting_hand_overs(q: Queue, busy_wait: float) -> list[str]:
     r = runner(q)
     hand_on = r.launcher.on_started
     assert hand_on is not None  # the real launch may start off the loop's thread
-    r.launcher.busy_wait = busy_wait
+    r.launcher.waits.busy_wait = busy_wait
     handed: list[str] = []
     r.launcher.on_started = lambda done: (handed.append(done.live.id), hand_on(done))
     assert r.run() == 0
@@ -84,34 +86,41 @@ def test_a_node_with_a_free_cpu_starts_on_the_loop_thread(tmp_path: Path) -> Non
     assert handed == [] and len(of(events(q), "end", outcome="finished")) == 10
 
 
-def test_starts_that_wait_go_to_the_starters_and_a_look_brings_them_back(
-        tmp_path: Path) -> None:
-    """The rule of Launcher._busy, on waits given by hand: a running average of the loop's
-    waits above ``busy_wait`` hands starts over; once a second, with none handed over, the
-    next starts are a look made on the loop's thread, whose mean wait replaces the average."""
-    q = make_queue(tmp_path / "q")
-    launcher = runner(q).launcher
-    launcher.busy_wait = 0.001
-    assert not launcher._busy(0.0)  # nothing has waited yet
+def test_starts_that_wait_go_to_the_starters_and_a_look_brings_them_back() -> None:
+    """The rule of StartWaits, on waits given by hand: a running average of the loop's waits
+    above ``busy_wait`` hands starts over; once a second, with none handed over, the next
+    starts are a look made on the loop's thread, whose mean wait replaces the average."""
+    waits = StartWaits(busy_wait=0.001)
+    assert not waits.busy(0.0)  # nothing has waited yet
     for _ in range(40):
-        launcher._measured(0.005)  # each start waits 5 ms: a busy node
-    assert launcher._busy(0.1)  # busy from now on: the first look comes a second later
-    assert launcher._busy(0.5)
-    launcher._handed = 2
-    assert launcher._busy(1.5)  # no look while starts are with the starters
-    launcher._handed = 0
-    assert not launcher._busy(1.5)  # a look begins: the next starts are made on the loop
-    for i in range(7):
-        assert not launcher._busy(1.5 + i / 100)
-        launcher._measured(0.0002)
-    assert not launcher._busy(1.6)  # still the look: its last start
-    launcher._measured(0.0002)
-    assert launcher._waited == pytest.approx(0.0002)  # the look's mean, not a blend
-    assert not launcher._busy(1.7)  # the wait is over: starts stay on the loop's thread
+        waits.measured(0.005)  # each start waits 5 ms: a busy node
+    assert waits.busy(0.1)  # busy from now on: the first look comes a second later
+    assert waits.busy(0.5)
+    waits.handed()
+    waits.handed()
+    assert waits.busy(1.5)  # no look while starts are with the starters
+    waits.taken_back()
+    waits.taken_back()
+    assert waits.with_starters == 0 and waits.handed_over == 2
+    assert not waits.busy(1.5)  # a look begins: the next starts are made on the loop
+    for i in range(PROBES - 1):
+        assert not waits.busy(1.5 + i / 100)
+        waits.measured(0.0002)
+    assert not waits.busy(1.6)  # still the look: its last start
+    waits.measured(0.0002)
+    assert waits.waited == pytest.approx(0.0002)  # the look's mean, not a blend
+    assert not waits.busy(1.7)  # the wait is over: starts stay on the loop's thread
     for _ in range(40):
-        launcher._measured(0.005)
-    assert launcher._busy(5.0) and launcher._busy(5.9)  # busy again: a look a second later
-    assert not launcher._busy(6.1)
+        waits.measured(0.005)
+    assert waits.busy(5.0) and waits.busy(5.9)  # busy again: a look a second later
+    assert not waits.busy(6.1)
+
+
+def test_a_zero_threshold_hands_every_start_over_and_an_infinite_one_none() -> None:
+    always, never = StartWaits(busy_wait=0.0), StartWaits(busy_wait=math.inf)
+    for t in range(20):
+        never.measured(1.0)  # a second's wait each: still never busy enough
+        assert always.busy(float(t)) and not never.busy(float(t))
 
 
 def test_a_runner_whose_starts_wait_hands_them_over(tmp_path: Path) -> None:

@@ -7,29 +7,27 @@ back to its folder with the attempt counted (to ``failed/`` once its attempts ar
 
 **Starting off the loop's thread.** Starting a process blocks its caller until the child has
 executed the script (``vfork`` lends the child the caller's memory until then, and ``Popen``
-waits to learn whether the ``exec`` worked): about a millisecond on an idle node, several on
-a busy one, and on the loop's thread that was the largest part of a short task's cost. So
-with ``on_started`` given (the real launch), the loop prepares each launch's spec and hands
-it to one of :data:`STARTERS` starter threads, which gives it its run folder and log (one at
-a time: the spares are taken under a lock) and starts it, while the loop goes on
-claiming, settling and deciding; the starter hands back a :class:`Started` through
-``on_started`` (the runner's inbox), and the loop then records the process and writes the
-``start`` event. Until then the task is *starting* (:attr:`LiveTask.starting`): on the roster,
-holding its hosts, without a process. A stop asked meanwhile (a cancel, a preemption, the end
-of the allocation) is kept and its signal sent the moment the process exists
-(:meth:`LiveTask.launched`). The exit of a process is handed over only after its
-:class:`Started` (a gate in the exit callback), so the loop always knows a process before it
-hears of its end. The starter threads are used only while starts on the loop's thread
-are seen to wait (:meth:`Launcher._busy`): with a CPU free, the ``exec`` comes at once and
-the hand-over between threads costs more than it saves. Malleable tasks start on the loop's
-thread, as before: a resize may come at any moment and must find such a task either running
-or not started. Stand-in processes (the tests on a fake clock) start on the loop's thread
-too, so that their times stay exact.
+waits to learn whether the ``exec`` worked): about a millisecond on an idle node, several on a
+busy one, and on the loop's thread that was the largest part of a short task's cost. So with
+``on_started`` given (the real launch), the loop prepares each launch's spec and hands it to
+one of :data:`STARTERS` starter threads, which gives it its run folder and log (one at a time:
+the spares are taken under a lock) and starts it, while the loop goes on claiming, settling and
+deciding; the starter hands back a :class:`Started` through ``on_started`` (the runner's
+inbox), and the loop then records the process and writes the ``start`` event. Until then the
+task is *starting* (:attr:`LiveTask.starting`): on the roster, holding its hosts, without a
+process. A stop asked meanwhile (a cancel, a preemption, the end of the allocation) is kept and
+its signal sent the moment the process exists (:meth:`LiveTask.launched`). The exit of a
+process is handed over only after its :class:`Started` (a gate in the exit callback), so the
+loop always knows a process before it hears of its end. The starter threads are used only while
+starts on the loop's thread are seen to wait (:mod:`~metaq_py.runner.tasks.start_waits`): with
+a CPU free, the ``exec`` comes at once and the hand-over between threads costs more than it
+saves. Malleable tasks start on the loop's thread, as before: a resize may come at any moment
+and must find such a task either running or not started. Stand-in processes (the tests on a
+fake clock) start on the loop's thread too, so that their times stay exact.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import queue as stdqueue
 import secrets
@@ -51,29 +49,12 @@ from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
+from metaq_py.runner.tasks.start_waits import StartWaits
 
 __all__ = ["STARTERS", "Launcher", "StartProcess", "Started"]
 
 STARTERS = 4
 """Starter threads: each start waits for its child's ``exec``, and several can wait at once."""
-
-START_WAIT = 0.0025
-"""Seconds a start on the loop's thread may wait, on average, before starts go to the starter
-threads: its wall time beyond its CPU time, mostly its child's wait for a CPU before the
-``exec``. On the 2-core development machine: 0.6 to 1.7 ms with both CPUs free (it varies from
-run to run), 3.8 ms with one taken by other work, 13 ms with both (see docs/model.md)."""
-
-_PROBE = 1.0
-"""Seconds between two looks, while the starter threads are in use, at whether a start on the
-loop's thread still waits."""
-
-_PROBES = 8
-"""Starts on the loop's thread that one such look takes (their waits are averaged: most starts
-wait as little on a busy node as on an idle one, and a few wait a whole time slice)."""
-
-_SMOOTHING = 0.1
-"""The weight of the last start in the running average of the waits (a single wait may be
-a whole time slice of another process)."""
 
 StartProcess = Callable[..., TaskProcess]
 """How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
@@ -131,21 +112,9 @@ class Launcher:
         self._room = threading.Lock()
         """Held by a starter while it takes spares and makes folders (see _make_room)."""
         self._binding: bool | None = None
-        self.busy_wait = START_WAIT
-        """The average wait of a start on the loop's thread from which starts go to the
-        starter threads (0: all of them, whatever the wait; infinite: none)."""
-        self._waited = 0.0
-        """The running average of the waits of the starts on the loop's thread (seconds)."""
-        self._probe_at = -math.inf
-        """When the last look began (``-inf``: the starts are not handed over)."""
-        self._probes: list[float] | None = None
-        """The waits of the look under way (``None``: none is; see _busy)."""
-        self._handed = 0
-        """Starts handed to the starter threads and not yet taken back."""
-        self.handed_over = 0
-        """Starts handed to the starter threads since the runner began (the rest were made on
-        the loop's thread)."""
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
+        self.waits = StartWaits()
+        """When starts go to the starter threads (see :mod:`.start_waits`)."""
 
     def open(self) -> None:
         """Make this job's run folder and start making spares (a helper thread)."""
@@ -227,17 +196,16 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
-            if self._starters and live.job.kind is not Kind.MALLEABLE and self._busy(now):
+            if self._starters and live.job.kind is not Kind.MALLEABLE and self.waits.busy(now):
                 live.starting = True
-                self._handed += 1
-                self.handed_over += 1
+                self.waits.handed()
                 self._starts.put((live, spec, now))
                 return
             with self._room:
                 self._make_room(spec)
             cpu, wall = time.thread_time(), time.perf_counter()
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
-            self._measured((time.perf_counter() - wall) - (time.thread_time() - cpu))
+            self.waits.measured((time.perf_counter() - wall) - (time.thread_time() - cpu))
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
             return
@@ -247,7 +215,7 @@ class Launcher:
         """Take a start the starter thread has done (on the loop's thread)."""
         live = done.live
         live.starting = False
-        self._handed -= 1
+        self.waits.taken_back()
         if done.process is None:
             assert done.error is not None
             if self.roster.live.get(live.id) is live:
@@ -307,44 +275,6 @@ class Launcher:
             project=claim.spec.project, kind=str(live.job.kind), shape=live.job.shape,
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
-
-    def _busy(self, now: float) -> bool:
-        """Whether starts on the loop's thread wait (their running average at least
-        :attr:`busy_wait`): then a child waits to be scheduled before its ``exec``, as on a
-        node whose CPUs are all busy, and the loop would wait with it. With a CPU free the
-        ``exec`` comes at once, and handing starts to another thread would cost more (about
-        0.5 ms of CPU per start in thread switches) than it saves. While the starters are in
-        use, a look is taken once a second (:data:`_PROBE`): the next :data:`_PROBES` starts
-        are made on the loop's thread, once no start is with the starters (their thread
-        switches would lengthen the waits measured), and their mean wait is the new
-        average. The load average, used before, counts the runner's own threads and tasks,
-        and took a runner busy with short tasks for a busy node."""
-        if self.busy_wait <= 0:
-            return True
-        if self._probes is not None or self._waited < self.busy_wait:
-            return False
-        if self._probe_at == -math.inf:  # busy from now: the first look a second later
-            self._probe_at = now
-            return True
-        if now - self._probe_at >= _PROBE and self._handed == 0:
-            self._probe_at = now
-            self._probes = []
-            return False
-        return True
-
-    def _measured(self, waited: float) -> None:
-        """Take the wait of a start made on the loop's thread into the running average, or
-        into the look under way."""
-        probes = self._probes
-        if probes is None:
-            self._waited += _SMOOTHING * (waited - self._waited)
-            return
-        probes.append(waited)
-        if len(probes) == _PROBES:
-            self._waited = sum(probes) / _PROBES
-            self._probes = None
-            if self._waited < self.busy_wait:
-                self._probe_at = -math.inf
 
     def _binds(self) -> bool:
         """Whether a share started here is pinned to its cores on this machine; said once when
