@@ -83,6 +83,9 @@ def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
 
+# Over 300 lines (316): the loop's stages (waiting, handling a wake-up, deciding, stopping,
+# finishing up) share its flags (stopping, awaiting, exit_code) and every collaborator;
+# the work itself is already in them (Decider, Settler, Launcher, Upkeep, Roster).
 class Runner:
     """The live loop of one batch job over one queue; :meth:`run` once.
 
