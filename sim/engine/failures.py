@@ -13,7 +13,7 @@ Model (every number a field of :class:`FailureModel`; all draws from its seed):
   (``uniform``, the default), or drawn uniformly among the nodes running work, neither idle nor
   under repair, and from the whole machine when none is (``busy``): failure studies tie
   failure rates to the load a node carries, and a failure striking only busy nodes kills a
-  job every time, which moves which jobs, and how many, are killed.
+  job every time one runs, which moves which jobs, and how many, are killed.
 - The node is out of service for a repair time drawn uniformly from
   ``repair * (1 ± repair_spread)`` (about 6 h by default). A node that fails again while
   under repair changes nothing.
