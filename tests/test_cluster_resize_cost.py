@@ -3,6 +3,8 @@ job where the policy's plan says, worked out by hand."""
 
 from __future__ import annotations
 
+import pytest
+
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Shrink, Start
 from metaq_py.policy.model import Job, Kind
@@ -10,29 +12,33 @@ from metaq_py.policy.work import Work
 from tests.policy_world import World, job
 
 
-def m() -> Job:
+def m(*, fixed: bool = False) -> Job:
     """M: malleable, 4 nodes at most, 1 at least, 100 s at 4 nodes, setup 10 s, and each
-    resize costing its setup."""
+    resize costing its setup (at the new size, or with ``fixed`` 10 s at any size)."""
     return job("M", 4, 100.0, kind=Kind.MALLEABLE, min_size=1, runtime=100.0, setup=10.0,
-               resize_cost=10.0)
+               resize_cost=10.0, resize_fixed=fixed)
 
 
-def test_a_shrink_and_an_expand_end_where_the_policy_planned() -> None:
+# at the new size: 60 s left at 4 nodes is 120 s at 2, plus the setup at 2 nodes (10 * 4 / 2):
+# 40 + 140; then 100 s left at 2 nodes is 50 s at 4, plus the setup at 4 nodes (10): 80 + 60.
+# Fixed: 40 + 120 + 10; then 90 s at 2 nodes is 45 s at 4, plus 10: 80 + 55
+@pytest.mark.parametrize(("fixed", "shrunk", "grown"), [(False, 180.0, 140.0),
+                                                         (True, 170.0, 135.0)])
+def test_a_shrink_and_an_expand_end_where_the_policy_planned(fixed: bool, shrunk: float,
+                                                             grown: float) -> None:
     c = Cluster(4)
-    c.start(m(), (0, 1, 2, 3), now=0.0)
+    c.start(m(fixed=fixed), (0, 1, 2, 3), now=0.0)
     work = Work(c.snapshot(now=40.0, waiting=()), oracle=False)
     lent = work.shrink("M", 2, for_job=None)
     planned = work.changed["M"]
     got = c.shrink("M", lent, now=40.0)
-    # 60 s left at 4 nodes is 120 s at 2, plus the setup at 2 nodes (10 * 4 / 2): 40 + 140
     assert lent == (2, 3) and planned.nodes == got.nodes == (0, 1)
-    assert planned.end == got.end == 180.0 and planned.true_end == got.true_end == 180.0
+    assert planned.end == got.end == shrunk and planned.true_end == got.true_end == shrunk
     work = Work(c.snapshot(now=80.0, waiting=()), oracle=False)
     work.expand("M", (2, 3))
     planned = work.changed["M"]
     got = c.expand("M", (2, 3), now=80.0)
-    # 100 s left at 2 nodes is 50 s at 4, plus the setup at 4 nodes (10): 80 + 60
-    assert planned.end == got.end == 140.0 and planned.true_end == got.true_end == 140.0
+    assert planned.end == got.end == grown and planned.true_end == got.true_end == grown
     c.check()
 
 

@@ -84,7 +84,8 @@ class Job:
 
     ``resize_cost`` is what each shrink or expand costs a malleable job, as time at its full
     size (its setup, say): :func:`~metaq_py.policy.work.resized` moves the job's end later by
-    it, at the new size. 0 (the default) makes resizing free.
+    it, at the new size; with ``resize_fixed`` by the same time at any size. 0 (the default)
+    makes resizing free.
     """
 
     id: JobId
@@ -106,13 +107,15 @@ class Job:
     shapes: tuple[Job, ...] = ()
     serial: float = 0.0
     resize_cost: float = 0.0
+    resize_fixed: bool = False
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
                  rank: int = 0, setup: float = 0.0, checkpoint_interval: float | None = None,
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
                  gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
-                 serial: float = 0.0, resize_cost: float = 0.0) -> None:
+                 serial: float = 0.0, resize_cost: float = 0.0,
+                 resize_fixed: bool = False) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -133,6 +136,7 @@ class Job:
         object.__setattr__(self, "shapes", shapes)
         object.__setattr__(self, "serial", serial)
         object.__setattr__(self, "resize_cost", resize_cost)
+        object.__setattr__(self, "resize_fixed", resize_fixed)
         self.__post_init__()
 
     def __post_init__(self) -> None:

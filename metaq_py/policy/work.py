@@ -212,10 +212,9 @@ class Work:
 def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
     """``r`` moved to ``nodes`` at ``now``: remaining time scales by the job's slowdown on
     the new size over its slowdown on the old (:meth:`~metaq_py.policy.model.Job.slowdown`;
-    old size / new size under linear speedup). Then the job's ``resize_cost`` (time at full
-    size) moves its end later by that cost at the new size, the cost times its slowdown there,
-    as a resumed job's setup takes at the size it starts at; with a ``resize_cost`` of 0
-    resizing is free. Shared with :mod:`metaq_py.cluster`, so both sides agree."""
+    old size / new size under linear speedup). Then the job's ``resize_cost`` moves its end
+    later (:func:`resize_charge`); with a ``resize_cost`` of 0 resizing is free. Shared with
+    :mod:`metaq_py.cluster`, so both sides agree."""
     job = r.job
     k = len(nodes)
     f = (len(r.nodes) / k if not job.serial
@@ -232,8 +231,10 @@ def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
 
 def resize_charge(job: Job, nodes: int) -> float:
     """Seconds a shrink or expand to ``nodes`` nodes adds to ``job``'s run: its
-    ``resize_cost`` (time at full size) times its slowdown on ``nodes`` (0 when resizing is
-    free). The engine counts it, times ``nodes``, as lost work."""
-    if not job.resize_cost:
-        return 0.0
+    ``resize_cost`` (time at full size) times its slowdown on ``nodes``, as a resumed job's
+    setup takes at the size it starts at; with ``resize_fixed`` the ``resize_cost`` itself,
+    whatever the size (0 when resizing is free). The engine counts it, times ``nodes``, as
+    lost work."""
+    if not job.resize_cost or job.resize_fixed:
+        return job.resize_cost
     return job.resize_cost * (job.size / nodes if not job.serial else job.slowdown(nodes))

@@ -94,6 +94,7 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
     t = workload.trace.jobs
     serial = workload.model.serial  # a malleable job's (0: linear speedup)
     model = workload.model
+    fixed = model.resize_fixed
     for (jid, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
          notice) in zip(
             t.id.tolist(), workload.kind.tolist(), t.submit.tolist(), t.nodes.tolist(),
@@ -105,7 +106,7 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
                   None if interval != interval else interval, cost,
                   None if notice != notice else notice_id(jid),
                   serial=serial if kind == _MALLEABLE else 0.0,
-                  resize_cost=model.resize_seconds(KINDS[kind], setup))
+                  resize_cost=model.resize_seconds(KINDS[kind], setup), resize_fixed=fixed)
 
 
 def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:

@@ -11,7 +11,8 @@ Rules (each a field of :class:`WorkloadModel`; all draws come from ``seed``):
   the ratio of the rigid and malleable shares (2:1 by default).
 - Malleable jobs: minimum size 20% of the size, rounded up, at least 1; setup U(0, 5%) of the
   runtime. A shrink or an expand is free; with ``resize_cost="setup"`` each one costs the job
-  its setup again (:attr:`metaq_py.policy.model.Job.resize_cost`). Rigid jobs: setup
+  its setup again at its new size, with ``"setup-fixed"`` its setup's time at any size
+  (:attr:`metaq_py.policy.model.Job.resize_cost`). Rigid jobs: setup
   U(5%, 10%) of the runtime, and checkpoints at Daly's optimum
   (:func:`metaq_py.policy.checkpoint.daly_interval`) with a cost of 600 s below 1,024 nodes and
   1,200 s from 1,024 up, times ``checkpoint_scale`` (the 50/100/200% sweep); no checkpoint
@@ -81,10 +82,11 @@ MALLEABLE_SPEEDUPS: tuple[MalleableSpeedup, ...] = ("linear", "amdahl-0.05")
 """How a malleable job's time depends on its size: linearly (the default) or by Amdahl's law
 with a serial fraction of 5% (:meth:`metaq_py.policy.model.Job.slowdown`)."""
 
-ResizeCost = Literal["none", "setup"]
-RESIZE_COSTS: tuple[ResizeCost, ...] = ("none", "setup")
-"""What a shrink or an expand costs a malleable job: nothing (the default), or its setup
-again, at its new size (:attr:`metaq_py.policy.model.Job.resize_cost`)."""
+ResizeCost = Literal["none", "setup", "setup-fixed"]
+RESIZE_COSTS: tuple[ResizeCost, ...] = ("none", "setup", "setup-fixed")
+"""What a shrink or an expand costs a malleable job: nothing (the default), its setup again
+at its new size (the setup is work at full size, as a resumed job pays it), or its setup's
+time whatever the size (:attr:`metaq_py.policy.model.Job.resize_cost`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,8 +163,13 @@ class WorkloadModel:
     def resize_seconds(self, kind: Kind, setup: float) -> float:
         """What each shrink or expand costs a job of ``kind`` with ``setup``, as time at its
         full size (:attr:`metaq_py.policy.model.Job.resize_cost`): only a malleable job is
-        resized, and only under ``resize_cost="setup"`` does it pay."""
-        return setup if self.resize_cost == "setup" and kind is Kind.MALLEABLE else 0.0
+        resized, and only when ``resize_cost`` is not ``"none"`` does it pay."""
+        return setup if self.resize_cost != "none" and kind is Kind.MALLEABLE else 0.0
+
+    @property
+    def resize_fixed(self) -> bool:
+        """Whether a resize costs the same time at any size (``"setup-fixed"``)."""
+        return self.resize_cost == "setup-fixed"
 
     @classmethod
     def for_workload(cls, name: str, **changes: object) -> WorkloadModel:
@@ -209,6 +216,8 @@ class HybridJob:
     """A malleable job's serial fraction (:attr:`WorkloadModel.serial`)."""
     resize_cost: float = 0.0
     """What each shrink or expand costs it (:meth:`WorkloadModel.resize_seconds`)."""
+    resize_fixed: bool = False
+    """Whether that cost is the same at any size (:attr:`WorkloadModel.resize_fixed`)."""
 
     @property
     def notice_id(self) -> str | None:
@@ -220,7 +229,8 @@ class HybridJob:
                    submit=self.submit, min_size=self.min_size, runtime=self.runtime,
                    setup=self.setup, checkpoint_interval=self.checkpoint_interval,
                    checkpoint_cost=self.checkpoint_cost, notice=self.notice_id,
-                   serial=self.serial, resize_cost=self.resize_cost)
+                   serial=self.serial, resize_cost=self.resize_cost,
+                   resize_fixed=self.resize_fixed)
 
     def notice(self) -> Notice | None:
         """The advance notice the engine issues at ``notice_time`` (``None`` without one)."""
@@ -279,7 +289,8 @@ class HybridWorkload:
                 notice_time=None if notice != notice else notice,
                 estimated_arrival=None if estimate != estimate else estimate,
                 serial=serial if KINDS[kind] is Kind.MALLEABLE else 0.0,
-                resize_cost=model.resize_seconds(KINDS[kind], setup))
+                resize_cost=model.resize_seconds(KINDS[kind], setup),
+                resize_fixed=model.resize_fixed)
 
     def job(self, i: int) -> HybridJob:
         jobs = self.trace.jobs
@@ -299,7 +310,8 @@ class HybridWorkload:
             notice_time=None if math.isnan(notice) else notice,
             estimated_arrival=None if math.isnan(estimate) else estimate,
             serial=self.model.serial if KINDS[self.kind[i]] is Kind.MALLEABLE else 0.0,
-            resize_cost=self.model.resize_seconds(KINDS[self.kind[i]], float(self.setup[i])))
+            resize_cost=self.model.resize_seconds(KINDS[self.kind[i]], float(self.setup[i])),
+            resize_fixed=self.model.resize_fixed)
 
 
 def _quota(count: int, shares: tuple[float, ...]) -> list[int]:

@@ -45,6 +45,17 @@ def test_a_shrink_and_an_expand_with_the_charge_end_where_worked_out_by_hand() -
         == (20.0, 10.0, 0.0)
 
 
+def test_a_fixed_charge_is_the_same_time_at_any_size() -> None:
+    r = Running(m(resize_fixed=True), (0, 1, 2, 3), 0.0, 100.0, 100.0)
+    # at 40, 60 s left at 4 nodes is 120 s at 2, plus 10: ends 170; at 80, 90 s at 2 nodes is
+    # 45 s at 4, plus 10: ends 135
+    shrunk = resized(r, (0, 1), 40.0)
+    assert (shrunk.end, shrunk.true_end) == (170.0, 170.0)
+    grown = resized(shrunk, (0, 1, 2, 3), 80.0)
+    assert (grown.end, grown.true_end) == (135.0, 135.0)
+    assert resize_charge(r.job, 1) == resize_charge(r.job, 4) == 10.0
+
+
 def test_only_a_malleable_job_has_a_resize_cost_and_never_a_negative_one() -> None:
     with pytest.raises(ValueError, match=r"^job 'R': only a malleable job has a resize cost, "
                                          r"0 seconds or more, got 5.0$"):
@@ -69,7 +80,7 @@ def resizes(draw: st.DrawFn, cost: st.SearchStrategy[float]
     start, now, end = sorted((draw(times), draw(times), draw(times)))
     true_end = draw(st.one_of(st.none(), st.floats(min_value=start, max_value=end)))
     j = Job("M", MALLEABLE, size, 100.0, 0.0, 1, serial=serial, setup=draw(cost),
-            resize_cost=draw(cost))
+            resize_cost=draw(cost), resize_fixed=draw(st.booleans()))
     return Running(j, tuple(range(held)), start, end, true_end), tuple(range(k)), now
 
 
@@ -86,7 +97,10 @@ def test_with_a_cost_a_resized_job_never_ends_earlier(
     r, nodes, now = case
     charged, free = resized(r, nodes, now), before(r, nodes, now)
     charge = resize_charge(r.job, len(nodes))
-    assert charge >= r.job.resize_cost  # never cheaper than at full size
+    if r.job.resize_fixed:
+        assert charge == r.job.resize_cost
+    else:
+        assert charge >= r.job.resize_cost  # never cheaper than at full size
     assert charged.end >= free.end and charged.end == pytest.approx(free.end + charge)
     if r.true_end is None:
         assert charged.true_end is None

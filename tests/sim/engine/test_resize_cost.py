@@ -39,6 +39,10 @@ def test_a_shrink_and_its_expand_each_cost_the_setup_at_the_new_size() -> None:
     m, o = simulate(shrunk_for_ondemand("setup"), policy="N&SPAA").outcomes
     assert (o.start, o.end, m.shrinks, m.end, m.lost_node_seconds) == (50, 60, 1, 125, 80)
     assert m.useful_node_seconds == 400
+    # fixed: the shrink adds 10 s (M ends at 160 on 2 nodes); at 60, 100 s at 2 nodes is 50 s
+    # at 4, plus 10 s: ends 120, losing 10 s x 2 nodes and 10 s x 4
+    m, o = simulate(shrunk_for_ondemand("setup-fixed"), policy="N&SPAA").outcomes
+    assert (o.start, o.end, m.shrinks, m.end, m.lost_node_seconds) == (50, 60, 1, 120, 60)
 
 
 def test_the_charge_goes_to_malleable_jobs_only_and_the_engine_sees_the_same_jobs() -> None:
@@ -48,10 +52,16 @@ def test_the_charge_goes_to_malleable_jobs_only_and_the_engine_sees_the_same_job
     views = list(charged)
     assert [v.resize_cost for v in views] == [
         v.setup if v.kind is MALLEABLE else 0.0 for v in views]
+    assert not any(v.resize_fixed for v in views)
     assert any(v.resize_cost > 0 for v in views)
     assert all(v.resize_cost == 0 for v in free)
     assert list(feed(charged).jobs()) == [v.to_job() for v in views]
     assert [charged.job(i) for i in range(len(charged))] == views
+    fixed = hybrid_workload(trace, WorkloadModel(seed=1, resize_cost="setup-fixed"))
+    views = list(fixed)
+    assert [(v.resize_cost, v.resize_fixed) for v in views] == [
+        (v.resize_cost, True) for v in list(charged)]
+    assert list(feed(fixed).jobs()) == [v.to_job() for v in views]
 
 
 def test_each_resize_of_a_job_never_preempted_loses_its_setup_at_full_size() -> None:
@@ -80,9 +90,10 @@ def test_each_resize_of_a_job_never_preempted_loses_its_setup_at_full_size() -> 
 
 
 def test_an_unknown_resize_cost_is_refused_in_one_sentence() -> None:
-    with pytest.raises(ValueError, match=r"^resize_cost is none or setup, got 'free'$"):
+    with pytest.raises(ValueError, match=r"^resize_cost is none or setup or setup-fixed, "
+                                         r"got 'free'$"):
         WorkloadModel(resize_cost="free")  # type: ignore[arg-type]
-    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup, got "
-                                        r"'twice'$"):
+    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup or "
+                                        r"setup-fixed, got 'twice'$"):
         check_override("resize_cost", "twice")
     assert check_override("resize_cost", "setup") == "setup"

@@ -240,6 +240,8 @@ def test_resize_cost_goes_to_the_workload_model_and_keeps_default_keys() -> None
     assert s.scheduler() == spec().scheduler()
     assert spec().to_dict()["overrides"] == {}, "a spec without it keeps its stored key"
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
-    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup, got "
-                                        r"'free'$"):
+    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup or "
+                                        r"setup-fixed, got 'free'$"):
         spec(overrides=(("resize_cost", "free"),))
+    fixed = spec(overrides=(("resize_cost", "setup-fixed"),)).model()
+    assert fixed.resize_fixed and not s.model().resize_fixed
