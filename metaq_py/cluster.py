@@ -299,6 +299,18 @@ class Cluster(Holdings):
         """A notice was withdrawn (same effect as a Release)."""
         self.release(notice_id)
 
+    def reclaim(self, node: NodeId) -> JobId:
+        """An idle ``node`` owed back to a shrunk lender becomes free and is no longer owed;
+        the lender runs on as it is (an expand and a shrink would rescale its end twice, and
+        charge it its ``resize_cost`` twice). A failure source takes a node to repair this
+        way. Returns the lender."""
+        for lender, owed in self._lending.owed.items():
+            if node in owed:
+                self._lending.paid(lender, {node})
+                self._free.add((node,))
+                return lender
+        raise ClusterError(f"node {node} is owed to no lender")
+
     def finish(self, job_id: JobId, *, now: float) -> Running:
         """A running job ended on its own. Borrowers' nodes go back to their reservation; an
         on-demand job's borrowed nodes become owed to lenders that still run; the rest is free.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metaq_py.cluster import Cluster
+from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy import Shrink, Start
 from metaq_py.policy.model import Job, Kind
 from metaq_py.policy.work import Work
@@ -59,3 +59,19 @@ def test_spaa_shrinks_for_an_arrival_and_gives_back_with_both_charges() -> None:
     assert held is not None and held.nodes == (0, 1, 2, 3) and held.end == 125.0
     # free, M would end at 105 (tests/sim/engine/test_malleable_speedup.py): the two charges
     # (20 s at 2 nodes, worth 10 s at 4, and 10 s at 4) add 20 s
+
+
+def test_a_node_owed_to_a_charged_lender_is_reclaimed_without_resizing_it() -> None:
+    c = Cluster(4)
+    c.start(m(), (0, 1, 2, 3), now=0.0)
+    c.shrink("M", (2, 3), now=40.0, for_job="O")
+    c.start(job("O", 2, 10.0, kind=Kind.ONDEMAND, runtime=10.0), (2, 3), now=40.0)
+    c.finish("O", now=50.0)
+    before = c.running["M"]
+    assert before.end == 180.0 and c.owed == {"M": (2, 3)}
+    assert c.reclaim(3) == "M"
+    # the node is free and no longer owed; the lender paid nothing more and kept its end
+    assert c.owed == {"M": (2,)} and 3 in c.free and c.running["M"] == before
+    with pytest.raises(ClusterError, match=r"^node 3 is owed to no lender$"):
+        c.reclaim(3)
+    c.check()

@@ -264,7 +264,7 @@ class NodeFailures:
             self.kills += 1
             self.killed.add(holder.job.id)
             self.lost += kill.lost_node_seconds
-        _reclaim_owed(cluster, node, now)
+        _reclaim_owed(cluster, node)
         self._serial += 1
         repair = Job(id=-self._serial, kind=Kind.ONDEMAND, size=1, walltime=duration,
                      submit=now, runtime=duration)
@@ -302,12 +302,9 @@ def _holder(cluster: Cluster, node: int) -> Running | None:
     return None
 
 
-def _reclaim_owed(cluster: Cluster, node: int, now: float) -> None:
+def _reclaim_owed(cluster: Cluster, node: int) -> None:
     """A node owed back to a shrunk lender is neither free nor reserved, so a repair job
-    could not take it: hand it to the lender and shrink it off again, which frees it and
-    leaves the lender as it was (shrink and expand are free under linear speedup)."""
-    for lender, owed in cluster.owed.items():
-        if node in owed:
-            cluster.expand(lender, (node,), now=now)
-            cluster.shrink(lender, (node,), now=now)
-            return
+    could not take it: take it back from the debt (:meth:`Cluster.reclaim`), which frees it
+    and leaves the lender as it was."""
+    if any(node in owed for owed in cluster.owed.values()):
+        cluster.reclaim(node)

@@ -8,12 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from metaq_py.policy.model import Kind
+from metaq_py.cluster import Cluster
+from metaq_py.policy.model import Job, Kind
 from sim.engine.arrivals import feed
 from sim.engine.core import simulate
+from sim.engine.failures import FailureModel, NodeFailures
 from sim.run.spec import SpecError, check_override
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import HybridWorkload, WorkloadModel, hybrid_workload
+from tests.sim.engine.test_failures import failing_node
 from tests.sim_worlds import Row, tiny_hybrid
 
 MALLEABLE = Kind.MALLEABLE
@@ -87,6 +90,28 @@ def test_each_resize_of_a_job_never_preempted_loses_its_setup_at_full_size() -> 
         assert o.shrinks <= round(n) <= 2 * o.shrinks
         seen += o.shrinks
     assert seen, "the case needs a charged shrink to test anything"
+
+
+def test_a_failure_that_kills_a_borrower_charges_its_lender_nothing() -> None:
+    # the failed node, lent and owed back when its on-demand borrower dies, is taken back
+    # from the lender's debt: the lender keeps its end (an expand and a shrink would charge
+    # it twice)
+    cluster = Cluster(4)
+    lender = Job(10, MALLEABLE, 4, 1000.0, 0.0, 1, runtime=1000.0, setup=50.0,
+                 resize_cost=50.0)
+    cluster.start(lender, (0, 1, 2, 3), now=0.0)
+    node = failing_node(4)
+    cluster.shrink(10, (node,), now=100.0, for_job=11)
+    cluster.start(Job(11, Kind.ONDEMAND, 1, 3600.0, 100.0, runtime=3600.0), (node,),
+                  now=100.0)
+    before = cluster.running[10]
+    # 900 s left at 4 nodes is 1,200 s at 3, plus the setup at 3 nodes (50 * 4 / 3)
+    assert before.end == pytest.approx(100 + 1200 + 200 / 3)
+    strike = NodeFailures(FailureModel(mtbf=3600.0, seed=0), nodes=4, start=0.0).strike(
+        cluster, 200.0)
+    assert strike.node == node and strike.kill is not None
+    assert cluster.running[10] == before and 10 not in cluster.owed
+    cluster.check()
 
 
 def test_an_unknown_resize_cost_is_refused_in_one_sentence() -> None:
