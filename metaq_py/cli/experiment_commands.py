@@ -76,7 +76,7 @@ def experiment(
                       "malleable_start=full, decisions=per-item, instant_order=submits-first, "
                       "failure_loss=since-checkpoint, failure_node=busy, "
                       "failure_times=weibull-0.7, malleable_speedup=amdahl-0.05, "
-                      "resize_cost=setup or "
+                      "resize_cost=setup (or setup-fixed) or "
                       "node_order=highest-first "
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
