@@ -229,48 +229,11 @@ class RunSpec:
                                    for k, v in self.overrides if k in POLICY_KEYS}
         return make_scheduler(self.policy, **options)
 
-    @property
-    def requeue(self) -> str:
-        """Where the run's engine requeues a preempted job (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("requeue", CHOICES["requeue"][0]))
-
-    @property
-    def malleable_start(self) -> str:
-        """The smallest size a malleable job of the run may start at (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("malleable_start", CHOICES["malleable_start"][0]))
-
-    @property
-    def decisions(self) -> str:
-        """How often the run's engine decides at one instant (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("decisions", CHOICES["decisions"][0]))
-
-    @property
-    def instant_order(self) -> str:
-        """Whether finishes or submits due at one instant come first in the run's engine
-        (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("instant_order", CHOICES["instant_order"][0]))
-
-    @property
-    def failure_loss(self) -> str:
-        """What a malleable or on-demand job a node failure kills in the run loses
-        (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("failure_loss", CHOICES["failure_loss"][0]))
-
-    @property
-    def failure_node(self) -> str:
-        """Which node a failure strikes in the run (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("failure_node", CHOICES["failure_node"][0]))
-
-    @property
-    def failure_times(self) -> str:
-        """The law of the times between the run's failures (:data:`ENGINE_KEYS`)."""
-        return str(dict(self.overrides).get("failure_times", CHOICES["failure_times"][0]))
-
-    @property
-    def oversize(self) -> str:
-        """What the run's trace cleaning does with a job larger than the machine
-        (:data:`TRACE_KEYS`)."""
-        return str(dict(self.overrides).get("oversize", CHOICES["oversize"][0]))
+    def choice(self, key: str) -> str:
+        """The run's word for the modelling choice ``key`` (a key of :data:`CHOICES`, such as
+        the engine's ``requeue`` or the failure source's ``failure_node``): its override,
+        else the default, the first word of its choices."""
+        return str(dict(self.overrides).get(key, CHOICES[key][0]))
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.policy, "workload": self.workload, "seed": self.seed,

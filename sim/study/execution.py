@@ -85,12 +85,14 @@ def load_source(source: TraceSource, oversize: str = "drop") -> Trace:
 def run_one(spec: RunSpec) -> FinishedRun:
     """Simulate one run and measure it."""
     t0 = time.perf_counter()
-    trace = load_source(spec.trace, spec.oversize)
+    trace = load_source(spec.trace, spec.choice("oversize"))
     workload = hybrid_workload(trace, spec.model())
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures,
-                      requeue=spec.requeue, malleable_start=spec.malleable_start,
-                      decisions=spec.decisions, instant_order=spec.instant_order)
+                      requeue=spec.choice("requeue"),
+                      malleable_start=spec.choice("malleable_start"),
+                      decisions=spec.choice("decisions"),
+                      instant_order=spec.choice("instant_order"))
     counts = None if failures is None else failures.counts()
     killed = () if failures is None else failures.killed
     metrics = result_metrics(result, counts, killed=killed)
@@ -105,8 +107,8 @@ def _failure_source(spec: RunSpec, trace: Trace) -> NodeFailures | None:
         return None
     if "failure_mtbf" not in params:
         raise SpecError("failure_repair needs failure_mtbf, the time between failures")
-    model = FailureModel.of(params, seed=spec.seed, loss=spec.failure_loss,
-                            node=spec.failure_node, times=spec.failure_times)
+    model = FailureModel.of(params, seed=spec.seed, loss=spec.choice("failure_loss"),
+                            node=spec.choice("failure_node"), times=spec.choice("failure_times"))
     return NodeFailures(model, nodes=trace.nodes, start=trace.first_submit,
                         end=trace.last_submit)
 
@@ -184,7 +186,7 @@ def run_grid(specs: Sequence[RunSpec], *, workers: int | None = None,
         if on_done is not None:
             on_done(record)
 
-    sources = list(dict.fromkeys((s.trace, s.oversize) for s in todo))
+    sources = list(dict.fromkeys((s.trace, s.choice("oversize")) for s in todo))
     for source, oversize in sources:
         # fail early on a bad trace, and let forked workers inherit it
         load_source(source, oversize)

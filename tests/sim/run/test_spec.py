@@ -84,7 +84,7 @@ def test_trace_source_checks_and_describes() -> None:
 def test_word_choices_build_the_scheduler_and_the_engine_and_keep_their_words() -> None:
     s = spec(overrides=(("victim_order", "seconds"), ("requeue", "at-preemption")))
     assert s.scheduler().victim_order.value == "seconds"
-    assert s.requeue == "at-preemption"
+    assert s.choice("requeue") == "at-preemption"
     assert s.model() == spec().model(), "neither is a workload-model field"
     assert s.variant == "requeue=at-preemption,victim_order=seconds"
     again = RunSpec.from_json(s.to_json())
@@ -92,7 +92,7 @@ def test_word_choices_build_the_scheduler_and_the_engine_and_keep_their_words() 
     assert '"victim_order":"seconds"' in s.to_json()
     default = spec()
     assert default.scheduler().victim_order.value == "node-seconds"
-    assert default.requeue == "original"
+    assert default.choice("requeue") == "original"
     assert len({s.key, default.key, spec(overrides=(("requeue", "original"),)).key}) == 3
 
 
@@ -134,21 +134,22 @@ def test_borrowers_and_cup_preempt_build_the_scheduler() -> None:
 
 def test_malleable_start_goes_to_the_engine_and_keeps_default_keys() -> None:
     s = spec(overrides=(("malleable_start", "full"),))
-    assert s.malleable_start == "full" and spec().malleable_start == "largest"
+    assert s.choice("malleable_start") == "full" and spec().choice("malleable_start") == "largest"
     assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
 
 
 def test_decisions_go_to_the_engine_and_keep_default_keys() -> None:
     s = spec(overrides=(("decisions", "per-item"),))
-    assert s.decisions == "per-item" and spec().decisions == "per-instant"
+    assert s.choice("decisions") == "per-item" and spec().choice("decisions") == "per-instant"
     assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
 
 
 def test_instant_order_goes_to_the_engine_and_keeps_default_keys() -> None:
     s = spec(overrides=(("instant_order", "submits-first"),))
-    assert s.instant_order == "submits-first" and spec().instant_order == "finishes-first"
+    assert s.choice("instant_order") == "submits-first"
+    assert spec().choice("instant_order") == "finishes-first"
     assert s.model() == spec().model() and s.scheduler() == spec().scheduler()
     assert RunSpec.from_json(s.to_json()).key == s.key != spec().key
     with pytest.raises(SpecError, match=r"^parameter instant_order is finishes-first or "
@@ -189,7 +190,7 @@ def test_failure_loss_goes_to_the_failure_source_and_keeps_default_keys() -> Non
     trace = synthetic_trace(jobs=20, seed=1, nodes=64)
     mtbf = (("failure_mtbf", 3600.0),)
     s = spec(overrides=(*mtbf, ("failure_loss", "since-checkpoint")))
-    assert s.failure_loss == "since-checkpoint" and spec().failure_loss == "all"
+    assert s.choice("failure_loss") == "since-checkpoint" and spec().choice("failure_loss") == "all"
     assert s.model() == spec(overrides=mtbf).model()
     source, default = _failure_source(s, trace), _failure_source(spec(overrides=mtbf), trace)
     assert source is not None and source.model.loss is FailureLoss.SINCE_CHECKPOINT
@@ -214,8 +215,8 @@ def test_failure_node_and_times_go_to_the_failure_source_and_keep_default_keys()
     trace = synthetic_trace(jobs=20, seed=1, nodes=64)
     mtbf = (("failure_mtbf", 3600.0),)
     s = spec(overrides=(*mtbf, ("failure_node", "busy"), ("failure_times", "weibull-0.7")))
-    assert (s.failure_node, s.failure_times) == ("busy", "weibull-0.7")
-    assert (spec().failure_node, spec().failure_times) == ("uniform", "poisson")
+    assert (s.choice("failure_node"), s.choice("failure_times")) == ("busy", "weibull-0.7")
+    assert (spec().choice("failure_node"), spec().choice("failure_times")) == ("uniform", "poisson")
     assert s.model() == spec(overrides=mtbf).model()
     source, default = _failure_source(s, trace), _failure_source(spec(overrides=mtbf), trace)
     assert source is not None and default is not None

@@ -61,7 +61,7 @@ def test_word_choices_are_set_by_their_words() -> None:
         ("requeue", ("original", "at-preemption"))
     grid = build_grid(STUDIES["paper"], trace=SRC, seeds=1, workloads=["W5"],
                       overrides=(("requeue", "at-preemption"),))
-    assert {s.requeue for s in grid} == {"at-preemption"}
+    assert {s.choice("requeue") for s in grid} == {"at-preemption"}
     with pytest.raises(SpecError, match="parameter requeue is original or at-preemption, "
                                         "got 'last'"):
         parse_setting("requeue=last")

@@ -46,7 +46,7 @@ def test_a_run_cleans_its_trace_as_its_spec_says(source: TraceSource) -> None:
     plain = RunSpec(policy="easy", workload="W5", seed=0, trace=source)
     clamp = RunSpec(policy="easy", workload="W5", seed=0, trace=source,
                     overrides=(("oversize", "clamp"),))
-    assert plain.oversize == "drop" and clamp.oversize == "clamp"
+    assert plain.choice("oversize") == "drop" and clamp.choice("oversize") == "clamp"
     assert plain.model() == clamp.model(), "oversize is no workload-model field"
     assert run_one(plain).trace.endswith(": 2 jobs on 4 nodes")
     assert run_one(clamp).trace.endswith(": 3 jobs on 4 nodes")
