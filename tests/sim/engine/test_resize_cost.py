@@ -13,7 +13,6 @@ from metaq_py.policy.model import Job, Kind
 from sim.engine.arrivals import feed
 from sim.engine.core import simulate
 from sim.engine.failures import FailureModel, NodeFailures
-from sim.run.spec import SpecError, check_override
 from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import HybridWorkload, WorkloadModel, hybrid_workload
 from tests.sim.engine.test_failures import failing_node
@@ -112,13 +111,3 @@ def test_a_failure_that_kills_a_borrower_charges_its_lender_nothing() -> None:
     assert strike.node == node and strike.kill is not None
     assert cluster.running[10] == before and 10 not in cluster.owed
     cluster.check()
-
-
-def test_an_unknown_resize_cost_is_refused_in_one_sentence() -> None:
-    with pytest.raises(ValueError, match=r"^resize_cost is none or setup or setup-fixed, "
-                                         r"got 'free'$"):
-        WorkloadModel(resize_cost="free")  # type: ignore[arg-type]
-    with pytest.raises(SpecError, match=r"^parameter resize_cost is none or setup or "
-                                        r"setup-fixed, got 'twice'$"):
-        check_override("resize_cost", "twice")
-    assert check_override("resize_cost", "setup") == "setup"

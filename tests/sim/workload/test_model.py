@@ -4,12 +4,14 @@ workload shares and burstiness, checked on large synthetic traces and on Theta w
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from metaq_py.policy.checkpoint import daly_interval
 from metaq_py.policy.model import Kind
+from sim.run.spec import CHOICES, MODEL_CHOICE_KEYS, SpecError, check_override
 from sim.trace.columns import JobTable
 from sim.trace.loader import load_trace
 from sim.trace.synthetic import synthetic_trace
@@ -200,3 +202,18 @@ def test_rigid_setup_shift_moves_the_rigid_range_only(trace) -> None:
     assert np.array_equal(low.setup[malleable], base.setup[malleable])
     with pytest.raises(ValueError, match="rigid setup"):
         WorkloadModel(rigid_setup_shift=-0.06)
+
+
+@pytest.mark.parametrize("key", MODEL_CHOICE_KEYS)
+def test_every_word_valued_model_choice_refuses_an_unknown_word_in_one_sentence(
+        key: str) -> None:
+    """The model and a ``--set`` both name the choice and its words, and take each word."""
+    words = " or ".join(CHOICES[key])
+    with pytest.raises(ValueError, match=rf"^{key} is {re.escape(words)}, got 'nonsense'$"):
+        WorkloadModel(**{key: "nonsense"})
+    with pytest.raises(SpecError, match=rf"^parameter {key} is {re.escape(words)}, "
+                                        r"got 'nonsense'$"):
+        check_override(key, "nonsense")
+    for word in CHOICES[key]:
+        assert check_override(key, word) == word
+        WorkloadModel(**{key: word})  # every word builds a model
