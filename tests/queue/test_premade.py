@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from metaq_py.launch import HostFiles, LaunchError
-from metaq_py.queue.premade import Kind, Spares
+from metaq_py.queue.premade import PROBE_EVERY, Kind, Spares
 
 
 @pytest.fixture
 def spares(tmp_path: Path) -> Iterator[Spares]:
-    made = Spares(tmp_path / ".spares", depth=3)
+    made = Spares(tmp_path / ".spares", depth=3, slow=0.0)  # the helper always makes them
     deadline = time.monotonic() + 5
     while any(made.ready(k) < 3 for k in Kind) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -65,6 +67,46 @@ def test_without_spares_the_callers_make_their_own(tmp_path: Path) -> None:
         assert not made.folder(tmp_path / "run")
         assert not made.empty_file(tmp_path / "t.log")
         assert made.block_file() is None
+    finally:
+        made.close()
+
+
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "metaq spares"]
+
+
+def test_where_creates_are_cheap_the_loop_makes_one_spare_now_and_then(tmp_path: Path) -> None:
+    before = _helpers()
+    made = Spares(tmp_path / ".spares", depth=4, slow=math.inf)  # no create is dear
+    try:
+        assert not made.ahead and _helpers() == before  # no helper thread at all
+        assert 0 < made.create_time < 1  # timed: the first spare of each kind
+        assert [made.ready(k) for k in Kind] == [1, 1, 1]
+        assert made.folder(tmp_path / "first")
+        taken = 1
+        while taken < PROBE_EVERY - 1:
+            assert not made.folder(tmp_path / f"d{taken}")  # none ready: the caller makes it
+            taken += 1
+        assert made.ready(Kind.DIR) == 0
+        assert not made.folder(tmp_path / "last")  # the 256th ask makes one, timed ...
+        assert made.ready(Kind.DIR) == 1 and made.folder(tmp_path / "next")  # ... for the next
+    finally:
+        made.close()
+
+
+def test_the_helper_rests_once_creates_are_cheap_again(tmp_path: Path) -> None:
+    made = Spares(tmp_path / ".spares", depth=4, slow=0.0)  # every create is dear
+    try:
+        assert made.ahead and len(_helpers()) == 1
+        made.slow = math.inf  # from now on, every create is cheap
+        deadline = time.monotonic() + 5
+        while made.ahead and time.monotonic() < deadline:
+            made.folder(tmp_path / f"d{time.monotonic_ns()}")  # takes wake the helper
+            time.sleep(0.01)
+        assert not made.ahead  # the helper's own creates turned it off
+        ready = [made.ready(k) for k in Kind]
+        time.sleep(0.1)
+        assert [made.ready(k) for k in Kind] == ready  # and it makes no more
     finally:
         made.close()
 

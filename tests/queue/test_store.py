@@ -407,7 +407,7 @@ def test_records_are_whole_when_written_into_spares(q: Queue) -> None:
     from metaq_py.queue.logbook import read_logbook
     from metaq_py.queue.premade import Kind, Spares
 
-    spares = Spares(q.root / "jobs/1/.spares", depth=2)
+    spares = Spares(q.root / "jobs/1/.spares", depth=2, slow=0.0)  # always made ahead
     try:
         q.spares = spares
         put(q.root / "todo" / "a.sh")
