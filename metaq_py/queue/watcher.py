@@ -21,16 +21,17 @@ wakes no one. Every other change, another runner's claims included, still wakes 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from watchdog.observers.api import BaseObserver
+    from watchdog.observers.api import BaseObserver, ObservedWatch
 
 __all__ = ["MOVE_PAIRING", "OwnMoves", "QueueWatcher"]
 
@@ -74,9 +75,21 @@ class OwnMoves:
         self._paths: set[str] = set()
         self._folders: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.paused = False
+        """While the watches rest (:meth:`QueueWatcher.rest`): moves are not noted, since
+        no event of theirs will come."""
+
+    def pause(self, paused: bool) -> None:
+        """Stop (or start again) noting moves; what was noted is forgotten either way."""
+        with self._lock:
+            self.paused = paused
+            self._paths.clear()
+            self._folders.clear()
 
     def add(self, path: str | os.PathLike[str]) -> None:
         with self._lock:
+            if self.paused:
+                return  # no watch hears of it
             if len(self._paths) >= _OWN_MOVES_KEPT:
                 # events lost (an inotify overflow): forgetting costs a wake-up or two
                 self._paths.clear()
@@ -131,6 +144,13 @@ class QueueWatcher:
         self._changed = threading.Event()
         self._observer: BaseObserver | None = None
         """The watchdog observer, when instant notifications could be set up."""
+        self._schedule: Callable[[], list[ObservedWatch]] | None = None
+        """Sets up the watches (again, after a rest)."""
+        self._watches: list[ObservedWatch] = []
+        self.resting = False
+        """Whether the watches are set aside (:meth:`rest`): only polling wakes the waiter."""
+        self.rests = 0
+        """How many times the watches were set aside."""
         self._signature = self._look()
         if use_watchdog:
             self._start_observer()
@@ -166,19 +186,56 @@ class QueueWatcher:
                 changed.set()
 
         observer = Observer()
-        try:
+        handler = _Handler()
+
+        def schedule() -> list[ObservedWatch]:
+            watches = []
             for folder in self.folders:
                 if folder.is_dir():
                     try:
-                        observer.schedule(_Handler(), str(folder), recursive=True,
-                                          event_filter=changes)
+                        watches.append(observer.schedule(handler, str(folder), recursive=True,
+                                                         event_filter=changes))
                     except TypeError:  # a watchdog before 4.0 has no filter: reads come too
-                        observer.schedule(_Handler(), str(folder), recursive=True)
+                        watches.append(observer.schedule(handler, str(folder), recursive=True))
+            return watches
+
+        try:
+            self._watches = schedule()
             observer.start()
         except OSError:
             # e.g. the inotify watch limit: polling still works.
             return
-        self._observer = observer
+        self._observer, self._schedule = observer, schedule
+
+    def rest(self) -> None:
+        """Set the watches aside: no file-system event is read, and the waiter wakes only on
+        its polls, until :meth:`arm`. For a runner whose tasks' exits wake it far more often
+        than it would wait for a change: every claim of its own is an event that watchdog's
+        threads pass along, only for it to be thrown away."""
+        if self._observer is None or self.resting:
+            return
+        self.resting = True
+        self.rests += 1
+        if self.own is not None:
+            self.own.pause(True)
+        with _quiet_inotify():
+            for watch in self._watches:
+                self._observer.unschedule(watch)
+        self._watches = []
+
+    def arm(self) -> None:
+        """Set the watches up again after :meth:`rest`, and report a change, since whatever
+        came while they rested was heard by no one."""
+        if self._observer is None or not self.resting or self._schedule is None:
+            return
+        if self.own is not None:
+            self.own.pause(False)
+        try:
+            self._watches = self._schedule()
+        except OSError:  # the inotify watch limit, meanwhile: polling only from now on
+            self.close()
+        self.resting = False
+        self._changed.set()
 
     def _look(self) -> tuple:
         """The mtimes of every watched folder and sub-folder (cheap: folders, not files)."""
@@ -221,16 +278,9 @@ class QueueWatcher:
     def close(self) -> None:
         """Stop the observer thread."""
         if self._observer is not None:
-            # Stopping while events arrive makes watchdog log a harmless error ("queue_events()
-            # called when the thread is inactive"), which would land in the batch job's output.
-            inotify = logging.getLogger("watchdog.observers.inotify")
-            level = inotify.level
-            inotify.setLevel(logging.CRITICAL)
-            try:
+            with _quiet_inotify():
                 self._observer.stop()
                 self._observer.join(timeout=5)
-            finally:
-                inotify.setLevel(level)
             self._observer = None
 
     def __enter__(self) -> QueueWatcher:
@@ -239,3 +289,17 @@ class QueueWatcher:
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def _quiet_inotify() -> Iterator[None]:
+    """Stopping a watch while events arrive makes watchdog log a harmless error
+    ("queue_events() called when the thread is inactive"), which would land in the batch
+    job's output: it is silenced meanwhile."""
+    inotify = logging.getLogger("watchdog.observers.inotify")
+    level = inotify.level
+    inotify.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        inotify.setLevel(level)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import queue as stdqueue
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -42,6 +43,15 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP, si
 retry. HUP is a closed terminal, USR2 and ALRM what ``sbatch --signal`` and a wrapper's
 timer often send; none of them may kill the runner outright and orphan its claims. Which of
 them means "the wall clock is ending" is ``RunOptions.end_signal``."""
+
+
+QUICK = 0.05
+"""Seconds within which a task's exit or start must come, wake-up after wake-up, for the queue
+watcher's watches to rest; and the longest a wait lasts while they rest (see
+:meth:`Wakeups.wait`)."""
+
+REST_AFTER = 32
+"""Quick wake-ups in a row after which the queue watcher's watches rest."""
 
 
 class What(Enum):
@@ -86,6 +96,8 @@ class Wakeups:
         self._closing = threading.Event()
         self._lock = threading.Lock()
         self._old_handlers: dict[int, Any] = {}
+        self.quick = 0
+        """Exits and starts in a row that came quickly (see :meth:`wait`)."""
 
     # --- the inbox ----------------------------------------------------------------------------
 
@@ -98,11 +110,42 @@ class Wakeups:
         self.inbox.put(Wakeup(What.STARTED, started=done))
 
     def wait(self, timeout: float) -> Wakeup | None:
-        """The next wake-up, waiting at most ``timeout`` seconds for it (``None``: none came)."""
+        """The next wake-up, waiting at most ``timeout`` seconds for it (``None``: none came).
+
+        While tasks' exits and starts wake the loop every moment, the queue watcher's events
+        tell it nothing new (every pass scans the task folders anyway) and cost it the most:
+        after :data:`REST_AFTER` such wake-ups in a row, each within :data:`QUICK` seconds,
+        the watches rest (:meth:`~metaq_py.queue.watcher.QueueWatcher.rest`). A wait then
+        lasts at most :data:`QUICK` before they are set up again, with a change reported, so
+        a task that arrived meanwhile is seen at most that late."""
+        watcher = self.queue_watcher
+        if watcher is not None and watcher.resting:
+            began = time.monotonic()
+            try:
+                return self._took(self.inbox.get(timeout=min(timeout, QUICK)), began)
+            except stdqueue.Empty:
+                watcher.arm()
+                self.quick = 0
+                timeout -= QUICK
+                if timeout <= 0:
+                    return None
+        began = time.monotonic()
         try:
-            return self.inbox.get(timeout=timeout)
+            return self._took(self.inbox.get(timeout=timeout), began)
         except stdqueue.Empty:
+            self.quick = 0
             return None
+
+    def _took(self, wakeup: Wakeup, began: float) -> Wakeup:
+        """Count ``wakeup`` (waited for since ``began``) towards the watches' rest."""
+        if wakeup.what in (What.EXIT, What.STARTED) and time.monotonic() - began < QUICK:
+            self.quick += 1
+            watcher = self.queue_watcher
+            if self.quick >= REST_AFTER and watcher is not None and not watcher.resting:
+                watcher.rest()
+        else:
+            self.quick = 0
+        return wakeup
 
     def idle(self) -> bool:
         """Whether no wake-up is waiting in the inbox now (a wait would block)."""

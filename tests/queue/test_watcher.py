@@ -84,3 +84,30 @@ def test_own_moves_forget_what_they_never_hear_of() -> None:
     own.add("/q/todo/and-another.sh")  # past the bound: the old ones are forgotten
     assert not own.left("/q/todo/t1.sh")
     assert own.left("/q/todo/and-another.sh")
+
+
+def test_resting_watches_hear_nothing_and_armed_again_report_a_change(tmp_path: Path) -> None:
+    from metaq_py.queue.watcher import OwnMoves
+
+    todo = tmp_path / "todo"
+    (todo / "sub").mkdir(parents=True)
+    own = OwnMoves()
+    with QueueWatcher([todo], interval=30, own=own) as w:
+        if not w.live:
+            pytest.skip("watchdog is not available here")
+        w.rest()
+        assert w.resting and w.rests == 1 and own.paused
+        own.add(todo / "mine.sh")  # a claim while resting is not noted: no event will come
+        assert not own.left(str(todo / "mine.sh"))
+        (todo / "a.sh").write_text("#!/bin/sh\n")
+        (todo / "sub" / "b.sh").write_text("#!/bin/sh\n")
+        assert not _woken(w, 0.5)  # no event is read while the watches rest
+        w.arm()
+        assert not w.resting and not own.paused
+        assert _woken(w, 0.1)  # what came meanwhile was heard by no one: a change at once
+        assert not _woken(w, 0.3)
+        (todo / "sub" / "c.sh").write_text("#!/bin/sh\n")  # the watches work again, below too
+        assert _woken(w, 2)
+        w.rest()
+        w.rest()  # resting twice is resting once
+        assert w.rests == 2
