@@ -32,7 +32,6 @@ import os
 import secrets
 import select
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -40,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.launch.binding import cpu_list, machine_cpus, pinned
+from metaq_py.launch.binding import cpu_list, pin_tree
 from metaq_py.launch.cgroup import (
     born_inside,
     cgroup_members,
@@ -52,6 +51,7 @@ from metaq_py.launch.cgroup import (
 )
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
+from metaq_py.launch.preflight import check_script, share_cpus, start_failure
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
@@ -370,7 +370,8 @@ def launch(
     waits for the kernel, up to a millisecond on a busy node); until then a stop falls back on
     the session sweep and the mark.
     """
-    _check_script(spec)
+    check_script(spec)
+    cpus = share_cpus(spec)
     command = task_command(spec, srun=srun)
     env = task_environment(spec, os.environ if base_env is None else base_env)
     # A mark every descendant inherits, even one that leaves the session with setsid: the
@@ -400,25 +401,20 @@ def launch(
     else:
         out_fd = log_fd
     try:
-        with _bound(spec):
-            popen = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out_fd,
-                stderr=subprocess.STDOUT,
-                cwd=spec.cwd,
-                env=env,
-                start_new_session=True,
-            )
+        popen = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out_fd,
+                                 stderr=subprocess.STDOUT, cwd=spec.cwd, env=env,
+                                 start_new_session=True)
     except OSError as e:
         if tee is not None:
             tee.abandon()
-        raise LaunchError(_start_failure(spec, command, e)) from None
+        raise LaunchError(start_failure(spec, command, e)) from None
     finally:
         # The child has its own copy; the parent's must go, or the pipe would never end.
         os.close(out_fd)
     started_at = clock()
     cgroup = task_cgroup(env[MARK_VARIABLE], popen.pid) if contain else None
+    if cpus is not None:
+        _pin(popen, cpus, spec, cgroup, tee)
     if tee is not None:
         tee.start()
     return TaskProcess(
@@ -428,17 +424,22 @@ def launch(
     )
 
 
-def _bound(spec: LaunchSpec) -> contextlib.AbstractContextManager[None]:
-    """Pins the fork of a locally bound share to its cores (see :mod:`metaq_py.launch.binding`);
-    a :class:`LaunchError` when this machine has no such cores."""
-    if not spec.bind or spec.srun_wrap or spec.cores is None:
-        return contextlib.nullcontext()
-    cpus = machine_cpus()
-    if max(spec.cores) >= len(cpus):
-        raise LaunchError(f"task {spec.task!r} is to be bound to the cores "
-                          f"{cpu_list(spec.cores)}, and this machine lets it use "
-                          f"{len(cpus)} CPUs")
-    return pinned([cpus[c] for c in spec.cores])
+def _pin(popen: subprocess.Popen[bytes], cpus: list[int], spec: LaunchSpec,
+         cgroup: Path | None, tee: OutputTee | None) -> None:
+    """Pin the share's script, just started (after its cgroup move, which a pinned child
+    makes dearer); one that cannot be pinned is killed, as a start that failed."""
+    try:
+        pin_tree(popen.pid, cpus)
+    except OSError as e:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        popen.wait()
+        if cgroup is not None:
+            remove_cgroup(cgroup)
+        if tee is not None:
+            tee.abandon()
+        raise LaunchError(f"task {spec.task!r}: cannot bind it to the cores "
+                          f"{cpu_list(spec.cores or ())}: {e.strerror}") from None
 
 
 def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:
@@ -457,39 +458,9 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
         task.wait()
 
 
-def _check_script(spec: LaunchSpec) -> None:
-    script = spec.script
-    who = f"task {spec.task!r}"
-    try:
-        mode = os.stat(script).st_mode  # one look for both questions below
-    except (FileNotFoundError, NotADirectoryError):
-        raise LaunchError(f"{who}: the script {script} does not exist") from None
-    except OSError as e:
-        if e.errno != errno.ELOOP:
-            raise
-        raise LaunchError(f"{who}: the script {script} does not exist") from None
-    if not stat.S_ISREG(mode):
-        raise LaunchError(f"{who}: the script {script} is not a regular file")
-    if not os.access(script, os.X_OK):
-        raise LaunchError(f"{who}: the script {script} is not executable (chmod +x it)")
-    if spec.cwd is not None and not spec.cwd.is_dir():
-        raise LaunchError(f"{who}: the working directory {spec.cwd} does not exist")
-    if spec.tee is not None and not spec.tee.parent.is_dir():
-        raise LaunchError(f"{who}: the directory of its LOG file {spec.tee} does not exist")
-
-
 def _open_output(path: Path, task: str) -> int:
     try:
         return os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as e:
         message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
         raise LaunchError(message) from None
-
-
-def _start_failure(spec: LaunchSpec, command: list[str], error: OSError) -> str:
-    who = f"task {spec.task!r}"
-    if error.errno == errno.ENOEXEC:
-        return f"{who}: the script {spec.script} has no #! line naming its interpreter"
-    if spec.srun_wrap and error.filename == command[0]:
-        return f"{who}: cannot run {command[0]} to wrap the script: {error.strerror}"
-    return f"{who}: cannot start {spec.script}: {error.strerror}"

@@ -19,7 +19,7 @@ from metaq_py.launch.binding import (
     cpu_mask,
     machine_cpus,
     parse_cpu_list,
-    pinned,
+    pin_tree,
     srun_binding,
 )
 from metaq_py.launch.command import gpu_variable
@@ -56,15 +56,60 @@ def test_the_kernel_list_form() -> None:
         "--cpus-per-task=2", "--cpu-bind=mask_cpu:0x30"]
 
 
+FORKS = """
+import os, sys, threading, time
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+if os.fork() == 0:  # a child forked before the pin
+    time.sleep(60)
+    os._exit(0)
+print("ready", flush=True)
+sys.stdin.readline()  # pinned now
+late = os.fork()
+if late == 0:  # a child forked after it
+    time.sleep(60)
+    os._exit(0)
+print(late, flush=True)
+time.sleep(60)
+"""
+
+
+def _allowed(pid: int, tid: int | None = None) -> tuple[int, ...]:
+    where = f"/proc/{pid}" if tid is None else f"/proc/{pid}/task/{tid}"
+    for line in Path(where, "status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return parse_cpu_list(line.split(":", 1)[1])
+    raise AssertionError(f"no Cpus_allowed_list for {where}")
+
+
 @needs_two
-def test_pinning_the_fork_binds_the_child_and_leaves_the_thread_as_it_was(
-        tmp_path: Path) -> None:
-    before = os.sched_getaffinity(0)
-    with pinned([CPUS[1]]):
-        done = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getaffinity(0))"],
-                              capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == str({CPUS[1]})
-    assert os.sched_getaffinity(0) == before
+def test_pinning_a_started_process_pins_its_threads_and_what_it_started() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", FORKS], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        threads = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        early = [int(c) for t in threads
+                 for c in Path(f"/proc/{proc.pid}/task/{t}/children").read_text().split()]
+        assert len(threads) == 2 and len(early) == 1
+        assert _allowed(proc.pid) == CPUS and _allowed(early[0]) == CPUS  # not pinned yet
+        pin_tree(proc.pid, [CPUS[1]])
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        late = int(proc.stdout.readline())
+        assert [_allowed(proc.pid, t) for t in threads] == [(CPUS[1],)] * 2
+        assert _allowed(early[0]) == (CPUS[1],)  # forked before the pin: pinned by it
+        assert _allowed(late) == (CPUS[1],)  # forked after: inherits it
+        assert os.sched_getaffinity(0) == set(CPUS)  # the caller is never moved
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def test_pinning_a_process_that_is_gone_does_nothing() -> None:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    pin_tree(proc.pid, [CPUS[0]])  # no such process any more: nothing to pin, no error
 
 
 @needs_two
