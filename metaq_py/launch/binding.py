@@ -88,7 +88,11 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
     todo = [pid]
     while todo:
         proc = todo.pop()
-        done: set[int] = set()
+        try:
+            os.sched_setaffinity(proc, cpus)  # its main thread: most have no other
+        except ProcessLookupError:
+            continue
+        done = {proc}
         while True:
             try:
                 threads = {int(t) for t in os.listdir(f"/proc/{proc}/task")}
