@@ -18,7 +18,7 @@ from metaq_py.policy.model import Job, Kind
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.runner.tasks.live_task import LiveTask, Why
-from metaq_py.runner.tasks.start_waits import PROBES, StartWaits
+from metaq_py.runner.tasks.start_waits import CLIP, PROBES, StartWaits
 from tests.runner_helpers import events, make_queue, of, runner, task
 
 
@@ -114,6 +114,18 @@ def test_starts_that_wait_go_to_the_starters_and_a_look_brings_them_back() -> No
         waits.measured(0.005)
     assert waits.busy(5.0) and waits.busy(5.9)  # busy again: a look a second later
     assert not waits.busy(6.1)
+
+
+def test_a_lone_long_wait_is_clipped_and_steady_ones_are_not_outweighed() -> None:
+    waits = StartWaits(busy_wait=0.0025)
+    for _ in range(20):
+        waits.measured(0.0003)
+    waits.measured(0.030)  # one whole time slice of another process
+    assert waits.waited < waits.busy_wait and not waits.busy(0.0)
+    assert waits.waited == pytest.approx(0.9 * 0.0003 + 0.1 * CLIP * 0.0025, rel=0.1)
+    for _ in range(40):
+        waits.measured(0.013)  # every start waits: both CPUs taken
+    assert waits.busy(1.0)
 
 
 def test_a_zero_threshold_hands_every_start_over_and_an_infinite_one_none() -> None:
