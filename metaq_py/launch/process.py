@@ -383,12 +383,11 @@ def launch(
             spec.hostfile.write_text(hostfile_text(spec.nodes))
         if spec.srun_wrap:
             spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
-        spec.log.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         where = e.filename or spec.rundir
         raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
 
-    log_fd = _open_output(spec.log, spec.task)
+    log_fd = _open_output(spec.log, spec.task, make_folder=True)
     tee: OutputTee | None = None
     if spec.tee is not None:
         try:
@@ -458,9 +457,18 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
         task.wait()
 
 
-def _open_output(path: Path, task: str) -> int:
+def _open_output(path: Path, task: str, *, make_folder: bool = False) -> int:
+    """Open (or create) ``path`` to append a task's output; with ``make_folder``, its folder
+    is made when missing (the runner's logs: made already nearly always, so it is not looked
+    for first)."""
     try:
-        return os.open(path, _OPEN_FLAGS, 0o644)
+        try:
+            return os.open(path, _OPEN_FLAGS, 0o644)
+        except FileNotFoundError:
+            if not make_folder:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as e:
         message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
         raise LaunchError(message) from None
