@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 from metaq_py.directive_keys import format_indices
 
-__all__ = ["bind_here", "cpu_list", "cpu_mask", "machine_cpus", "parse_cpu_list", "pin_tree",
-           "srun_binding"]
+__all__ = ["PIN_MOST", "bind_here", "cpu_list", "cpu_mask", "machine_cpus", "parse_cpu_list",
+           "pin_tree", "srun_binding"]
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -77,6 +77,10 @@ def srun_binding(cores: Sequence[int]) -> list[str]:
     return [f"--cpus-per-task={len(cores)}", f"--cpu-bind=mask_cpu:{cpu_mask(cores)}"]
 
 
+PIN_MOST = 4096
+"""The most threads and processes :func:`pin_tree` pins one by one for one start."""
+
+
 def pin_tree(pid: int, cpus: Sequence[int]) -> None:
     """Pin process ``pid`` (just started) to ``cpus``, with whatever it started before the pin.
 
@@ -84,26 +88,34 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
     the mask of the thread that makes it), and only then are its children read
     (``/proc/PID/task/TID/children``) and pinned the same way: a child forked after its
     parent's pin inherits it, one forked before is in the list. A process or thread gone
-    meanwhile is skipped; any other refusal of the kernel raises ``OSError``."""
+    meanwhile is skipped; any other refusal of the kernel raises ``OSError``.
+
+    A script that keeps making threads or processes as fast as they are listed is followed
+    for :data:`PIN_MOST` of them at most, so that it cannot hold the runner here; what it
+    makes from then on is made by pinned threads nearly always, and inherits the mask."""
     todo = [pid]
-    while todo:
+    budget = PIN_MOST
+    while todo and budget > 0:
         proc = todo.pop()
         try:
             os.sched_setaffinity(proc, cpus)  # its main thread: most have no other
         except ProcessLookupError:
             continue
         done = {proc}
-        while True:
+        while budget > 0:
             try:
                 threads = {int(t) for t in os.listdir(f"/proc/{proc}/task")}
             except OSError:  # gone (or no /proc): nothing more to pin here
                 break
-            if not threads - done:
+            new = threads - done
+            if not new:
                 break
-            for tid in threads - done:
+            for tid in new:
                 with contextlib.suppress(ProcessLookupError):
                     os.sched_setaffinity(tid, cpus)
-            done |= threads
+            done |= new
+            budget -= len(new)
+        budget -= 1
         for tid in done:
             try:
                 with open(f"/proc/{proc}/task/{tid}/children", "rb") as f:

@@ -30,7 +30,7 @@ the files in place: it is a gain where the helper runs alongside the loop, not l
 and the helper take turns at the interpreter lock, and each turn costs the loop about as much
 as a few fast creates. Measured on the development machine's ext4 (10,000 no-op tasks, 4 at a
 time): the spares cost 0.2 ms a task more than making the files in place (2.07 against 1.86
-ms), where a create took 10 to 20 µs. So :class:`Spares` times the creates: the helper makes
+ms), where a create took 10 to 50 µs. So :class:`Spares` times the creates: the helper makes
 spares only while the running average of a create is at least :data:`SLOW_CREATE`, and stops
 once it falls below half of that; while the helper rests, the loop itself makes one spare, timed,
 every :data:`PROBE_EVERY` takes. A metadata server's round trip (a millisecond on a busy

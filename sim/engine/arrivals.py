@@ -92,8 +92,8 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
     # what HybridJob.to_job() gives for each row, built straight from the columns: the engine
     # pays for one object per job instead of two
     t = workload.trace.jobs
-    serial = workload.model.serial  # a malleable job's (0: linear speedup)
     model = workload.model
+    serial = model.serial  # a malleable job's (0: linear speedup)
     fixed = model.resize_fixed
     for (jid, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
          notice) in zip(

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,28 @@ def test_json_of_the_environment_has_one_gpu_variable(tmp_path: Path) -> None:
                            {"ZE_AFFINITY_MASK": "0,1"})
     assert env["ZE_AFFINITY_MASK"] == "1" and "CUDA_VISIBLE_DEVICES" not in env
     assert json.loads(json.dumps(env))["METAQ_CPU_MASK"] == "0x1"
+
+
+SPAWNS_THREADS = """
+import threading, time
+while True:  # a new thread as fast as it can, each living a while
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+"""
+
+
+@needs_two
+def test_a_script_making_threads_as_fast_as_it_can_is_pinned_and_let_go() -> None:
+    # (the walk is bounded by PIN_MOST as well; on this machine the listing keeps up anyway)
+    proc = subprocess.Popen([sys.executable, "-c", SPAWNS_THREADS], start_new_session=True)
+    try:
+        time.sleep(0.3)  # well under way
+        pinning = threading.Thread(target=pin_tree, args=(proc.pid, [CPUS[1]]), daemon=True)
+        began = time.monotonic()
+        pinning.start()
+        pinning.join(timeout=30)
+        assert not pinning.is_alive(), "pin_tree never returned"
+        assert time.monotonic() - began < 30
+        assert _allowed(proc.pid) == (CPUS[1],)
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
