@@ -22,6 +22,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 from operator import is_
 from typing import TYPE_CHECKING
 
@@ -236,7 +237,7 @@ class Offers:
         append = jobs.append
         get = self.cache.get
         ondemand = Kind.ONDEMAND
-        for task in pending[start:] if start else pending:
+        for task in islice(pending, start, None):  # no copy of the whole queue's tail
             if offered >= window:
                 rest = task
                 break
