@@ -35,8 +35,6 @@ def check_script(spec: LaunchSpec) -> None:
         raise LaunchError(f"{who}: the script {script} is not a regular file")
     if not os.access(script, os.X_OK):
         raise LaunchError(f"{who}: the script {script} is not executable (chmod +x it)")
-    if spec.cwd is not None and not spec.cwd.is_dir():
-        raise LaunchError(f"{who}: the working directory {spec.cwd} does not exist")
     if spec.tee is not None and not spec.tee.parent.is_dir():
         raise LaunchError(f"{who}: the directory of its LOG file {spec.tee} does not exist")
 

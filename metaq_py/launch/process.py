@@ -1,7 +1,7 @@
 """Running task processes: starting them, signalling them, and noticing when they end.
 
-Every task runs in a session and process group of its own (``start_new_session``), so one
-signal reaches the script and everything it started. When the script ends, whatever it left
+Every task runs in a session and process group of its own (:mod:`~metaq_py.launch.spawn`), so
+one signal reaches the script and everything it started. When the script ends, whatever it left
 behind in its session is killed (:mod:`metaq_py.launch.sweep`), as SLURM does with a job
 step's processes: a task's nodes are free when the runner is told it is over.
 
@@ -32,7 +32,6 @@ import os
 import secrets
 import select
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -53,6 +52,7 @@ from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.preflight import check_script, share_cpus, start_failure
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
+from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
 from metaq_py.launch.tee import OutputTee, make_pipe
@@ -113,7 +113,7 @@ class TaskProcess:
         self,
         *,
         spec: LaunchSpec,
-        popen: subprocess.Popen[bytes],
+        pid: int,
         tee: OutputTee | None,
         on_exit: Callable[[TaskProcess], object] | None,
         clock: Callable[[], float],
@@ -123,7 +123,7 @@ class TaskProcess:
         contained: bool = False,
     ) -> None:
         self.spec = spec
-        self.pid = popen.pid
+        self.pid = pid
         self.mark = mark
         """The token in this task's ``METAQ_TASK_MARK``, found in every descendant."""
         self.cgroup = cgroup
@@ -136,7 +136,6 @@ class TaskProcess:
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
         self.output_errors: tuple[str, ...] = ()
-        self._popen = popen
         self._tee = tee
         self._on_exit = on_exit
         self._clock = clock
@@ -233,7 +232,7 @@ class TaskProcess:
     def _watch(self) -> None:
         # Wait for the script's exit *without* reaping it: while it is a zombie its pid, and so
         # its process group and session id, cannot be reused, and the sweep below is safe.
-        with contextlib.suppress(ChildProcessError):  # already reaped: Popen still knows
+        with contextlib.suppress(ChildProcessError):  # reaped elsewhere: _reap says so
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
         self._end()
 
@@ -253,7 +252,7 @@ class TaskProcess:
             among = cgroup_members(self.cgroup) \
                 if self.cgroup is not None and self.contained else None
             kill_session(self.pid, self.mark if self.sent_signals else None, among=among)
-            returncode, usage = _reap(self._popen)
+            returncode, usage = _reap(self.pid)
             self._reaped = True
         if self.cgroup is not None:
             remove_cgroup(self.cgroup, wait=1.0 if self.sent_signals else 0.0)
@@ -273,15 +272,15 @@ class TaskProcess:
         return f"<TaskProcess {self.spec.task!r} pid={self.pid} {state}>"
 
 
-def _reap(popen: subprocess.Popen[bytes]) -> tuple[int, Usage | None]:
-    """Reap the exited script with ``wait4``, for its exit and its resource usage (the
-    ``Popen`` is told how it ended); without usage when it was reaped already."""
+def _reap(pid: int) -> tuple[int, Usage | None]:
+    """Reap the exited script with ``wait4``, for its return code (negative: the signal that
+    killed it) and its resource usage."""
     try:
-        _, status, rusage = os.wait4(popen.pid, 0)
-    except ChildProcessError:  # reaped already: Popen knows how it ended
-        return popen.wait(), None
-    popen.returncode = os.waitstatus_to_exitcode(status)
-    return popen.returncode, Usage.from_rusage(rusage)
+        _, status, rusage = os.wait4(pid, 0)
+    except ChildProcessError:
+        # Reaped by someone else (SIGCHLD ignored): its status is lost. Popen says 0 then.
+        return 0, None
+    return os.waitstatus_to_exitcode(status), Usage.from_rusage(rusage)
 
 
 class _Reaper:
@@ -289,7 +288,7 @@ class _Reaper:
 
     A pidfd becomes readable when its process exits, and waiting on it reaps nothing: the
     script stays a zombie (its pid, process group and session id reserved) until
-    :meth:`TaskProcess._end` has swept its session and reaps it through ``Popen``.
+    :meth:`TaskProcess._end` has swept its session and reaps it with ``wait4``.
     """
 
     def __init__(self) -> None:
@@ -400,9 +399,7 @@ def launch(
     else:
         out_fd = log_fd
     try:
-        popen = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out_fd,
-                                 stderr=subprocess.STDOUT, cwd=spec.cwd, env=env,
-                                 start_new_session=True)
+        pid = spawn(command, output=out_fd, env=env)
     except OSError as e:
         if tee is not None:
             tee.abandon()
@@ -411,28 +408,29 @@ def launch(
         # The child has its own copy; the parent's must go, or the pipe would never end.
         os.close(out_fd)
     started_at = clock()
-    cgroup = task_cgroup(env[MARK_VARIABLE], popen.pid) if contain else None
+    cgroup = task_cgroup(env[MARK_VARIABLE], pid) if contain else None
     if cpus is not None:
-        _pin(popen, cpus, spec, cgroup, tee)
+        _pin(pid, cpus, spec, cgroup, tee)
     if tee is not None:
         tee.start()
     return TaskProcess(
-        spec=spec, popen=popen, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
+        spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
         mark=env[MARK_VARIABLE], cgroup=cgroup,
-        contained=cgroup is not None and born_inside(popen.pid),
+        contained=cgroup is not None and born_inside(pid),
     )
 
 
-def _pin(popen: subprocess.Popen[bytes], cpus: list[int], spec: LaunchSpec,
-         cgroup: Path | None, tee: OutputTee | None) -> None:
+def _pin(pid: int, cpus: list[int], spec: LaunchSpec, cgroup: Path | None,
+         tee: OutputTee | None) -> None:
     """Pin the share's script, just started (after its cgroup move, which a pinned child
     makes dearer); one that cannot be pinned is killed, as a start that failed."""
     try:
-        pin_tree(popen.pid, cpus)
+        pin_tree(pid, cpus)
     except OSError as e:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        popen.wait()
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
         if cgroup is not None:
             remove_cgroup(cgroup)
         if tee is not None:

@@ -47,9 +47,9 @@ class LaunchSpec:
     across its attempts: it holds the checkpoint and resize files, and the hostfile unless
     ``shared_hostfile`` names one that tasks on the same hosts share (written by the runner
     beforehand, see :mod:`metaq_py.launch.hostfiles`; never for a task resized in place,
-    whose hostfile the runner rewrites). ``cwd``
-    is where the script starts (``None``: the runner's own directory). ``env`` adds variables
-    on top of the runner's environment; the ``METAQ_*`` variables always win.
+    whose hostfile the runner rewrites). The script starts in the runner's own directory.
+    ``env`` adds variables on top of the runner's environment; the ``METAQ_*`` variables
+    always win.
 
     ``srun_wrap`` starts the script itself as a one-task SLURM step on the first of its nodes
     instead of on the batch node; ``srun_args`` are extra options for that ``srun``.
@@ -67,14 +67,13 @@ class LaunchSpec:
     bind: bool = False
     tee: Path | None = None
     shared_hostfile: Path | None = None
-    cwd: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     srun_wrap: bool = False
     srun_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Accept plain strings for paths and lists for tuples, but store one canonical form.
-        for name in ("script", "log", "rundir", "tee", "shared_hostfile", "cwd"):
+        for name in ("script", "log", "rundir", "tee", "shared_hostfile"):
             value = getattr(self, name)
             if not isinstance(value, Path) and (value is not None or name in _REQUIRED_PATHS):
                 object.__setattr__(self, name, Path(value))

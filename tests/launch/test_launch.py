@@ -181,13 +181,11 @@ def test_outside_slurm_slurm_variables_are_left_alone(tmp_path: Path) -> None:
     assert json.loads(spec.log.read_text())["SLURM_NTASKS"] == "8"
 
 
-def test_task_starts_in_the_given_directory_with_no_stdin(tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
+def test_task_starts_in_the_runners_directory_with_no_stdin(tmp_path: Path) -> None:
     path = script(tmp_path, "where.sh", "#!/bin/bash\npwd\ncat\necho done\n")
-    spec = spec_for(tmp_path, path, cwd=work)
+    spec = spec_for(tmp_path, path)
     assert finished(launch(spec)).ok
-    assert spec.log.read_text() == f"{work}\ndone\n"
+    assert spec.log.read_text() == f"{os.getcwd()}\ndone\n"
 
 
 def test_the_wrapped_command_line(tmp_path: Path) -> None:
@@ -498,7 +496,6 @@ def test_scripts_that_cannot_start_are_one_clear_sentence(tmp_path: Path) -> Non
             spec_for(tmp_path, no_shebang, tee=tmp_path / "nowhere" / "x.log"),
             "directory of its LOG file",
         ),
-        (spec_for(tmp_path, no_shebang, cwd=tmp_path / "absent"), "working directory"),
     ]
     for spec, needle in cases:
         with pytest.raises(LaunchError) as err:
