@@ -45,6 +45,7 @@ from metaq_py.launch.cgroup import (
     kill_cgroup,
     move_into,
     new_cgroup,
+    release_cgroup,
     remove_cgroup,
     task_cgroup,
 )
@@ -220,7 +221,7 @@ class TaskProcess:
                 self.cgroup = cgroup
                 self.contained = born_inside(self.pid)
         if not moved:
-            remove_cgroup(cgroup)
+            release_cgroup(cgroup)
 
     def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
         """Send ``sig``, give the task ``grace`` seconds to end, then kill it; its status."""
@@ -254,8 +255,10 @@ class TaskProcess:
             kill_session(self.pid, self.mark if self.sent_signals else None, among=among)
             returncode, usage = _reap(self.pid)
             self._reaped = True
-        if self.cgroup is not None:
-            remove_cgroup(self.cgroup, wait=1.0 if self.sent_signals else 0.0)
+        if self.cgroup is not None and self.sent_signals:
+            remove_cgroup(self.cgroup, wait=1.0)  # its killed processes may linger a moment
+        elif self.cgroup is not None:
+            release_cgroup(self.cgroup)
         self.ended_at = self._clock()
         if self._tee is not None:
             self.output_errors = tuple(self._tee.finish())

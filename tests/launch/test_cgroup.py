@@ -59,11 +59,42 @@ def test_stopping_a_task_kills_a_child_that_cleared_its_environment(tmp_path: Pa
             all_dead([child], timeout=0.0)
 
 
-def test_a_task_that_ends_by_itself_leaves_no_cgroup_behind(tmp_path: Path) -> None:
+def test_a_task_that_ends_by_itself_leaves_its_cgroup_empty_for_the_next(
+        tmp_path: Path) -> None:
     proc = launch(spec_for(tmp_path, script(tmp_path, "ok.sh", "#!/bin/sh\ntrue\n")))
     status = proc.wait(10)
     assert status is not None and status.returncode == 0
-    assert proc.cgroup is not None and not proc.cgroup.exists()
+    assert proc.cgroup is not None and cgroup_members(proc.cgroup) == []
+    waits = launch(spec_for(tmp_path, script(tmp_path, "waits.sh", "#!/bin/sh\nexec sleep 60\n")))
+    try:
+        assert waits.cgroup == proc.cgroup  # kept, not made again
+        assert cgroup_members(waits.cgroup) == [waits.pid]
+        assert _cgroup_of(waits.pid).endswith(proc.cgroup.name)
+    finally:
+        waits.terminate(0.5)
+    assert not waits.cgroup.exists()  # a stopped task's cgroup is removed, not kept
+
+
+# A runner that starts a task, waits for it, prints the cgroup it had and exits.
+RUNS_ONE = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from pathlib import Path
+from metaq_py.launch import launch
+from tests.launch.test_launch import script, spec_for
+tmp = Path(sys.argv[1])
+proc = launch(spec_for(tmp, script(tmp, "one.sh", "#!/bin/sh\\ntrue\\n")))
+assert proc.wait(10) is not None
+print(proc.cgroup)
+"""
+
+
+def test_the_cgroups_kept_are_removed_when_the_runner_exits(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", RUNS_ONE, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=True)
+    kept = Path(done.stdout.strip())
+    assert kept.name and kept.parent.name.startswith("metaq-")
+    assert not kept.parent.exists(), "the runner's cgroups outlived it"
 
 
 # Waits (forking nothing) until it is surely in its cgroup, then leaves one child in its
