@@ -35,6 +35,7 @@ from metaq_py.queue.disk.folders import (
     REASON_LIMIT,
     MadeFolders,
     companion,
+    relative_parts,
 )
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.index import Index, Scan, Task
@@ -327,7 +328,7 @@ class Queue(Layout):
         made by this object is kept for reuse, and a new logbook is written into a file made
         ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
-        rel = os.path.relpath(src, self.root).split(os.sep)
+        rel = relative_parts(src, self.root)
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
                           spares=self.spares, lease_files=job.spares if job else None,
                           old_reason=rel[0] in DONE_STATES, made=self._made)

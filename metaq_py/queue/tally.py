@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from metaq_py.queue.disk.folders import make_folders, subfolders, task_files
+from metaq_py.queue.disk.folders import make_folders, relative_parts, subfolders, task_files
 from metaq_py.queue.judge import judge
 from metaq_py.task_spec import TaskSpec
 
@@ -91,7 +91,7 @@ def project_of(spec: TaskSpec | None) -> str:
 def key_of(root: Path, path: str | os.PathLike[str]) -> tuple[str, str, str] | None:
     """(done state, task folder, campaign folder) of the task file at ``path``, or ``None``
     when it is not in a done state."""
-    parts = os.path.relpath(path, root).split(os.sep)
+    parts = relative_parts(path, root)
     if len(parts) < 3 or parts[0] not in DONE:
         return None
     return parts[0], parts[1], "/".join(parts[2:-1])

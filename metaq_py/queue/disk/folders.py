@@ -114,6 +114,20 @@ class MadeFolders:
         self._seen[key] = (st.st_dev, st.st_ino)
 
 
+def relative_parts(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[str]:
+    """``os.path.relpath(path, root)`` split into its names. A path spelled under ``root``, as
+    the queue's own paths are, is cut by comparing the strings; ``relpath`` itself (which
+    makes both paths absolute and normal at each call) only for any other: it ran three times
+    for every task a runner settles."""
+    p, r = os.fspath(path), os.fspath(root)
+    n = len(r)
+    if p.startswith(r) and p[n:n + 1] == os.sep:
+        parts = p[n + 1:].split(os.sep)
+        if "" not in parts and "." not in parts and ".." not in parts:
+            return parts
+    return os.path.relpath(p, r).split(os.sep)
+
+
 def make_folders(root: Path, folder: Path) -> None:
     """Make ``folder`` and every folder between the queue ``root`` and it, as real folders.
 
@@ -121,13 +135,13 @@ def make_folders(root: Path, folder: Path) -> None:
     there by a careless or hostile hand) is renamed aside, within its own folder, to
     ``<name>.planted-<hex>`` (where ``metaq doctor`` lists it), and a real folder made in its
     place. So a move never lands outside the queue."""
-    rel = os.path.relpath(folder, root)
-    if rel == ".":
+    parts = relative_parts(folder, root)
+    if parts == ["."]:
         return
-    if rel.startswith(".."):
+    if parts[0] == "..":
         raise ValueError(f"{folder} is not inside the queue {root}")
     here = str(root)
-    for part in rel.split(os.sep):
+    for part in parts:
         here = os.path.join(here, part)
         try:
             os.mkdir(here)

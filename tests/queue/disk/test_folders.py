@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.queue.disk.folders import PLANTED, MadeFolders
+from hypothesis import given
+from hypothesis import strategies as st
+
+from metaq_py.queue.disk.folders import PLANTED, MadeFolders, relative_parts
 from metaq_py.queue.store import Queue
 
 
@@ -52,3 +55,19 @@ def test_claims_land_inside_the_queue_after_a_job_folder_is_swapped(tmp_path: Pa
     assert claim is not None
     assert not list(outside.rglob("*.sh"))
     assert claim.path.is_file() and not (q.root / "working" / "m" / "7").is_symlink()
+
+
+NAMES = st.sampled_from(["q", "todo", "a", "..", ".", "", ".hidden", "x y", "finished", "é"])
+
+
+@given(root=st.lists(NAMES, min_size=0, max_size=4), rest=st.lists(NAMES, max_size=5),
+       absolute=st.booleans())
+def test_relative_parts_agrees_with_relpath(root: list[str], rest: list[str],
+                                            absolute: bool) -> None:
+    # Any spelling, normal or not: "..", ".", "//" and trailing slashes included.
+    top = ("/" if absolute else "") + "/".join(root)
+    path = top + "/" + "/".join(rest)
+    if not top:
+        top = "."
+    assert relative_parts(path, top) == os.path.relpath(path, top).split(os.sep)
+    assert relative_parts(Path(path), Path(top)) == os.path.relpath(path, top).split(os.sep)
