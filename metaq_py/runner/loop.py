@@ -79,6 +79,13 @@ on a queue where no file-system event arrives (NFS, Lustre): a cancel reaches it
 within about a second, never at the next heartbeat."""
 
 
+_LOOK_EVERY = 0.1
+"""The most often (seconds) a pass looks at every running task's checkpoint file and cancel
+request (a system call each): while short tasks end every moment there is a pass per exit,
+and looking at each pass cost a ``stat`` and an ``lstat`` per running task each time. A
+checkpoint's time is its file's, so a late look loses nothing of it."""
+
+
 def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
@@ -151,6 +158,8 @@ class Runner:
         self.passes = 0
         self._flush_by = 0.0
         """When the events kept must be written, even if wake-ups are waiting."""
+        self._look_at = -math.inf
+        """When a pass next looks at the checkpoints and cancel requests (:data:`_LOOK_EVERY`)."""
         self._ran = False
 
     @property
@@ -329,10 +338,14 @@ class Runner:
         for t in list(self.roster.live.values()):
             t.kill_if_due(now)
         self.decider.resizer.check(now)
-        self.roster.check_checkpoints(self.clock.now())
+        looks = now >= self._look_at
+        if looks:
+            self._look_at = now + _LOOK_EVERY
+            self.roster.check_checkpoints(self.clock.now())
         if now >= self.upkeep.next_heartbeat:
             self.upkeep.heartbeat(now, stopping=self.stopping)
-        self.upkeep.check_cancels(now)
+        if looks:
+            self.upkeep.check_cancels(now)
         if self.stopping is None and now >= self._stop_at():
             self._stop_all(f"the allocation ends at {_clock_time(self.ctx.end)}")
         if self.stopping is None:

@@ -108,8 +108,13 @@ def test_a_full_disk_while_a_log_is_written_loses_no_task(tmp_path: Path) -> Non
     try:
         q = make_queue(mount / "q")
         token = f"flood-{time.time_ns()}"
-        task(q, "floods.sh", f"(exec -a {token} head -c 8M /dev/zero)")
-        task(q, "small.sh", "sleep 0.5; echo small")
+        started = tmp_path / "small-started"  # outside the small disk
+        # The flood waits for the small task's start: started on a full disk, it could not
+        # even write its hostfile (it would stay claimed for the next runner, still not lost,
+        # but not what this test is about).
+        task(q, "floods.sh", f"while [ ! -e {started} ]; do sleep 0.01; done\n"
+                             f"(exec -a {token} head -c 8M /dev/zero)")
+        task(q, "small.sh", f"touch {started}; sleep 0.5; echo small")
         said: list[str] = []
         r = runner(q, say=said.append)
 
@@ -123,7 +128,7 @@ def test_a_full_disk_while_a_log_is_written_loses_no_task(tmp_path: Path) -> Non
         assert any("No space left on device" in line for line in said), said
         # Its output failed with ENOSPC, so the flooding task failed; the other one finished
         # once there was room to record it. Nothing was lost, nothing ran twice.
-        assert where(q, "small.sh") == "finished"
+        assert where(q, "small.sh") == "finished", said
         assert where(q, "floods.sh") == "failed"
         assert (q.root / "jobs").glob("*/logs/todo/small.sh.log")
         starts = [e for e in events(q) if e["event"] == "start"]
