@@ -51,6 +51,7 @@ from metaq_py.launch.cgroup import (
 )
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
+from metaq_py.launch.places import Aside, make_run_folder, open_task_log
 from metaq_py.launch.preflight import check_script, share_cpus, start_failure
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
@@ -358,6 +359,7 @@ def launch(
     clock: Callable[[], float] = time.time,
     srun: str = "srun",
     contain: bool = True,
+    aside: Aside | None = None,
 ) -> TaskProcess:
     """Start ``spec``'s script in a new session and return its :class:`TaskProcess`.
 
@@ -370,7 +372,9 @@ def launch(
     not yet moved into a cgroup of its own (:mod:`metaq_py.launch.cgroup`): the caller does
     that with :meth:`TaskProcess.contain` once it has handed the process on (moving a process
     waits for the kernel, up to a millisecond on a busy node); until then a stop falls back on
-    the session sweep and the mark.
+    the session sweep and the mark. ``aside`` moves what someone planted at the run folder's or
+    the log's name out of the way (:mod:`metaq_py.launch.places`; without it, such a start
+    fails).
     """
     check_script(spec)
     cpus = share_cpus(spec)
@@ -380,7 +384,7 @@ def launch(
     # kill sweeps /proc for it (see metaq_py.launch.sweep).
     env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
-        spec.rundir.mkdir(parents=True, exist_ok=True)
+        make_run_folder(spec.rundir, spec.task, aside=aside)
         if spec.shared_hostfile is None:
             spec.hostfile.write_text(hostfile_text(spec.nodes))
         if spec.srun_wrap:
@@ -389,7 +393,11 @@ def launch(
         where = e.filename or spec.rundir
         raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
 
-    log_fd = _open_output(spec.log, spec.task, make_folder=True)
+    try:
+        log_fd = open_task_log(spec.log, spec.task, aside=aside)
+    except OSError as e:
+        raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
+                          f"{e.strerror}") from None
     tee: OutputTee | None = None
     if spec.tee is not None:
         try:
@@ -458,18 +466,11 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
         task.wait()
 
 
-def _open_output(path: Path, task: str, *, make_folder: bool = False) -> int:
-    """Open (or create) ``path`` to append a task's output; with ``make_folder``, its folder
-    is made when missing (the runner's logs: made already nearly always, so it is not looked
-    for first)."""
+def _open_output(path: Path, task: str) -> int:
+    """Open (or create) the ``tee`` file ``path`` to append a task's output (the runner has
+    checked it and made it beforehand, see :mod:`metaq_py.queue.disk.logfile`)."""
     try:
-        try:
-            return os.open(path, _OPEN_FLAGS, 0o644)
-        except FileNotFoundError:
-            if not make_folder:
-                raise
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(path, _OPEN_FLAGS, 0o644)
+        return os.open(path, _OPEN_FLAGS, 0o644)
     except OSError as e:
         message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
         raise LaunchError(message) from None

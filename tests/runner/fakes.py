@@ -161,7 +161,7 @@ class World:
         self._on_exit[process.pid](process)
 
     def launch(self, spec: LaunchSpec, *, on_exit: Callable[[FakeProcess], object],
-               base_env: object = None) -> FakeProcess:
+               base_env: object = None, aside: object = None) -> FakeProcess:
         """Stands in for :func:`metaq_py.launch.launch`."""
         spec.rundir.mkdir(parents=True, exist_ok=True)
         behaviour = self.behaviours.get(spec.task, Behaviour())

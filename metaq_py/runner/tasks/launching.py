@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import os
 import queue as stdqueue
-import secrets
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -42,7 +40,7 @@ from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
 from metaq_py.launch.binding import machine_cpus
 from metaq_py.policy.model import Kind
-from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
@@ -204,7 +202,8 @@ class Launcher:
             with self._room:
                 self._make_room(spec)
             cpu, wall = time.thread_time(), time.perf_counter()
-            process = self.start(spec, on_exit=self.on_exit, base_env=self.environ)
+            process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
+                                 aside=set_aside)
             self.waits.measured((time.perf_counter() - wall) - (time.thread_time() - cpu))
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
@@ -248,7 +247,8 @@ class Launcher:
                 # Into its cgroup only once handed over (below): the move waits for the
                 # kernel, and a short task's end would wait for it too.
                 done = Started(live, spec, self.start(spec, on_exit=exited, contain=False,
-                                                      base_env=self.environ), None, at)
+                                                      base_env=self.environ, aside=set_aside),
+                               None, at)
             except (LaunchError, OSError) as e:
                 done = Started(live, spec, None, str(e), at)
             except Exception as e:  # never leave the loop waiting for a start that failed
@@ -298,9 +298,9 @@ class Launcher:
         return self._binding
 
     def _make_room(self, spec: LaunchSpec) -> None:
-        """Give ``spec`` its run folder and its log from the spares made ahead of time, where
-        they do not exist yet (``launch`` then finds them made; it makes whatever is still
-        missing itself)."""
+        """Make the folders of ``spec``'s run folder and log, and give it both from the spares
+        made ahead of time where nothing is there yet (``launch`` then finds them made; it
+        makes whatever is still missing itself)."""
         root = self.ctx.queue.root
         for parent in (spec.rundir.parent, spec.log.parent):
             if parent not in self.folders:
@@ -308,16 +308,8 @@ class Launcher:
                 # group-writable jobs/ never sends a log out of the queue.
                 make_folders(root, parent)
                 self.folders.add(parent)
-        for made in (spec.rundir, spec.log):
-            # A symlink (or FIFO) planted where the log or run folder goes is moved aside,
-            # never written through. launch then makes the file itself.
-            try:
-                st = os.lstat(made)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode)
-                                                or stat.S_ISDIR(st.st_mode)):
-                os.rename(made, f"{made}.planted-{secrets.token_hex(3)}")
+        # Something planted where the run folder or the log goes is moved aside by launch
+        # (set_aside, see metaq_py.launch.places), never written through.
         if self.spares is not None:
             self.spares.folder(spec.rundir)
             self.spares.empty_file(spec.log)
