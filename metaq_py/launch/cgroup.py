@@ -5,8 +5,8 @@ The runner looks for the cgroup v2 hierarchy it runs in (``/proc/self/cgroup``'s
 under the ``cgroup2`` mount of ``/proc/self/mountinfo``) and tries to make a folder of its own
 there, ``metaq-<pid>``. Where it may (root, or a delegated subtree, as systemd and some batch
 systems give a job), each task gets ``metaq-<pid>/<mark>``, and its script is moved into it the
-moment it has started (``Popen`` returns once the script is executing, so a script that cannot
-start still fails as one sentence), or, for the runner's starts, the moment after the loop
+moment it has started (``posix_spawn`` returns once the script is executing, so a script that
+cannot start still fails as one sentence), or, for the runner's starts, the moment after the loop
 has been handed the process (:meth:`~metaq_py.launch.process.TaskProcess.contain`). Every
 process it makes from then on is born inside the cgroup; one it forked in that first instant
 stays outside, where the sweep still looks for it.

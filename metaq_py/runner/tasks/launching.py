@@ -6,9 +6,10 @@ ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be s
 back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
 
 **Starting off the loop's thread.** Starting a process blocks its caller until the child has
-executed the script (``vfork`` lends the child the caller's memory until then, and ``Popen``
-waits to learn whether the ``exec`` worked): about a millisecond on an idle node, several on a
-busy one, and on the loop's thread that was the largest part of a short task's cost. So with
+executed the script (``vfork`` lends the child the caller's memory until then, and
+``posix_spawn`` waits to learn whether the ``exec`` worked): a fraction of a millisecond on an
+idle node, several on a busy one, and on the loop's thread that was the largest part of a short
+task's cost. So with
 ``on_started`` given (the real launch), the loop prepares each launch's spec and hands it to
 one of :data:`STARTERS` starter threads, which gives it its run folder and log (one at a time:
 the spares are taken under a lock) and starts it, while the loop goes on claiming, settling and
