@@ -81,8 +81,11 @@ PIN_MOST = 4096
 """The most threads and processes :func:`pin_tree` pins one by one for one start."""
 
 
-def pin_tree(pid: int, cpus: Sequence[int]) -> None:
-    """Pin process ``pid`` (just started) to ``cpus``, with whatever it started before the pin.
+def pin_tree(pid: int, cpus: Sequence[int]) -> bool:
+    """Pin process ``pid`` (just started) to ``cpus``, with whatever it started before the pin;
+    whether ``pid`` had no child then (``False`` also when that cannot be told). Right after
+    its move into its cgroup, that is :func:`~metaq_py.launch.cgroup.born_inside`'s answer,
+    read here on the way instead of once more.
 
     Each process's threads are pinned until listing them finds no new one (a thread inherits
     the mask of the thread that makes it), and only then are its children read
@@ -95,6 +98,7 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
     makes from then on is made by pinned threads nearly always, and inherits the mask."""
     todo = [pid]
     budget = PIN_MOST
+    alone = False
     while todo and budget > 0:
         proc = todo.pop()
         try:
@@ -102,6 +106,7 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
         except ProcessLookupError:
             continue
         done = {proc}
+        listed = False  # every thread of proc listed (none new since the last listing)
         while budget > 0:
             try:
                 threads = {int(t) for t in os.listdir(f"/proc/{proc}/task")}
@@ -109,6 +114,7 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
                 break
             new = threads - done
             if not new:
+                listed = True
                 break
             for tid in new:
                 with contextlib.suppress(ProcessLookupError):
@@ -116,12 +122,19 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> None:
             done |= new
             budget -= len(new)
         budget -= 1
+        childless = listed
         for tid in done:
             try:
                 with open(f"/proc/{proc}/task/{tid}/children", "rb") as f:
-                    todo.extend(int(child) for child in f.read().split())
+                    children = f.read().split()
             except OSError:  # gone, or a kernel without the children file
+                childless = False
                 continue
+            childless = childless and not children
+            todo.extend(int(child) for child in children)
+        if proc == pid:
+            alone = childless
+    return alone
 
 
 def bind_here(cores: Sequence[int]) -> str | None:

@@ -420,23 +420,24 @@ def launch(
         os.close(out_fd)
     started_at = clock()
     cgroup = task_cgroup(env[MARK_VARIABLE], pid) if contain else None
-    if cpus is not None:
-        _pin(pid, cpus, spec, cgroup, tee)
+    alone = None if cpus is None else _pin(pid, cpus, spec, cgroup, tee)
     if tee is not None:
         tee.start()
+    if cgroup is not None and alone is None:
+        alone = born_inside(pid)
     return TaskProcess(
         spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
-        mark=env[MARK_VARIABLE], cgroup=cgroup,
-        contained=cgroup is not None and born_inside(pid),
+        mark=env[MARK_VARIABLE], cgroup=cgroup, contained=cgroup is not None and bool(alone),
     )
 
 
 def _pin(pid: int, cpus: list[int], spec: LaunchSpec, cgroup: Path | None,
-         tee: OutputTee | None) -> None:
+         tee: OutputTee | None) -> bool:
     """Pin the share's script, just started (after its cgroup move, which a pinned child
-    makes dearer); one that cannot be pinned is killed, as a start that failed."""
+    makes dearer); whether it had no child yet (see :func:`pin_tree`). One that cannot be
+    pinned is killed, as a start that failed."""
     try:
-        pin_tree(pid, cpus)
+        return pin_tree(pid, cpus)
     except OSError as e:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)

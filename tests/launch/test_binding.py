@@ -24,6 +24,7 @@ from metaq_py.launch.binding import (
     pin_tree,
     srun_binding,
 )
+from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.launch.command import gpu_variable
 from tests.launch.test_launch import finished, script, spec_for
 
@@ -95,7 +96,7 @@ def test_pinning_a_started_process_pins_its_threads_and_what_it_started() -> Non
                  for c in Path(f"/proc/{proc.pid}/task/{t}/children").read_text().split()]
         assert len(threads) == 2 and len(early) == 1
         assert _allowed(proc.pid) == CPUS and _allowed(early[0]) == CPUS  # not pinned yet
-        pin_tree(proc.pid, [CPUS[1]])
+        assert pin_tree(proc.pid, [CPUS[1]]) is False  # it had a child: not alone
         proc.stdin.write("\n")
         proc.stdin.flush()
         late = int(proc.stdout.readline())
@@ -111,7 +112,25 @@ def test_pinning_a_started_process_pins_its_threads_and_what_it_started() -> Non
 def test_pinning_a_process_that_is_gone_does_nothing() -> None:
     proc = subprocess.Popen(["true"])
     proc.wait()
-    pin_tree(proc.pid, [CPUS[0]])  # no such process any more: nothing to pin, no error
+    # No such process any more: nothing to pin, no error, and nothing it can tell.
+    assert pin_tree(proc.pid, [CPUS[0]]) is False
+
+
+def test_pinning_says_whether_the_process_had_no_child_yet() -> None:
+    lone = subprocess.Popen(["sleep", "60"])
+    parent = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split():
+            assert time.monotonic() < deadline, "the shell never started its child"
+            time.sleep(0.01)
+        assert pin_tree(lone.pid, [CPUS[0]]) is True
+        assert pin_tree(parent.pid, [CPUS[0]]) is False
+    finally:
+        lone.kill()
+        os.killpg(parent.pid, 9)
+        lone.wait()
+        parent.wait()
 
 
 @needs_two
@@ -121,6 +140,9 @@ def test_two_bound_shares_run_on_their_own_cores(tmp_path: Path) -> None:
                              bind=True, log=tmp_path / f"s{c}.log",
                              rundir=tmp_path / f"run{c}"))
              for c in (0, 1)]
+    if runner_cgroup() is not None:
+        # Moved in, then pinned with no child yet: everything they make is born inside.
+        assert all(proc.contained for proc in procs)
     seen = []
     for c, proc in zip((0, 1), procs, strict=True):
         assert finished(proc).ok
