@@ -3,8 +3,10 @@ anything planted at their names moved aside, never followed, never blocking."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from metaq_py.launch.places import make_run_folder, open_task_log
 from tests.launch.test_launch import script, spec_for
 
 
-def aside_to(moved: list[Path]):  # type: ignore[no-untyped-def]
+def aside_to(moved: list[Path]) -> Callable[[Path], None]:
     """An ``aside`` that renames as the runner does and remembers what it moved."""
     def aside(path: Path) -> None:
         moved.append(path)
@@ -67,8 +69,8 @@ def test_what_is_planted_at_the_run_folder_is_moved_aside(tmp_path: Path, kind: 
     assert moved == [folder]
     assert stat.S_ISDIR(os.lstat(folder).st_mode)
     assert not outside.is_dir() or not any(outside.iterdir())
+    plant(kind, tmp_path / "runs" / "u.sh", tmp_path / "outside2")
     with pytest.raises(LaunchError, match="something other than its run folder"):
-        plant(kind, tmp_path / "runs" / "u.sh", tmp_path / "outside2")
         make_run_folder(tmp_path / "runs" / "u.sh", "u", aside=None)
 
 
@@ -108,3 +110,17 @@ def test_a_runner_start_moves_a_planted_link_aside_and_runs(tmp_path: Path) -> N
     with pytest.raises(LaunchError) as refused:
         launch(spec)
     assert "something other than its log" in str(refused.value)
+
+
+def test_names_at_the_length_limit_are_made_and_one_byte_more_is_refused(
+        tmp_path: Path) -> None:
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    folder, log = tmp_path / ("r" * limit), tmp_path / ("l" * limit)
+    assert make_run_folder(folder, "t", aside=None) is True and folder.is_dir()
+    os.close(open_task_log(log, "t", aside=None))
+    assert log.is_file()
+    for make in (lambda: make_run_folder(tmp_path / ("r" * (limit + 1)), "t", aside=None),
+                 lambda: open_task_log(tmp_path / ("l" * (limit + 1)), "t", aside=None)):
+        with pytest.raises(OSError) as refused:  # launch says it in one sentence
+            make()
+        assert refused.value.errno == errno.ENAMETOOLONG

@@ -6,25 +6,24 @@ ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be s
 back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
 
 **Starting off the loop's thread.** Starting a process blocks its caller until the child has
-executed the script (``vfork`` lends the child the caller's memory until then, and
-``posix_spawn`` waits to learn whether the ``exec`` worked): a fraction of a millisecond on an
-idle node, several on a busy one, and on the loop's thread that was the largest part of a short
-task's cost. So with
-``on_started`` given (the real launch), the loop prepares each launch's spec and hands it to
-one of :data:`STARTERS` starter threads, which gives it its run folder and log (one at a time:
-the spares are taken under a lock) and starts it, while the loop goes on claiming, settling and
-deciding; the starter hands back a :class:`Started` through ``on_started`` (the runner's
-inbox), and the loop then records the process and writes the ``start`` event. Until then the
-task is *starting* (:attr:`LiveTask.starting`): on the roster, holding its hosts, without a
-process. A stop asked meanwhile (a cancel, a preemption, the end of the allocation) is kept and
-its signal sent the moment the process exists (:meth:`LiveTask.launched`). The exit of a
-process is handed over only after its :class:`Started` (a gate in the exit callback), so the
-loop always knows a process before it hears of its end. The starter threads are used only while
-starts on the loop's thread are seen to wait (:mod:`~metaq_py.runner.tasks.start_waits`): with
-a CPU free, the ``exec`` comes at once and the hand-over between threads costs more than it
-saves. Malleable tasks start on the loop's thread, as before: a resize may come at any moment
-and must find such a task either running or not started. Stand-in processes (the tests on a
-fake clock) start on the loop's thread too, so that their times stay exact.
+executed the script (``vfork`` lends the child the caller's memory until then, and ``posix_spawn``
+waits to learn whether the ``exec`` worked): a fraction of a millisecond on an idle node, several
+on a busy one, and on the loop's thread that was the largest part of a short task's cost. So with
+``on_started`` given (the real launch), the loop prepares each launch's spec and hands it to one of
+:data:`STARTERS` starter threads, which gives it its run folder and log (one at a time: the spares
+are taken under a lock) and starts it, while the loop goes on claiming, settling and deciding; the
+starter hands back a :class:`Started` through ``on_started`` (the runner's inbox), and the loop
+then records the process and writes the ``start`` event. Until then the task is *starting*
+(:attr:`LiveTask.starting`): on the roster, holding its hosts, without a process. A stop asked
+meanwhile (a cancel, a preemption, the end of the allocation) is kept and its signal sent the
+moment the process exists (:meth:`LiveTask.launched`). The exit of a process is handed over only
+after its :class:`Started` (a gate in the exit callback), so the loop always knows a process before
+it hears of its end. The starter threads are used only while starts on the loop's thread are seen
+to wait (:mod:`~metaq_py.runner.tasks.start_waits`): with a CPU free, the ``exec`` comes at once
+and the hand-over between threads costs more than it saves. Malleable tasks start on the loop's
+thread, as before: a resize may come at any moment and must find such a task either running or not
+started. Stand-in processes (the tests on a fake clock) start on the loop's thread too, so that
+their times stay exact.
 """
 
 from __future__ import annotations
