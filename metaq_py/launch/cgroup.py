@@ -6,10 +6,10 @@ under the ``cgroup2`` mount of ``/proc/self/mountinfo``) and tries to make a fol
 there, ``metaq-<pid>``. Where it may (root, or a delegated subtree, as systemd and some batch
 systems give a job), each task gets ``metaq-<pid>/<mark>``, and its script is moved into it the
 moment it has started (``posix_spawn`` returns once the script is executing, so a script that
-cannot start still fails as one sentence), or, for the runner's starts, the moment after the loop
-has been handed the process (:meth:`~metaq_py.launch.process.TaskProcess.contain`). Every
-process it makes from then on is born inside the cgroup; one it forked in that first instant
-stays outside, where the sweep still looks for it.
+cannot start still fails as one sentence), by whichever process started it: the runner, or its
+launch agent (:mod:`metaq_py.launch.agent`), whose folder is then ``metaq-<agent's pid>``.
+Every process it makes from then on is born inside the cgroup; one it forked in that first
+instant stays outside, where the sweep still looks for it.
 Stopping the task writes ``1`` to its ``cgroup.kill`` (Linux 5.14 and later).
 
 **Reused, not remade.** Making a cgroup and removing it cost the kernel about 35 and 50 µs

@@ -29,7 +29,6 @@ import contextlib
 import errno
 import logging
 import os
-import secrets
 import select
 import signal
 import threading
@@ -43,29 +42,23 @@ from metaq_py.launch.cgroup import (
     born_inside,
     cgroup_members,
     kill_cgroup,
-    move_into,
-    new_cgroup,
     release_cgroup,
     remove_cgroup,
     task_cgroup,
 )
-from metaq_py.launch.command import task_command, task_environment
-from metaq_py.launch.hostfiles import hostfile_text
-from metaq_py.launch.places import Aside, make_run_folder, open_task_log
-from metaq_py.launch.preflight import check_script, share_cpus, start_failure
+from metaq_py.launch.places import Aside
+from metaq_py.launch.preflight import start_failure
+from metaq_py.launch.prepare import Prepared, prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
-from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
-from metaq_py.launch.tee import OutputTee, make_pipe
+from metaq_py.launch.sweep import kill_session
+from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage
 
-__all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
+__all__ = ["ExitStatus", "TaskProcess", "launch", "start_prepared", "terminate_all"]
 
 _log = logging.getLogger(__name__)
-
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-
 
 @dataclass(frozen=True, slots=True)
 class ExitStatus:
@@ -137,6 +130,9 @@ class TaskProcess:
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
+        self.lost: str | None = None
+        """Why the task was killed without the runner asking (its launch agent died; see
+        :mod:`metaq_py.launch.agent_link`), if it was: an interruption, not a failure."""
         self.output_errors: tuple[str, ...] = ()
         self._tee = tee
         self._on_exit = on_exit
@@ -145,8 +141,13 @@ class TaskProcess:
         self._reaped = False
         self._lock = threading.Lock()  # no signal may cross the reaping of the pid
         self._done = threading.Event()
+        self._watch_exit()
+
+    def _watch_exit(self) -> None:
+        """Have the exit of the runner's own child noticed: by the reaper, else a watcher."""
         if not _REAPER.add(self):
-            watcher = threading.Thread(target=self._watch, name=f"task {spec.task}", daemon=True)
+            watcher = threading.Thread(target=self._watch, name=f"task {self.spec.task}",
+                                       daemon=True)
             watcher.start()
 
     @property
@@ -185,6 +186,10 @@ class TaskProcess:
             if step is not None and signal_step(step, sig):
                 self.sent_signals.append(sig)
                 return True
+        return self._signal_group(sig)
+
+    def _signal_group(self, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the script's process group, unless it has been reaped."""
         with self._lock:
             if self._reaped:
                 return False
@@ -205,24 +210,6 @@ class TaskProcess:
                 kill_cgroup(self.cgroup)
             kill_session(self.pid, self.mark)
             return True
-
-    def contain(self) -> None:
-        """Move the script into a cgroup of its own now, if it has none and is not over yet
-        (for a launch made with ``contain=False``; see :func:`launch`). The cgroup is made
-        first and the move done under the lock that reaping takes, so that the pid moved is
-        still this task's script (a zombie at worst), never a process that reused it."""
-        if self.cgroup is not None or self.mark is None or self._reaped:
-            return
-        cgroup = new_cgroup(self.mark)
-        if cgroup is None:
-            return
-        with self._lock:
-            moved = not self._reaped and move_into(cgroup, self.pid)
-            if moved:
-                self.cgroup = cgroup
-                self.contained = born_inside(self.pid)
-        if not moved:
-            release_cgroup(cgroup)
 
     def terminate(self, grace: float, *, sig: int = signal.SIGTERM) -> ExitStatus:
         """Send ``sig``, give the task ``grace`` seconds to end, then kill it; its status."""
@@ -260,6 +247,11 @@ class TaskProcess:
             remove_cgroup(self.cgroup, wait=1.0)  # its killed processes may linger a moment
         elif self.cgroup is not None:
             release_cgroup(self.cgroup)
+        self._finish(returncode, usage)
+
+    def _finish(self, returncode: int, usage: Usage | None) -> None:
+        """The script is over and reaped: complete its output, record how it ended and call
+        ``on_exit``."""
         self.ended_at = self._clock()
         if self._tee is not None:
             self.output_errors = tuple(self._tee.finish())
@@ -358,7 +350,6 @@ def launch(
     base_env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
     srun: str = "srun",
-    contain: bool = True,
     aside: Aside | None = None,
 ) -> TaskProcess:
     """Start ``spec``'s script in a new session and return its :class:`TaskProcess`.
@@ -368,58 +359,31 @@ def launch(
     log (and the ``tee`` file, through a copier thread). ``on_exit`` is called once, from the
     reaper (or watcher) thread, after the task is over and its output is complete.
     ``base_env`` defaults to the runner's environment. A script that cannot be started raises
-    :class:`LaunchError` and leaves no process behind. With ``contain`` off the script is
-    not yet moved into a cgroup of its own (:mod:`metaq_py.launch.cgroup`): the caller does
-    that with :meth:`TaskProcess.contain` once it has handed the process on (moving a process
-    waits for the kernel, up to a millisecond on a busy node); until then a stop falls back on
-    the session sweep and the mark. ``aside`` moves what someone planted at the run folder's or
-    the log's name out of the way (:mod:`metaq_py.launch.places`; without it, such a start
-    fails).
+    :class:`LaunchError` and leaves no process behind. ``aside`` moves what someone planted
+    at the run folder's or the log's name out of the way (:mod:`metaq_py.launch.places`;
+    without it, such a start fails).
     """
-    check_script(spec)
-    cpus = share_cpus(spec)
-    command = task_command(spec, srun=srun)
-    env = task_environment(spec, os.environ if base_env is None else base_env)
-    # A mark every descendant inherits, even one that leaves the session with setsid: the
-    # kill sweeps /proc for it (see metaq_py.launch.sweep).
-    env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
-    try:
-        make_run_folder(spec.rundir, spec.task, aside=aside)
-        if spec.shared_hostfile is None:
-            spec.hostfile.write_text(hostfile_text(spec.nodes))
-        if spec.srun_wrap:
-            spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
-    except OSError as e:
-        where = e.filename or spec.rundir
-        raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
+    ready = prepare(spec, base_env=os.environ if base_env is None else base_env, srun=srun,
+                    aside=aside)
+    return start_prepared(ready, on_exit=on_exit, clock=clock)
 
+
+def start_prepared(ready: Prepared, *, on_exit: Callable[[TaskProcess], object] | None = None,
+                   clock: Callable[[], float] = time.time) -> TaskProcess:
+    """Start a prepared task in the runner itself (:func:`launch`, after
+    :func:`~metaq_py.launch.prepare.prepare`): its script, moved into a cgroup of its own
+    where the kernel allows (:mod:`metaq_py.launch.cgroup`) and pinned if it is a bound
+    share."""
+    spec, command, tee, cpus = ready.spec, ready.command, ready.tee, ready.cpus
     try:
-        log_fd = open_task_log(spec.log, spec.task, aside=aside)
+        pid = spawn(command, output=ready.output, env=ready.env)
     except OSError as e:
-        raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
-                          f"{e.strerror}") from None
-    tee: OutputTee | None = None
-    if spec.tee is not None:
-        try:
-            tee_fd = _open_output(spec.tee, spec.task)
-        except LaunchError:
-            os.close(log_fd)
-            raise
-        read_fd, out_fd = make_pipe()
-        tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
-    else:
-        out_fd = log_fd
-    try:
-        pid = spawn(command, output=out_fd, env=env)
-    except OSError as e:
-        if tee is not None:
-            tee.abandon()
+        ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
-    finally:
-        # The child has its own copy; the parent's must go, or the pipe would never end.
-        os.close(out_fd)
+    # The child has its own copy; the parent's must go, or the pipe would never end.
+    os.close(ready.output)
     started_at = clock()
-    cgroup = task_cgroup(env[MARK_VARIABLE], pid) if contain else None
+    cgroup = task_cgroup(ready.mark, pid)
     alone = None if cpus is None else _pin(pid, cpus, spec, cgroup, tee)
     if tee is not None:
         tee.start()
@@ -427,7 +391,7 @@ def launch(
         alone = born_inside(pid)
     return TaskProcess(
         spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
-        mark=env[MARK_VARIABLE], cgroup=cgroup, contained=cgroup is not None and bool(alone),
+        mark=ready.mark, cgroup=cgroup, contained=cgroup is not None and bool(alone),
     )
 
 
@@ -465,13 +429,3 @@ def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = sign
             task.kill()
     for task in tasks:
         task.wait()
-
-
-def _open_output(path: Path, task: str) -> int:
-    """Open (or create) the ``tee`` file ``path`` to append a task's output (the runner has
-    checked it and made it beforehand, see :mod:`metaq_py.queue.disk.logfile`)."""
-    try:
-        return os.open(path, _OPEN_FLAGS, 0o644)
-    except OSError as e:
-        message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
-        raise LaunchError(message) from None

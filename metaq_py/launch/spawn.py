@@ -3,7 +3,8 @@ have given it.
 
 The script starts in a new session, with stdin from ``/dev/null``, stdout and stderr on the
 output descriptor it is given, ``SIGPIPE`` and ``SIGXFSZ`` back at their defaults (Python
-ignores them; ``Popen`` restores them too), and no other descriptor of the runner.
+ignores them; ``Popen`` restores them too), no signal blocked, and no other descriptor of the
+runner.
 
 Python makes its own descriptors non-inheritable (PEP 446), but a library may not (watchdog's
 inotify descriptor is one), and a runner may be handed some by whatever started it.
@@ -55,7 +56,7 @@ def spawn(command: Sequence[str], *, output: int, env: Mapping[str, str]) -> int
     start = os.posix_spawn if "/" in command[0] else os.posix_spawnp
     try:
         return start(command[0], list(command), env, file_actions=actions, setsid=True,
-                     setsigdef=_DEFAULT_SIGNALS)
+                     setsigdef=_DEFAULT_SIGNALS, setsigmask=())
     finally:
         if moved is not None:
             os.close(moved)

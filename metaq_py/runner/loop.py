@@ -143,7 +143,7 @@ class Runner:
                                self.scheduler, max_tasks=self.max_tasks)
         self.settler = Settler(ctx, cluster, roster)
         # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
-        # times stay exact; the real one on a starter thread (see tasks/launching.py).
+        # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
                                  start=start,

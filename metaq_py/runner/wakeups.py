@@ -11,8 +11,8 @@ arrive:
   and resize confirmations land (:meth:`Wakeups.watch_rundir`);
 * a *signal* (:data:`STOP_SIGNALS`), put by the handlers :meth:`Wakeups.install_signals`
   installs;
-* a *start*, put by the launcher's starter thread when it has started a task's process, or
-  failed to (:meth:`Wakeups.started`; see :mod:`~metaq_py.runner.tasks.launching`).
+* a *start*, put by the launch agent's reader thread when the agent has started a task's
+  process, or failed to (:meth:`Wakeups.started`; see :mod:`~metaq_py.runner.tasks.launching`).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class Wakeups:
         self.inbox.put(Wakeup(What.EXIT, process=process))
 
     def started(self, done: Started) -> None:
-        """A start done by the launcher's starter thread: handed to the loop."""
+        """A start answered by the launch agent: handed to the loop."""
         self.inbox.put(Wakeup(What.STARTED, started=done))
 
     def wait(self, timeout: float) -> Wakeup | None:

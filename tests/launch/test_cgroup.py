@@ -140,25 +140,3 @@ def test_the_session_sweep_looks_only_among_the_pids_it_is_given() -> None:
     finally:
         os.killpg(leader.pid, 9)
         leader.wait()
-
-
-def test_a_process_contained_later_is_moved_only_while_it_is_ours(tmp_path: Path) -> None:
-    waits = script(tmp_path, "waits.sh", "#!/bin/sh\nexec sleep 3600\n")
-    proc = launch(spec_for(tmp_path, waits), contain=False)
-    try:
-        assert proc.cgroup is None  # not yet: the caller moves it once it has handed it on
-        proc.contain()
-        assert proc.cgroup is not None and _cgroup_of(proc.pid).endswith(proc.cgroup.name)
-        assert proc.contained and cgroup_members(proc.cgroup) == [proc.pid]
-        proc.contain()  # once only
-        assert cgroup_members(proc.cgroup) == [proc.pid]
-    finally:
-        proc.terminate(0.5)
-    assert proc.cgroup is not None and not proc.cgroup.exists()
-    done = launch(spec_for(tmp_path, script(tmp_path, "quick.sh", "#!/bin/sh\ntrue\n")),
-                  contain=False)
-    assert done.wait(10) is not None
-    before = set(runner_cgroup().iterdir())  # type: ignore[union-attr]
-    done.contain()  # over and reaped: its pid may be anyone's now, so nothing is moved
-    assert done.cgroup is None
-    assert set(runner_cgroup().iterdir()) == before  # type: ignore[union-attr]

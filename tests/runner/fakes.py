@@ -56,6 +56,7 @@ class FakeProcess:
     _status: ExitStatus | None = None
     _exit_at: float = 0.0
     _returncode: int = 0
+    lost: str | None = None
 
     @property
     def status(self) -> ExitStatus | None:

@@ -5,40 +5,38 @@ batch node from a burst of starts. Each launch gets its run folder and log from 
 ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be started goes
 back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
 
-**Starting off the loop's thread.** Starting a process blocks its caller until the child has
-executed the script (``vfork`` lends the child the caller's memory until then, and ``posix_spawn``
-waits to learn whether the ``exec`` worked): a fraction of a millisecond on an idle node, several
-on a busy one, and on the loop's thread that was the largest part of a short task's cost. So with
-``on_started`` given (the real launch), the loop prepares each launch's spec and hands it to one of
-:data:`STARTERS` starter threads, which gives it its run folder and log (one at a time: the spares
-are taken under a lock) and starts it, while the loop goes on claiming, settling and deciding; the
-starter hands back a :class:`Started` through ``on_started`` (the runner's inbox), and the loop
-then records the process and writes the ``start`` event. Until then the task is *starting*
-(:attr:`LiveTask.starting`): on the roster, holding its hosts, without a process. A stop asked
-meanwhile (a cancel, a preemption, the end of the allocation) is kept and its signal sent the
-moment the process exists (:meth:`LiveTask.launched`). The exit of a process is handed over only
-after its :class:`Started` (a gate in the exit callback), so the loop always knows a process before
-it hears of its end. The starter threads are used only while starts on the loop's thread are seen
-to wait (:mod:`~metaq_py.runner.tasks.start_waits`): with a CPU free, the ``exec`` comes at once
-and the hand-over between threads costs more than it saves. Malleable tasks start on the loop's
-thread, as before: a resize may come at any moment and must find such a task either running or not
-started. Stand-in processes (the tests on a fake clock) start on the loop's thread too, so that
-their times stay exact.
+**Starting through the launch agent.** Starting a process blocks its caller until the child
+has executed the script (``vfork`` lends the child the caller's memory until then), then the
+move into the task's cgroup waits for the kernel, and an exit costs a sweep and a reap: on the
+loop's thread that was most of a short task's cost, and a thread of the runner cannot take it
+over without the interpreter's lock. So with ``on_started`` given (the real launch), the loop
+prepares each start (its spec, run folder, log, environment: :mod:`metaq_py.launch.prepare`)
+and hands it to the runner's launch agent, a process of its own
+(:mod:`metaq_py.launch.agent`), while the loop goes on claiming, settling and deciding. The
+agent's answer comes back as a :class:`Started` through ``on_started`` (the runner's inbox),
+and the loop then records the process and writes the ``start`` event. Until then the task is
+*starting* (:attr:`LiveTask.starting`): on the roster, holding its hosts, without a process.
+A stop asked meanwhile (a cancel, a preemption, the end of the allocation) is kept and its
+signal sent the moment the process exists (:meth:`LiveTask.launched`). The agent's answers
+come in order, so the loop always knows a process before it hears of its end. Malleable tasks
+start on the loop's thread, in the runner: a resize may come at any moment and must find such
+a task either running or not started. So do stand-in processes (the tests on a fake clock),
+so that their times stay exact, and every task once the agent is gone (it is said once).
 """
 
 from __future__ import annotations
 
 import os
-import queue as stdqueue
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.launch.agent_link import AgentLink, AgentTask
 from metaq_py.launch.binding import machine_cpus
+from metaq_py.launch.prepare import prepare
+from metaq_py.launch.process import start_prepared
 from metaq_py.policy.model import Kind
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
@@ -47,12 +45,8 @@ from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
-from metaq_py.runner.tasks.start_waits import StartWaits
 
-__all__ = ["STARTERS", "Launcher", "StartProcess", "Started"]
-
-STARTERS = 4
-"""Starter threads: each start waits for its child's ``exec``, and several can wait at once."""
+__all__ = ["Launcher", "StartProcess", "Started"]
 
 StartProcess = Callable[..., TaskProcess]
 """How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
@@ -60,9 +54,10 @@ StartProcess = Callable[..., TaskProcess]
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """A start done by the starter thread: the task, its launch spec, and its ``process``, or
-    ``error`` (one sentence) when it could not be started; ``at`` is when the loop asked for
-    it (the task's hosts are its own from then on)."""
+    """A start done by the launch agent: the task, its launch spec, and its ``process``, or
+    ``error`` (one sentence) when it could not be started, or neither when the agent ended
+    before it (the runner then starts it itself); ``at`` is when the loop asked for it (the
+    task's hosts are its own from then on)."""
 
     live: LiveTask
     spec: LaunchSpec
@@ -102,55 +97,43 @@ class Launcher:
         self.redecide = False
         self.spares: Spares | None = None
         self.on_started = on_started
-        """Where the starter thread hands each :class:`Started` (``None``: every task starts
-        on the loop's thread; see the module text)."""
-        self._starts: stdqueue.SimpleQueue[
-            tuple[LiveTask, LaunchSpec, float] | threading.Barrier | None] = stdqueue.SimpleQueue()
-        self._starters: list[threading.Thread] = []
-        self._room = threading.Lock()
-        """Held by a starter while it takes spares and makes folders (see _make_room)."""
+        """Where the launch agent's starts are handed (``None``: every task starts on the
+        loop's thread; see the module text)."""
+        self.agent: AgentLink | None = None
+        """The launch agent, while it serves (see the module text)."""
+        self.handed_over = 0
+        """Starts the launch agent has taken."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
-        self.waits = StartWaits()
-        """When starts go to the starter threads (see :mod:`.start_waits`)."""
 
     def open(self) -> None:
-        """Make this job's run folder and start making spares (a helper thread)."""
+        """Make this job's run folder, start making spares (a helper thread) and start the
+        launch agent."""
         self.runs.mkdir(parents=True, exist_ok=True)
         self.next_launch = self.ctx.clock.now()
         self.spares = Spares(self.ctx.job_dir / ".spares")
         self.ctx.queue.spares = self.spares
         if self.on_started is not None:
-            self._starters = [threading.Thread(target=self._start_in_turn, daemon=True,
-                                               name=f"metaq starter {i}")
-                              for i in range(STARTERS)]
-            for thread in self._starters:
-                thread.start()
+            self.agent = AgentLink.open()
+            if self.agent is None:
+                self.ctx.say("the launch agent cannot run here; tasks start in the runner")
 
     def close(self) -> None:
-        """Stop the starter thread (after the starts handed to it), stop making spares and
-        throw away those not used."""
-        for _ in self._starters:
-            self._starts.put(None)
-        for thread in self._starters:
-            thread.join()
-        self._starters = []
+        """Stop the launch agent (once its tasks are over), stop making spares and throw away
+        those not used."""
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
         self.ctx.queue.spares = None
         if self.spares is not None:
             self.spares.close()
 
     def wait_started(self) -> None:
-        """Wait until every start handed to the starter thread has been done (its
+        """Wait until every start handed to the launch agent has been answered (its
         :class:`Started` is in the inbox): on the way out, before the last processes are
         stopped."""
-        if not self._starters:
-            return
-        # Each starter takes one copy of the barrier and waits there, after the starts it took
-        # before: when all have come, every start handed over earlier is done.
-        barrier = threading.Barrier(len(self._starters) + 1)
-        for _ in self._starters:
-            self._starts.put(barrier)
-        barrier.wait()
+        if self.agent is not None:
+            self.agent.sync()
 
     def launch_ready(self) -> None:
         """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
@@ -194,27 +177,55 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
-            if self._starters and live.job.kind is not Kind.MALLEABLE and self.waits.busy(now):
-                live.starting = True
-                self.waits.handed()
-                self._starts.put((live, spec, now))
+            self._make_room(spec)
+            if self._agent_serves() and live.job.kind is not Kind.MALLEABLE:
+                self._hand_over(live, spec, now)
                 return
-            with self._room:
-                self._make_room(spec)
-            cpu, wall = time.thread_time(), time.perf_counter()
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
                                  aside=set_aside)
-            self.waits.measured((time.perf_counter() - wall) - (time.thread_time() - cpu))
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
             return
         self._launched(live, spec, process, now)
 
+    def _agent_serves(self) -> bool:
+        """Whether the launch agent takes starts; when it has ended, that is said once."""
+        agent = self.agent
+        if agent is None:
+            return False
+        if not agent.alive:
+            self.ctx.say(f"the launch agent {agent.ended}; tasks start in the runner from "
+                         f"now on")
+            self.agent = None
+            return False
+        return True
+
+    def _hand_over(self, live: LiveTask, spec: LaunchSpec, now: float) -> None:
+        """Prepare ``live``'s start and hand it to the launch agent (started here instead if
+        the agent cannot take it). Raises :class:`LaunchError` as a start does."""
+        assert self.agent is not None and self.on_started is not None
+        on_started = self.on_started
+        ready = prepare(spec, base_env=self.environ, srun="srun", aside=set_aside)
+
+        def done(process: AgentTask | None, error: str | None) -> None:
+            on_started(Started(live, spec, process, error, now))
+
+        live.starting = True
+        if self.agent.start(ready, done=done, on_exit=self.on_exit):
+            self.handed_over += 1
+            return
+        live.starting = False
+        self._launched(live, spec, start_prepared(ready, on_exit=self.on_exit), now)
+
     def started(self, done: Started) -> None:
-        """Take a start the starter thread has done (on the loop's thread)."""
+        """Take a start the launch agent has answered (on the loop's thread)."""
         live = done.live
         live.starting = False
-        self.waits.taken_back()
+        if done.process is None and done.error is None:
+            # The agent ended before it: nothing started, and the runner starts it now.
+            if self.roster.live.get(live.id) is live:
+                self._launch(live, self.ctx.clock.now())
+            return
         if done.process is None:
             assert done.error is not None
             if self.roster.live.get(live.id) is live:
@@ -225,40 +236,6 @@ class Launcher:
             done.process.kill()
             return
         self._launched(live, done.spec, done.process, done.at)
-
-    def _start_in_turn(self) -> None:
-        """The starter thread: start each task handed over, in order (see the module
-        text)."""
-        assert self.on_started is not None
-        while (item := self._starts.get()) is not None:
-            if isinstance(item, threading.Barrier):
-                item.wait()  # see wait_started
-                continue
-            live, spec, at = item
-            gate = threading.Event()
-
-            def exited(process: TaskProcess, gate: threading.Event = gate) -> None:
-                gate.wait()  # the loop hears of the process before it hears of its end
-                self.on_exit(process)
-
-            try:
-                with self._room:
-                    self._make_room(spec)
-                # Into its cgroup only once handed over (below): the move waits for the
-                # kernel, and a short task's end would wait for it too.
-                done = Started(live, spec, self.start(spec, on_exit=exited, contain=False,
-                                                      base_env=self.environ, aside=set_aside),
-                               None, at)
-            except (LaunchError, OSError) as e:
-                done = Started(live, spec, None, str(e), at)
-            except Exception as e:  # never leave the loop waiting for a start that failed
-                done = Started(live, spec, None, f"the launch failed unexpectedly: {e!r}", at)
-            try:
-                self.on_started(done)
-            finally:
-                gate.set()
-            if done.process is not None:
-                done.process.contain()
 
     def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
                   now: float) -> None:

@@ -114,7 +114,7 @@ class LiveTask:
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
     starting: bool = False
-    """Handed to the starter thread, its process not known yet (see
+    """Handed to the launch agent, its process not known yet (see
     :mod:`~metaq_py.runner.tasks.launching`)."""
 
     @property

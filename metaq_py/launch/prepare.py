@@ -1,0 +1,98 @@
+"""Everything a start does before the process exists: the checks, the command, the
+environment, the run folder, the hostfile and the output.
+
+One :func:`prepare` serves both ways of starting a task: :func:`~metaq_py.launch.process.launch`
+starts the prepared command in the runner itself, and the runner's launch agent
+(:mod:`metaq_py.launch.agent_link`) hands it to a process of its own. Either way the output
+descriptor is given away at the start (or closed by :meth:`Prepared.abandon` when there is
+none).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaq_py.launch.command import task_command, task_environment
+from metaq_py.launch.hostfiles import hostfile_text
+from metaq_py.launch.places import Aside, make_run_folder, open_task_log
+from metaq_py.launch.preflight import check_script, share_cpus
+from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.launch.sweep import MARK_VARIABLE
+from metaq_py.launch.tee import OutputTee, make_pipe
+
+__all__ = ["Prepared", "prepare"]
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A start made ready: the ``command`` and ``env`` to start, the task's ``mark`` (also in
+    ``env``), the descriptor its stdout and stderr go to (``output``: the log, or the pipe to
+    ``tee``), and the CPUs a bound share is pinned to (``cpus``)."""
+
+    spec: LaunchSpec
+    command: list[str]
+    env: dict[str, str]
+    mark: str
+    output: int
+    tee: OutputTee | None
+    cpus: list[int] | None
+
+    def abandon(self) -> None:
+        """No start comes: close the output and stop the copier, if any."""
+        os.close(self.output)
+        if self.tee is not None:
+            self.tee.abandon()
+
+
+def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str,
+            aside: Aside | None) -> Prepared:
+    """Check ``spec``'s script, make its run folder, hostfile and log, and open its output;
+    a :class:`LaunchError` (one sentence) names what is wrong, with nothing left open."""
+    check_script(spec)
+    cpus = share_cpus(spec)
+    command = task_command(spec, srun=srun)
+    env = task_environment(spec, base_env)
+    # A mark every descendant inherits, even one that leaves the session with setsid: the
+    # kill sweeps /proc for it (see metaq_py.launch.sweep).
+    mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
+    try:
+        make_run_folder(spec.rundir, spec.task, aside=aside)
+        if spec.shared_hostfile is None:
+            spec.hostfile.write_text(hostfile_text(spec.nodes))
+        if spec.srun_wrap:
+            spec.step_file.unlink(missing_ok=True)  # an earlier attempt's step is long gone
+    except OSError as e:
+        where = e.filename or spec.rundir
+        raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
+
+    try:
+        log_fd = open_task_log(spec.log, spec.task, aside=aside)
+    except OSError as e:
+        raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
+                          f"{e.strerror}") from None
+    if spec.tee is None:
+        return Prepared(spec, command, env, mark, log_fd, None, cpus)
+    try:
+        tee_fd = _open_output(spec.tee, spec.task)
+    except LaunchError:
+        os.close(log_fd)
+        raise
+    read_fd, out_fd = make_pipe()
+    tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
+    return Prepared(spec, command, env, mark, out_fd, tee, cpus)
+
+
+def _open_output(path: Path, task: str) -> int:
+    """Open (or create) the ``tee`` file ``path`` to append a task's output (the runner has
+    checked it and made it beforehand, see :mod:`metaq_py.queue.disk.logfile`)."""
+    try:
+        return os.open(path, _OPEN_FLAGS, 0o644)
+    except OSError as e:
+        message = f"task {task!r}: cannot open {path} for its output: {e.strerror}"
+        raise LaunchError(message) from None
