@@ -10,19 +10,21 @@ nodes, ``metaq run`` starts this agent beside it (``python -m metaq_py.launch.ag
 and hands it every prepared start (:mod:`metaq_py.launch.agent_link`): the runner claims,
 decides, prepares and settles; the agent starts, contains, pins, sweeps and reaps.
 
-**The conversation**, one ``marshal``-ed tuple per message on a ``SOCK_SEQPACKET`` socket pair
-(the runner's own; nothing else can reach it):
+**The conversation**, ``marshal``-ed tuples on a ``SOCK_SEQPACKET`` socket pair (the runner's
+own; nothing else can reach it): one per message from the runner, and from the agent a list of
+them, all those of one turn of its loop (each message wakes the runner's reader thread):
 
 ==========================================  ==================================================
 runner to agent                             agent to runner
 ==========================================  ==================================================
 ``start, token, argv, env, mark, cpus``     ``started, token, pid, cgroup`` or
 (with the output descriptor attached)       ``refused, token, errno, strerror, filename`` or
-                                            ``unbound, token, strerror`` (not pinned)
+                                            ``unbound, token, errno, strerror, None``
 ``signal, token, signum``                   (nothing: the exit tells the rest)
 ``kill, token``                             (nothing)
 ``sync, n``                                 ``synced, n`` (every earlier start answered)
-(the socket closed)                         ``exited, token, returncode, rusage``
+(a script exits)                            ``exited, token, returncode, rusage``
+(the socket closed)                         (every task killed, and the agent exits)
 ==========================================  ==================================================
 
 Each started task is watched through a pidfd in the agent's ``epoll`` set. When the script
@@ -112,6 +114,8 @@ class Agent:
         self.epoll = select.epoll()
         self.by_fd: dict[int, _Child] = {}
         self.by_token: dict[int, _Child] = {}
+        self.answers: list[Message] = []
+        """Answers kept until the end of this turn of the loop, then sent as one message."""
 
     def serve(self) -> None:
         """Answer the runner until it closes the socket, then end every task still here."""
@@ -126,6 +130,7 @@ class Agent:
                 elif not self._receive():
                     self._end_all()
                     return
+            self._flush()
 
     def _receive(self) -> bool:
         """Take one message from the runner; ``False`` when the runner is gone."""
@@ -158,8 +163,14 @@ class Agent:
         return True
 
     def _send(self, message: Message) -> None:
-        with contextlib.suppress(OSError):  # the runner is gone: its end of file comes next
-            self.sock.send(marshal.dumps(message))
+        self.answers.append(message)
+
+    def _flush(self) -> None:
+        """Send the answers of this turn at once: each message wakes the runner's reader."""
+        if self.answers:
+            with contextlib.suppress(OSError):  # the runner is gone: its end of file is next
+                self.sock.send(marshal.dumps(self.answers))
+            self.answers = []
 
     def _start(self, token: int, argv: list[str], env: dict[str, str], mark: str,
                cpus: list[int] | None, *, output: int) -> None:

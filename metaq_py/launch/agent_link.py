@@ -200,20 +200,23 @@ class AgentLink:
                 data = b""
             if not data:
                 break
-            message = marshal.loads(data)
-            kind, token = message[0], message[1]
-            if kind == agent.EXITED:
-                self._exited(token, message[2], message[3])
-            elif kind == agent.STARTED:
-                self._started(token, message[2], message[3])
-            elif kind in (agent.REFUSED, agent.UNBOUND):
-                self._refused(token, kind, message[2], message[3], message[4])
-            elif kind == agent.SYNCED:
-                with self._lock:
-                    event = self._synced.pop(token, None)
-                if event is not None:
-                    event.set()
+            for message in marshal.loads(data):
+                self._take(message)
         self._gone()
+
+    def _take(self, message: agent.Message) -> None:
+        kind, token = message[0], message[1]
+        if kind == agent.EXITED:
+            self._exited(token, message[2], message[3])
+        elif kind == agent.STARTED:
+            self._started(token, message[2], message[3])
+        elif kind in (agent.REFUSED, agent.UNBOUND):
+            self._refused(token, kind, message[2], message[3], message[4])
+        elif kind == agent.SYNCED:
+            with self._lock:
+                event = self._synced.pop(token, None)
+            if event is not None:
+                event.set()
 
     def _started(self, token: int, pid: int, cgroup: str | None) -> None:
         with self._lock:
