@@ -23,7 +23,8 @@ runner to agent                             agent to runner
 ``signal, token, signum``                   (nothing: the exit tells the rest)
 ``kill, token``                             (nothing)
 ``sync, n``                                 ``synced, n`` (every earlier start answered)
-(a script exits)                            ``exited, token, returncode, rusage``
+(a script exits)                            ``exited, token, returncode, usage`` (CPU
+                                            seconds, user and system; peak bytes)
 (the socket closed)                         (every task killed, and the agent exits)
 ==========================================  ==================================================
 
@@ -61,14 +62,14 @@ from typing import Any
 from metaq_py.launch.binding import pin_tree
 from metaq_py.launch.cgroup import (
     born_inside,
-    cgroup_members,
     kill_cgroup,
     release_cgroup,
     remove_cgroup,
     task_cgroup,
 )
 from metaq_py.launch.spawn import spawn
-from metaq_py.launch.sweep import kill_session
+from metaq_py.launch.sweep import kill_session, sweep_ended
+from metaq_py.launch.usage import reap
 
 __all__ = ["EXITED", "KILL", "MESSAGE_MOST", "REFUSED", "RUNNER_SIGNALS", "SIGNAL", "START",
            "STARTED", "SYNC", "SYNCED", "UNBOUND", "Agent", "Message", "main"]
@@ -223,17 +224,11 @@ class Agent:
         os.close(child.pidfd)
         del self.by_token[child.token]
         cgroup = child.cgroup
-        if cgroup is not None and child.stopped:
-            kill_cgroup(cgroup)
-        among = cgroup_members(cgroup) if cgroup is not None and child.contained else None
-        kill_session(child.pid, child.mark if child.stopped else None, among=among)
-        try:
-            _, status, rusage = os.wait4(child.pid, 0)
-            answer: Message = (EXITED, child.token,
-                                          os.waitstatus_to_exitcode(status), tuple(rusage))
-        except ChildProcessError:  # nobody else reaps here; said all the same
-            answer = (EXITED, child.token, 0, None)
-        self._send(answer)
+        sweep_ended(child.pid, mark=child.mark, cgroup=cgroup, contained=child.contained,
+                    stopped=child.stopped)
+        returncode, usage = reap(child.pid)
+        self._send((EXITED, child.token, returncode, None if usage is None else
+                    (usage.user_seconds, usage.system_seconds, usage.max_rss_bytes)))
         if cgroup is not None and child.stopped:
             # Its killed processes may linger a moment: not on this loop.
             threading.Thread(target=remove_cgroup, args=(cgroup,), kwargs={"wait": 1.0},

@@ -20,7 +20,6 @@ import contextlib
 import itertools
 import marshal
 import os
-import resource
 import signal
 import socket
 import sys
@@ -246,10 +245,12 @@ class AgentLink:
             why = start_failure(spec, ready.command, OSError(errno, strerror, filename))
         pending.done(None, why)
 
-    def _exited(self, token: int, returncode: int, rusage: tuple[float, ...] | None) -> None:
+    def _exited(self, token: int, returncode: int,
+                used: tuple[float, float, int | None] | None) -> None:
         with self._lock:
             task = self._tasks.pop(token)
-        usage = None if rusage is None else Usage.from_rusage(resource.struct_rusage(rusage))
+        usage = None if used is None else Usage(user_seconds=used[0], system_seconds=used[1],
+                                                max_rss_bytes=used[2], source="wait4")
         task._ended(returncode, usage)
 
     def _gone(self) -> None:

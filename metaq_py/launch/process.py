@@ -40,7 +40,6 @@ from pathlib import Path
 from metaq_py.launch.binding import cpu_list, pin_tree
 from metaq_py.launch.cgroup import (
     born_inside,
-    cgroup_members,
     kill_cgroup,
     release_cgroup,
     remove_cgroup,
@@ -52,13 +51,14 @@ from metaq_py.launch.prepare import Prepared, prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
-from metaq_py.launch.sweep import kill_session
+from metaq_py.launch.sweep import kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
-from metaq_py.launch.usage import Usage
+from metaq_py.launch.usage import Usage, reap
 
 __all__ = ["ExitStatus", "TaskProcess", "launch", "start_prepared", "terminate_all"]
 
 _log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class ExitStatus:
@@ -221,7 +221,7 @@ class TaskProcess:
     def _watch(self) -> None:
         # Wait for the script's exit *without* reaping it: while it is a zombie its pid, and so
         # its process group and session id, cannot be reused, and the sweep below is safe.
-        with contextlib.suppress(ChildProcessError):  # reaped elsewhere: _reap says so
+        with contextlib.suppress(ChildProcessError):  # reaped elsewhere: reap says so
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
         self._end()
 
@@ -234,14 +234,9 @@ class TaskProcess:
 
     def _end(self) -> None:
         with self._lock:
-            # A task that was stopped takes every marked process with it; one that ended by
-            # itself leaves what it detached on purpose (the tee reports it, see tee.py).
-            if self.cgroup is not None and self.sent_signals:
-                kill_cgroup(self.cgroup)
-            among = cgroup_members(self.cgroup) \
-                if self.cgroup is not None and self.contained else None
-            kill_session(self.pid, self.mark if self.sent_signals else None, among=among)
-            returncode, usage = _reap(self.pid)
+            sweep_ended(self.pid, mark=self.mark, cgroup=self.cgroup, contained=self.contained,
+                        stopped=bool(self.sent_signals))
+            returncode, usage = reap(self.pid)
             self._reaped = True
         if self.cgroup is not None and self.sent_signals:
             remove_cgroup(self.cgroup, wait=1.0)  # its killed processes may linger a moment
@@ -266,17 +261,6 @@ class TaskProcess:
     def __repr__(self) -> str:
         state = self._status if self._done.is_set() else "running"
         return f"<TaskProcess {self.spec.task!r} pid={self.pid} {state}>"
-
-
-def _reap(pid: int) -> tuple[int, Usage | None]:
-    """Reap the exited script with ``wait4``, for its return code (negative: the signal that
-    killed it) and its resource usage."""
-    try:
-        _, status, rusage = os.wait4(pid, 0)
-    except ChildProcessError:
-        # Reaped by someone else (SIGCHLD ignored): its status is lost. Popen says 0 then.
-        return 0, None
-    return os.waitstatus_to_exitcode(status), Usage.from_rusage(rusage)
 
 
 class _Reaper:

@@ -14,8 +14,11 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterable
+from pathlib import Path
 
-__all__ = ["MARK_VARIABLE", "kill_session", "marked_processes"]
+from metaq_py.launch.cgroup import cgroup_members, kill_cgroup
+
+__all__ = ["MARK_VARIABLE", "kill_session", "marked_processes", "sweep_ended"]
 
 MARK_VARIABLE = "METAQ_TASK_MARK"
 """The environment variable that marks every process of one task with a token of its own."""
@@ -43,6 +46,19 @@ def kill_session(sid: int, mark: str | None = None, *,
         for pid in marked_processes(mark):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def sweep_ended(pid: int, *, mark: str | None, cgroup: Path | None, contained: bool,
+                stopped: bool) -> None:
+    """Sweep up after the script ``pid``, just exited (a zombie not yet reaped, so its
+    session id is still its own). A task that was ``stopped`` takes its whole ``cgroup`` and
+    every process with its ``mark`` along; one that ended by itself leaves what it detached on
+    purpose (the tee reports it, see tee.py). A ``contained`` task's session is looked for
+    among its cgroup's members only."""
+    if cgroup is not None and stopped:
+        kill_cgroup(cgroup)
+    among = cgroup_members(cgroup) if cgroup is not None and contained else None
+    kill_session(pid, mark if stopped else None, among=among)
 
 
 def marked_processes(mark: str) -> list[int]:

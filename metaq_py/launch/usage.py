@@ -15,11 +15,12 @@ Two sources, each named in :attr:`Usage.source`:
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 from dataclasses import dataclass
 
-__all__ = ["Usage"]
+__all__ = ["Usage", "reap"]
 
 # ru_maxrss is in kibibytes on Linux and in bytes on macOS.
 _RSS_UNIT = 1 if sys.platform == "darwin" else 1024
@@ -52,3 +53,14 @@ class Usage:
         return {"cpu_user_seconds": round(self.user_seconds, 3),
                 "cpu_system_seconds": round(self.system_seconds, 3),
                 "max_rss_bytes": self.max_rss_bytes, "usage_from": self.source}
+
+
+def reap(pid: int) -> tuple[int, Usage | None]:
+    """Reap the exited script ``pid`` with ``wait4``: its return code (negative: the signal
+    that killed it) and its resource usage."""
+    try:
+        _, status, rusage = os.wait4(pid, 0)
+    except ChildProcessError:
+        # Reaped by someone else (SIGCHLD ignored): its status is lost. Popen says 0 then.
+        return 0, None
+    return os.waitstatus_to_exitcode(status), Usage.from_rusage(rusage)
