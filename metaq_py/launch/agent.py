@@ -68,7 +68,7 @@ from metaq_py.launch.cgroup import (
     task_cgroup,
 )
 from metaq_py.launch.spawn import spawn
-from metaq_py.launch.sweep import kill_session, sweep_ended
+from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.usage import reap
 
 __all__ = ["EXITED", "KILL", "MESSAGE_MOST", "REFUSED", "RUNNER_SIGNALS", "SIGNAL", "START",
@@ -189,7 +189,7 @@ class Agent:
                 alone = pin_tree(pid, cpus)
             pidfd = os.pidfd_open(pid)
         except OSError as e:
-            _end_now(pid, cgroup)
+            discard_start(pid, cgroup)
             self._send((UNBOUND if cpus is not None else REFUSED, token, e.errno, e.strerror,
                         None))
             return
@@ -243,16 +243,6 @@ class Agent:
             self._kill(child.token)
         for child in list(self.by_token.values()):
             self._exited(child)
-
-
-def _end_now(pid: int, cgroup: Path | None) -> None:
-    """Kill and reap a script just started that cannot be kept."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
-    if cgroup is not None:
-        remove_cgroup(cgroup)
 
 
 def main(argv: list[str]) -> int:

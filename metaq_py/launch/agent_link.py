@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.launch import agent
-from metaq_py.launch.binding import cpu_list
 from metaq_py.launch.cgroup import kill_cgroup
-from metaq_py.launch.preflight import start_failure
+from metaq_py.launch.preflight import start_failure, unbound_failure
 from metaq_py.launch.prepare import Prepared
 from metaq_py.launch.process import TaskProcess
 from metaq_py.launch.sweep import marked_processes
@@ -239,8 +238,7 @@ class AgentLink:
             ready.tee.abandon()
         spec = ready.spec
         if kind == agent.UNBOUND:
-            why = (f"task {spec.task!r}: cannot bind it to the cores "
-                   f"{cpu_list(spec.cores or ())}: {strerror}")
+            why = unbound_failure(spec, strerror)
         else:
             why = start_failure(spec, ready.command, OSError(errno, strerror, filename))
         pending.done(None, why)

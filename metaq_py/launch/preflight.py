@@ -3,7 +3,8 @@
 :func:`check_script` turns the usual mistakes (no such script, not executable, a missing
 working folder) into one sentence before anything is started; :func:`share_cpus` says which
 CPUs a locally bound share is pinned to once started (:mod:`metaq_py.launch.binding`);
-:func:`start_failure` words the error of a start the kernel refused.
+:func:`start_failure` words the error of a start the kernel refused, and
+:func:`unbound_failure` that of a share that could not be pinned.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import stat
 from metaq_py.launch.binding import cpu_list, machine_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 
-__all__ = ["check_script", "share_cpus", "start_failure"]
+__all__ = ["check_script", "share_cpus", "start_failure", "unbound_failure"]
 
 
 def check_script(spec: LaunchSpec) -> None:
@@ -60,3 +61,10 @@ def start_failure(spec: LaunchSpec, command: list[str], error: OSError) -> str:
     if spec.srun_wrap and error.filename == command[0]:
         return f"{who}: cannot run {command[0]} to wrap the script: {error.strerror}"
     return f"{who}: cannot start {spec.script}: {error.strerror}"
+
+
+def unbound_failure(spec: LaunchSpec, strerror: str) -> str:
+    """The sentence for a share of ``spec`` that was started and could not be pinned to its
+    cores (it was killed)."""
+    return f"task {spec.task!r}: cannot bind it to the cores {cpu_list(spec.cores or ())}: " \
+        f"{strerror}"

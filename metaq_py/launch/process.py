@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.launch.binding import cpu_list, pin_tree
+from metaq_py.launch.binding import pin_tree
 from metaq_py.launch.cgroup import (
     born_inside,
     kill_cgroup,
@@ -46,12 +46,12 @@ from metaq_py.launch.cgroup import (
     task_cgroup,
 )
 from metaq_py.launch.places import Aside
-from metaq_py.launch.preflight import start_failure
+from metaq_py.launch.preflight import start_failure, unbound_failure
 from metaq_py.launch.prepare import Prepared, prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
-from metaq_py.launch.sweep import kill_session, sweep_ended
+from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
 
@@ -387,16 +387,10 @@ def _pin(pid: int, cpus: list[int], spec: LaunchSpec, cgroup: Path | None,
     try:
         return pin_tree(pid, cpus)
     except OSError as e:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        if cgroup is not None:
-            remove_cgroup(cgroup)
+        discard_start(pid, cgroup)
         if tee is not None:
             tee.abandon()
-        raise LaunchError(f"task {spec.task!r}: cannot bind it to the cores "
-                          f"{cpu_list(spec.cores or ())}: {e.strerror}") from None
+        raise LaunchError(unbound_failure(spec, e.strerror or str(e))) from None
 
 
 def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:

@@ -16,9 +16,9 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from metaq_py.launch.cgroup import cgroup_members, kill_cgroup
+from metaq_py.launch.cgroup import cgroup_members, kill_cgroup, remove_cgroup
 
-__all__ = ["MARK_VARIABLE", "kill_session", "marked_processes", "sweep_ended"]
+__all__ = ["MARK_VARIABLE", "discard_start", "kill_session", "marked_processes", "sweep_ended"]
 
 MARK_VARIABLE = "METAQ_TASK_MARK"
 """The environment variable that marks every process of one task with a token of its own."""
@@ -59,6 +59,17 @@ def sweep_ended(pid: int, *, mark: str | None, cgroup: Path | None, contained: b
         kill_cgroup(cgroup)
     among = cgroup_members(cgroup) if cgroup is not None and contained else None
     kill_session(pid, mark if stopped else None, among=among)
+
+
+def discard_start(pid: int, cgroup: Path | None) -> None:
+    """Kill and reap the script ``pid``, just started, that cannot be kept (it could not be
+    pinned, or watched), and remove its ``cgroup``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    if cgroup is not None:
+        remove_cgroup(cgroup)
 
 
 def marked_processes(mark: str) -> list[int]:
