@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import marshal
 import os
 import signal
@@ -43,6 +44,8 @@ Done = Callable[["AgentTask | None", "str | None"], None]
 """Told of one start: its task; or ``None`` and the sentence saying why it cannot start; or
 ``None`` and ``None`` when the agent ended before it: nothing was started, and the task is
 for the runner to start itself."""
+
+_log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 """Where the agent finds this ``metaq_py`` (the runner may not have it installed)."""
@@ -191,16 +194,21 @@ class AgentLink:
     # --- the reader thread --------------------------------------------------------------------
 
     def _read(self) -> None:
-        while True:
-            try:
-                data = self._sock.recv(agent.MESSAGE_MOST)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            for message in marshal.loads(data):
-                self._take(message)
-        self._gone()
+        try:
+            while True:
+                try:
+                    data = self._sock.recv(agent.MESSAGE_MOST)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                for message in marshal.loads(data):
+                    try:
+                        self._take(message)
+                    except Exception:  # a bug here must not leave the runner deaf
+                        _log.exception("the answer %r of the launch agent failed", message)
+        finally:
+            self._gone()
 
     def _take(self, message: agent.Message) -> None:
         kind, token = message[0], message[1]

@@ -269,3 +269,19 @@ def test_the_link_says_every_start_before_its_exit(tmp_path: Path, link: AgentLi
                                    + [f"end t{i}" for i in range(50)])
     for i in range(50):
         assert order.index(f"start t{i}") < order.index(f"end t{i}")
+
+
+def test_a_failing_callback_leaves_the_link_listening(tmp_path: Path, link: AgentLink,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    def broken(task: AgentTask | None, error: str | None) -> None:
+        raise RuntimeError("a bug in the caller")
+
+    first = ready(tmp_path, "#!/bin/sh\nexit 0\n", name="first.sh")
+    assert link.start(first, done=broken, on_exit=None)
+    starts = Starts()
+    task = started(link, ready(tmp_path, "#!/bin/sh\nexit 5\n", name="second.sh"), starts)
+    status = task.wait(10)
+    assert status is not None and status.returncode == 5
+    assert link.alive
+    assert any(r.getMessage().startswith("the answer") and r.exc_info is not None
+               and r.exc_info[0] is RuntimeError for r in caplog.records)
