@@ -154,6 +154,7 @@ class Agent:
         message = marshal.loads(data)
         kind = message[0]
         if kind == START:
+            self._flush()  # the exits noticed so far must not wait for this spawn
             self._start(*message[1:], output=fds[0])
         elif kind == SIGNAL:
             self._signal(message[1], message[2])
