@@ -48,6 +48,7 @@ handlers are Python's, so a started script has them at their defaults.
 from __future__ import annotations
 
 import contextlib
+import errno
 import marshal
 import os
 import select
@@ -153,7 +154,10 @@ class Agent:
             return True
         message = marshal.loads(data)
         kind = message[0]
-        if kind == START:
+        if kind == START and not fds:
+            # The kernel dropped the descriptor (MSG_CTRUNC): this agent has too many open.
+            self._send((REFUSED, message[1], errno.EMFILE, os.strerror(errno.EMFILE), None))
+        elif kind == START:
             self._flush()  # the exits noticed so far must not wait for this spawn
             self._start(*message[1:], output=fds[0])
         elif kind == SIGNAL:

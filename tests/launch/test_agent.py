@@ -5,6 +5,7 @@ with the runner; and when it dies, the runner kills what it held and learns why.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -285,3 +286,25 @@ def test_a_failing_callback_leaves_the_link_listening(tmp_path: Path, link: Agen
     assert link.alive
     assert any(r.getMessage().startswith("the answer") and r.exc_info is not None
                and r.exc_info[0] is RuntimeError for r in caplog.records)
+
+
+def test_a_start_whose_descriptor_cannot_be_received_is_refused(tmp_path: Path) -> None:
+    """An agent out of descriptors gets a start without its output (the kernel drops it):
+    that start is refused with one sentence, and the agent goes on."""
+    opened = AgentLink.open()
+    assert opened is not None
+    try:
+        starts = Starts()
+        opened.sync()  # the agent is up, its descriptors all open
+        used = {int(fd) for fd in os.listdir(f"/proc/{opened.pid}/fd")}
+        free = min(set(range(len(used) + 1)) - used)  # the number its next descriptor gets
+        resource.prlimit(opened.pid, resource.RLIMIT_NOFILE, (free, free))
+        refused = ready(tmp_path, "#!/bin/sh\nexit 0\n", name="refused.sh")
+        assert opened.start(refused, done=starts.on_done, on_exit=None)
+        opened.sync()
+        [(task, error)] = starts.done.values()
+        assert task is None and error == (f"task 'todo/refused.sh': cannot start "
+                                          f"{tmp_path / 'refused.sh'}: Too many open files")
+        assert opened.alive
+    finally:
+        opened.close()
