@@ -60,14 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metaq_py.launch.binding import pin_tree
-from metaq_py.launch.cgroup import (
-    born_inside,
-    kill_cgroup,
-    release_cgroup,
-    remove_cgroup,
-    task_cgroup,
-)
+from metaq_py.launch.cgroup import kill_cgroup, release_cgroup, remove_cgroup
+from metaq_py.launch.process import contain_started
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.usage import reap
@@ -187,20 +181,18 @@ class Agent:
             return
         finally:
             os.close(output)
-        cgroup = task_cgroup(mark, pid)
-        alone = None
         try:
-            if cpus is not None:
-                alone = pin_tree(pid, cpus)
+            cgroup, contained = contain_started(pid, mark=mark, cpus=cpus)
+        except OSError as e:
+            self._send((UNBOUND, token, e.errno, e.strerror, None))
+            return
+        try:
             pidfd = os.pidfd_open(pid)
         except OSError as e:
             discard_start(pid, cgroup)
-            self._send((UNBOUND if cpus is not None else REFUSED, token, e.errno, e.strerror,
-                        None))
+            self._send((REFUSED, token, e.errno, e.strerror, None))
             return
-        if cgroup is not None and alone is None:
-            alone = born_inside(pid)
-        child = _Child(token, pid, pidfd, mark, cgroup, cgroup is not None and bool(alone))
+        child = _Child(token, pid, pidfd, mark, cgroup, contained)
         self.by_fd[pidfd] = self.by_token[token] = child
         self.epoll.register(pidfd, select.EPOLLIN)
         self._send((STARTED, token, pid, None if cgroup is None else str(cgroup)))

@@ -34,7 +34,7 @@ from metaq_py.launch import agent
 from metaq_py.launch.cgroup import kill_cgroup
 from metaq_py.launch.preflight import start_failure, unbound_failure
 from metaq_py.launch.prepare import Prepared
-from metaq_py.launch.process import TaskProcess
+from metaq_py.launch.process import ExitStatus, TaskProcess
 from metaq_py.launch.sweep import marked_processes
 from metaq_py.launch.usage import Usage
 
@@ -263,7 +263,8 @@ class AgentLink:
         """The agent's end of the socket closed: it exited, or died."""
         how = ""
         with contextlib.suppress(ChildProcessError):
-            how = f" ({_how(os.waitpid(self.pid, 0)[1])})"
+            status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            how = f" ({ExitStatus(status)})"
         with self._lock:
             self.alive = False
             pending, self._pending = self._pending, {}
@@ -290,14 +291,3 @@ class AgentLink:
         for task in tasks.values():
             task.lost = f"its launch agent (pid {self.pid}) {self.ended}"
             task._ended(-signal.SIGKILL, None)
-
-
-def _how(status: int) -> str:
-    """A wait status in words."""
-    code = os.waitstatus_to_exitcode(status)
-    if code >= 0:
-        return f"exit code {code}"
-    try:
-        return f"killed by {signal.Signals(-code).name}"
-    except ValueError:
-        return f"killed by signal {-code}"

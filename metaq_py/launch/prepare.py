@@ -50,7 +50,7 @@ class Prepared:
             self.tee.abandon()
 
 
-def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str,
+def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun",
             aside: Aside | None) -> Prepared:
     """Check ``spec``'s script, make its run folder, hostfile and log, and open its output;
     a :class:`LaunchError` (one sentence) names what is wrong, with nothing left open."""

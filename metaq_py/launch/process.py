@@ -55,7 +55,8 @@ from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
 
-__all__ = ["ExitStatus", "TaskProcess", "launch", "start_prepared", "terminate_all"]
+__all__ = ["ExitStatus", "TaskProcess", "contain_started", "launch", "start_prepared",
+           "terminate_all"]
 
 _log = logging.getLogger(__name__)
 
@@ -367,30 +368,39 @@ def start_prepared(ready: Prepared, *, on_exit: Callable[[TaskProcess], object] 
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
     started_at = clock()
-    cgroup = task_cgroup(ready.mark, pid)
-    alone = None if cpus is None else _pin(pid, cpus, spec, cgroup, tee)
-    if tee is not None:
-        tee.start()
-    if cgroup is not None and alone is None:
-        alone = born_inside(pid)
-    return TaskProcess(
-        spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
-        mark=ready.mark, cgroup=cgroup, contained=cgroup is not None and bool(alone),
-    )
-
-
-def _pin(pid: int, cpus: list[int], spec: LaunchSpec, cgroup: Path | None,
-         tee: OutputTee | None) -> bool:
-    """Pin the share's script, just started (after its cgroup move, which a pinned child
-    makes dearer); whether it had no child yet (see :func:`pin_tree`). One that cannot be
-    pinned is killed, as a start that failed."""
     try:
-        return pin_tree(pid, cpus)
+        cgroup, contained = contain_started(pid, mark=ready.mark, cpus=cpus)
     except OSError as e:
-        discard_start(pid, cgroup)
         if tee is not None:
             tee.abandon()
         raise LaunchError(unbound_failure(spec, e.strerror or str(e))) from None
+    if tee is not None:
+        tee.start()
+    return TaskProcess(
+        spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
+        mark=ready.mark, cgroup=cgroup, contained=contained,
+    )
+
+
+def contain_started(pid: int, *, mark: str, cpus: list[int] | None
+                    ) -> tuple[Path | None, bool]:
+    """Move the script ``pid``, just started, into a cgroup of its own where the kernel allows
+    (:mod:`metaq_py.launch.cgroup`), then pin it to ``cpus`` if it is a bound share (after the
+    move, which a pinned child makes dearer): its cgroup, and whether that holds all of the
+    task (no child was forked before the move). A script that cannot be pinned is killed and
+    reaped, and the ``OSError`` raised: a start that failed. Used by :func:`start_prepared`
+    and by the launch agent alike."""
+    cgroup = task_cgroup(mark, pid)
+    alone = None
+    if cpus is not None:
+        try:
+            alone = pin_tree(pid, cpus)  # answers born_inside on the way
+        except OSError:
+            discard_start(pid, cgroup)
+            raise
+    if cgroup is not None and alone is None:
+        alone = born_inside(pid)
+    return cgroup, cgroup is not None and bool(alone)
 
 
 def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:

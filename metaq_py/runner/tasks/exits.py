@@ -4,9 +4,8 @@ Why the runner stopped a task (:class:`~metaq_py.runner.tasks.live_task.Why`) de
 stopped for a restart starts again at once on its new hosts; a preempted or interrupted one
 (or one killed because its launch agent died) goes back to its folder to resume; a cancelled
 one to ``cancelled/``; a lost one is left alone (it is no longer ours); any other is finished
-or failed by its exit code. When the queue
-cannot be written (a full disk), the task stays claimed, its lease renewed, and settling it is
-tried again at each heartbeat.
+or failed by its exit code. When the queue cannot be written (a full disk), the task stays
+claimed, its lease renewed, and settling it is tried again at each heartbeat.
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ class Launcher:
         the agent cannot take it). Raises :class:`LaunchError` as a start does."""
         assert self.agent is not None and self.on_started is not None
         on_started = self.on_started
-        ready = prepare(spec, base_env=self.environ, srun="srun", aside=set_aside)
+        ready = prepare(spec, base_env=self.environ, aside=set_aside)
 
         def done(process: AgentTask | None, error: str | None) -> None:
             on_started(Started(live, spec, process, error, now))
