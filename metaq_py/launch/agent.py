@@ -22,11 +22,21 @@ runner to agent                             agent to runner
                                             ``unbound, token, errno, strerror, None``
 ``signal, token, signum``                   (nothing: the exit tells the rest)
 ``kill, token``                             (nothing)
+``follow, token, after, hold, argv, env,    the start's answer when it is made, or
+mark, cpus`` (with the output descriptor)   ``withdrawn, token``
+``withdraw, token``                         ``withdrawn, token`` (if still held)
 ``sync, n``                                 ``synced, n`` (every earlier start answered)
 (a script exits)                            ``exited, token, returncode, usage`` (CPU
                                             seconds, user and system; peak bytes)
 (the socket closed)                         (every task killed, and the agent exits)
 ==========================================  ==================================================
+
+**A follow-on** (:mod:`metaq_py.runner.tasks.follow_ons`) is a start held until the task
+whose start was ``after`` ends: the agent makes it the moment it has reaped that task, right
+after saying so, without waiting for the runner. ``after`` may itself be a follow-on still
+held (a chain). A follow-on is withdrawn, and never started, when the runner asks, when
+``hold`` seconds pass first, or when the start it follows is withdrawn or refused; one whose
+task has just ended starts at once.
 
 Each started task is watched through a pidfd in the agent's ``epoll`` set. When the script
 exits the agent kills what is left of its session (only the cgroup's members when the cgroup
@@ -56,6 +66,8 @@ import signal
 import socket
 import sys
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,14 +78,21 @@ from metaq_py.launch.spawn import spawn
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.usage import reap
 
-__all__ = ["EXITED", "KILL", "MESSAGE_MOST", "REFUSED", "RUNNER_SIGNALS", "SIGNAL", "START",
-           "STARTED", "SYNC", "SYNCED", "UNBOUND", "Agent", "Message", "main"]
+__all__ = ["EXITED", "FOLLOW", "KILL", "MESSAGE_MOST", "REFUSED", "RUNNER_SIGNALS", "SIGNAL",
+           "START", "STARTED", "SYNC", "SYNCED", "UNBOUND", "WITHDRAW", "WITHDRAWN", "Agent",
+           "Message", "main"]
 
-START, SIGNAL, KILL, SYNC = "start", "signal", "kill", "sync"
-STARTED, REFUSED, UNBOUND, EXITED, SYNCED = "started", "refused", "unbound", "exited", "synced"
+START, FOLLOW, WITHDRAW, SIGNAL, KILL, SYNC = (
+    "start", "follow", "withdraw", "signal", "kill", "sync")
+STARTED, REFUSED, UNBOUND, EXITED, SYNCED, WITHDRAWN = (
+    "started", "refused", "unbound", "exited", "synced", "withdrawn")
 
 _FD_SIZE = 4
 """Bytes of one descriptor in an ``SCM_RIGHTS`` message (a C ``int``)."""
+
+_ENDED_KEPT = 256
+"""How many of the last reaped tasks' tokens are kept (a follow-on handed over just after its
+task ended still starts; the runner hands over each follow-on within moments)."""
 
 Message = tuple[Any, ...]
 """One message: its kind first (:data:`START`, ...), then its fields, all ``marshal``-able."""
@@ -102,6 +121,19 @@ class _Child:
     """Whether the runner sent it a signal: its exit then takes every marked process along."""
 
 
+@dataclass(slots=True)
+class _Held:
+    """A follow-on start waiting for the end of the task ``after`` (see the module text),
+    until ``until`` (``time.monotonic``)."""
+
+    token: int
+    after: int
+    until: float
+    start: tuple[Any, ...]
+    """The start's fields, as :meth:`Agent._start` takes them."""
+    output: int
+
+
 class Agent:
     """The agent's loop over its socket and its children's pidfds (see the module text)."""
 
@@ -112,13 +144,22 @@ class Agent:
         self.by_token: dict[int, _Child] = {}
         self.answers: list[Message] = []
         """Answers kept until the end of this turn of the loop, then sent as one message."""
+        self.held: dict[int, _Held] = {}
+        """Follow-on starts by the token of the start they wait for."""
+        self.held_tokens: dict[int, _Held] = {}
+        """The same, by their own token."""
+        self.ended: deque[int] = deque(maxlen=_ENDED_KEPT)
+        """The tokens of the last tasks reaped (a follow-on of one of them starts at once)."""
 
     def serve(self) -> None:
         """Answer the runner until it closes the socket, then end every task still here."""
         sock_fd = self.sock.fileno()
         self.epoll.register(sock_fd, select.EPOLLIN)
         while True:
-            for fd, _ in self.epoll.poll():
+            timeout = min((h.until for h in self.held.values()), default=None)
+            if timeout is not None:
+                timeout = max(0.0, timeout - time.monotonic())
+            for fd, _ in self.epoll.poll(timeout):
                 if fd != sock_fd:
                     child = self.by_fd.pop(fd, None)
                     if child is not None:
@@ -126,6 +167,8 @@ class Agent:
                 elif not self._receive():
                     self._end_all()
                     return
+            if timeout is not None:
+                self._expire()
             self._flush()
 
     def _receive(self) -> bool:
@@ -148,12 +191,16 @@ class Agent:
             return True
         message = marshal.loads(data)
         kind = message[0]
-        if kind == START and not fds:
+        if kind in (START, FOLLOW) and not fds:
             # The kernel dropped the descriptor (MSG_CTRUNC): this agent has too many open.
             self._send((REFUSED, message[1], errno.EMFILE, os.strerror(errno.EMFILE), None))
         elif kind == START:
             self._flush()  # the exits noticed so far must not wait for this spawn
             self._start(*message[1:], output=fds[0])
+        elif kind == FOLLOW:
+            self._follow(message, output=fds[0])
+        elif kind == WITHDRAW:
+            self._withdraw(message[1])
         elif kind == SIGNAL:
             self._signal(message[1], message[2])
         elif kind == KILL:
@@ -197,6 +244,47 @@ class Agent:
         self.epoll.register(pidfd, select.EPOLLIN)
         self._send((STARTED, token, pid, None if cgroup is None else str(cgroup)))
 
+    def _follow(self, message: Message, *, output: int) -> None:
+        """Hold a follow-on start until the end of the task it follows; start it now if that
+        has just ended, and withdraw it if that never started."""
+        token, after, hold = message[1], message[2], message[3]
+        held = _Held(token, after, time.monotonic() + hold, (token, *message[4:]), output)
+        if after in self.by_token or after in self.held_tokens:
+            self.held[after] = self.held_tokens[token] = held
+        elif after in self.ended:
+            self._flush()
+            self._start_held(held)
+        else:
+            os.close(output)
+            self._send((WITHDRAWN, token))
+
+    def _start_held(self, held: _Held) -> None:
+        """Start a follow-on; a chain behind it goes back if it cannot be started."""
+        self._start(*held.start, output=held.output)
+        if held.token not in self.by_token:
+            self._withdraw_after(held.token)
+
+    def _withdraw(self, token: int) -> None:
+        held = self.held_tokens.pop(token, None)
+        if held is None:
+            return  # started already, or refused: its answer went out before
+        del self.held[held.after]
+        os.close(held.output)
+        self._send((WITHDRAWN, token))
+        self._withdraw_after(token)
+
+    def _withdraw_after(self, token: int) -> None:
+        """The start ``token`` will never run: withdraw what follows it."""
+        behind = self.held.get(token)
+        if behind is not None:
+            self._withdraw(behind.token)
+
+    def _expire(self) -> None:
+        """Withdraw the follow-ons whose hold is over."""
+        now = time.monotonic()
+        for held in [h for h in self.held.values() if h.until <= now]:
+            self._withdraw(held.token)
+
     def _signal(self, token: int, signum: int) -> None:
         child = self.by_token.get(token)
         if child is None:
@@ -232,9 +320,24 @@ class Agent:
                              daemon=True).start()
         elif cgroup is not None:
             release_cgroup(cgroup)
+        self.ended.append(child.token)
+        held = self.held.get(child.token)
+        if held is None:
+            return
+        if held.until <= time.monotonic():
+            self._withdraw(held.token)
+        else:
+            del self.held[child.token], self.held_tokens[held.token]
+            self._flush()  # the end first: the runner settles it while this one starts
+            self._start_held(held)
 
     def _end_all(self) -> None:
-        """The runner is gone: kill every task still here and reap it."""
+        """The runner is gone: kill every task still here and reap it (no follow-on
+        starts)."""
+        for held in self.held.values():
+            os.close(held.output)
+        self.held.clear()
+        self.held_tokens.clear()
         for child in list(self.by_token.values()):
             child.stopped = True
             self._kill(child.token)

@@ -42,8 +42,8 @@ __all__ = ["AgentLink", "AgentTask", "Done"]
 
 Done = Callable[["AgentTask | None", "str | None"], None]
 """Told of one start: its task; or ``None`` and the sentence saying why it cannot start; or
-``None`` and ``None`` when the agent ended before it: nothing was started, and the task is
-for the runner to start itself."""
+``None`` and ``None`` when nothing was started: the agent ended before it (the task is for
+the runner to start itself), or a follow-on was withdrawn."""
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +58,16 @@ class AgentTask(TaskProcess):
         self._link = link
         self._token = token
         super().__init__(**kwargs)  # type: ignore[arg-type]  # TaskProcess's own keywords
+
+    @property
+    def token(self) -> int:
+        """Its start's token, which a follow-on names (see :meth:`AgentLink.follow`)."""
+        return self._token
+
+    @property
+    def served(self) -> bool:
+        """Whether its launch agent still serves (and so may start a follow-on of it)."""
+        return self._link.alive
 
     def _watch_exit(self) -> None:
         """The agent watches it, and the link hears of its exit."""
@@ -141,23 +151,39 @@ class AgentLink:
         """Hand ``ready`` to the agent (its output descriptor goes with it, and is closed
         here); ``False`` when the agent cannot take it (gone, or the start is too large to
         send): ``ready`` is then untouched, for the runner to start itself."""
+        return self._hand(ready, agent.START, (), done, on_exit) is not None
+
+    def follow(self, ready: Prepared, *, after: int, hold: float, done: Done,
+               on_exit: Callable[[TaskProcess], object] | None) -> int | None:
+        """Hand ``ready`` to the agent as a follow-on of the start ``after`` (a token): started
+        when that task has ended, unless :meth:`withdraw` or ``hold`` seconds come first, or
+        that start never runs (``done`` is then told that nothing started). The token of
+        this start, to withdraw it or follow it by; ``None`` as for :meth:`start`."""
+        return self._hand(ready, agent.FOLLOW, (after, hold), done, on_exit)
+
+    def withdraw(self, token: int) -> None:
+        """Withdraw the follow-on ``token`` if the agent still holds it."""
+        self.send((agent.WITHDRAW, token))
+
+    def _hand(self, ready: Prepared, kind: str, extra: tuple[object, ...], done: Done,
+              on_exit: Callable[[TaskProcess], object] | None) -> int | None:
         token = next(self._tokens)
-        data = marshal.dumps((agent.START, token, ready.command, ready.env, ready.mark,
+        data = marshal.dumps((kind, token, *extra, ready.command, ready.env, ready.mark,
                               ready.cpus))
         if len(data) > agent.MESSAGE_MOST:
-            return False
+            return None
         with self._lock:
             if not self.alive:
-                return False
+                return None
             self._pending[token] = _Pending(ready, done, on_exit)
         try:
             socket.send_fds(self._sock, [data], [ready.output])
         except OSError:
             with self._lock:
                 self._pending.pop(token, None)
-            return False
+            return None
         os.close(ready.output)
-        return True
+        return token
 
     def send(self, message: agent.Message) -> bool:
         """Send ``message``; ``False`` when the agent is gone."""
@@ -218,6 +244,12 @@ class AgentLink:
             self._started(token, message[2], message[3])
         elif kind in (agent.REFUSED, agent.UNBOUND):
             self._refused(token, kind, message[2], message[3], message[4])
+        elif kind == agent.WITHDRAWN:
+            with self._lock:
+                pending = self._pending.pop(token)
+            if pending.ready.tee is not None:
+                pending.ready.tee.abandon()
+            pending.done(None, None)
         elif kind == agent.SYNCED:
             with self._lock:
                 event = self._synced.pop(token, None)

@@ -33,6 +33,7 @@ from metaq_py.policy import (
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
+from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer
@@ -59,6 +60,9 @@ class Decider:
         self.scheduler = scheduler
         self.max_tasks = max_tasks
         self.wake: float | None = None
+        self.follow_ons: FollowOns | None = None
+        """The runner's follow-ons: withdrawn before a decision that may stop a task for
+        another (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
 
     def decide(self, now: float, pass_no: int) -> None:
         """Decide at ``now`` and apply the decision; again, on a fresh view, after a lost
@@ -66,8 +70,13 @@ class Decider:
         self.wake = None
         ctx = self.ctx
         end = ctx.end - ctx.options.margin - ctx.options.grace
+        follow_ons = self.follow_ons
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
+            if follow_ons is not None and follow_ons.held and not follow_ons.calm():
+                # Decided once the agent has answered: a follow-on runs or goes back first.
+                follow_ons.withdraw_all()
+                return
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
                                          shaped=self.offers.shaped)
             decision = self.scheduler.decide(snap)
@@ -98,7 +107,7 @@ class Decider:
                         if slots <= 0:
                             continue  # the cap: decide again when a task ends
                         slots -= 1
-                    ahead = claimed.get(action.job) or self._claim(task, job)
+                    ahead = claimed.get(action.job) or self.claim(task, job)
                     if ahead is None:
                         return self._give_back(claimed)
                     claimed[action.job] = ahead
@@ -108,7 +117,7 @@ class Decider:
                     if for_job is not None and for_job not in claimed \
                             and self.offers.is_offered(for_job):
                         # Claim the on-demand task before stopping anything for it.
-                        ahead = self._claim(*self.offers.offered(for_job))
+                        ahead = self.claim(*self.offers.offered(for_job))
                         if ahead is None:
                             return self._give_back(claimed)
                         claimed[for_job] = ahead
@@ -168,7 +177,7 @@ class Decider:
         claimed.clear()
         return False
 
-    def _claim(self, task: Task, job: Job) -> LiveTask | None:
+    def claim(self, task: Task, job: Job) -> LiveTask | None:
         """Claim ``task`` in the queue; ``None`` when another runner took it first."""
         ctx = self.ctx
         claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,

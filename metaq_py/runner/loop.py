@@ -58,6 +58,7 @@ from metaq_py.runner.events import EventWriter
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
+from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.launching import Launcher, StartProcess
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.resizing import Resizer
@@ -141,13 +142,20 @@ class Runner:
         self.offers = Offers(ctx)
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
-        self.settler = Settler(ctx, cluster, roster)
+        # Follow-ons only where launches are not paused and the launch agent serves.
+        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
+                                    enabled=self.launch_pause == 0 and start is launch)
+        self.decider.follow_ons = self.follow_ons
+        self.follow_ons.claim = self.decider.claim
+        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
         # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
         # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
                                  start=start,
                                  on_started=wakeups.started if start is launch else None)
+        self.launcher.follow_ons = self.follow_ons
+        self.follow_ons.hand_over = self.launcher.follow
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
@@ -237,6 +245,9 @@ class Runner:
             self._handle(wakeup)
             starts_only = starts_only and wakeup.what is What.STARTED
             wakeup = self.wakeups.take()
+        if starts_only and self.stopping is None:
+            # A task just started may take a follow-on at once (none comes before its start).
+            self.follow_ons.make(self.clock.now(), self.passes)
         return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
@@ -353,6 +364,8 @@ class Runner:
             self.launcher.redecide = False
             self.decider.decide(now, self.passes)
         self.launcher.launch_ready()
+        if self.stopping is None:
+            self.follow_ons.make(self.clock.now(), self.passes)
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -404,6 +417,7 @@ class Runner:
             while (wakeup := self.wakeups.take()) is not None:
                 self._handle(wakeup)
         self.launcher.close()
+        self.follow_ons.abandon()  # any the agent still held went with it
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)

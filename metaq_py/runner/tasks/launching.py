@@ -43,6 +43,7 @@ from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
+from metaq_py.runner.tasks.follow_ons import FollowOn, FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
@@ -57,13 +58,14 @@ class Started:
     """A start done by the launch agent: the task, its launch spec, and its ``process``, or
     ``error`` (one sentence) when it could not be started, or neither when the agent ended
     before it (the runner then starts it itself); ``at`` is when the loop asked for it (the
-    task's hosts are its own from then on)."""
+    task's hosts are its own from then on; ``None`` for a follow-on, whose hosts become its
+    own when the task before it ends)."""
 
     live: LiveTask
     spec: LaunchSpec
     process: TaskProcess | None
     error: str | None
-    at: float
+    at: float | None
 
 
 class Launcher:
@@ -103,6 +105,8 @@ class Launcher:
         """The launch agent, while it serves (see the module text)."""
         self.handed_over = 0
         """Starts the launch agent has taken."""
+        self.follow_ons: FollowOns | None = None
+        """Where the answers of follow-on starts go (see :meth:`follow`)."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
@@ -150,6 +154,23 @@ class Launcher:
             self.next_launch = clock.now() + self.launch_pause
 
     def _launch(self, live: LiveTask, now: float) -> None:
+        spec = self._spec(live)
+        if spec is None:
+            return
+        try:
+            if self._agent_serves() and live.job.kind is not Kind.MALLEABLE:
+                self._hand_over(live, spec, now)
+                return
+            process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
+                                 aside=set_aside)
+        except (LaunchError, OSError) as e:
+            self._failed(live, str(e))
+            return
+        self._launched(live, spec, process, now)
+
+    def _spec(self, live: LiveTask) -> LaunchSpec | None:
+        """``live``'s launch spec, its folders made; ``None`` when it cannot start (it is
+        then requeued, see :meth:`_failed`)."""
         claim, options = live.claim, self.ctx.options
         tee = None
         if claim.spec.log is not None:
@@ -160,10 +181,10 @@ class Launcher:
                 os.close(open_log(tee, os.stat(claim.path).st_uid))
             except (MetaqError, LogRefused) as e:
                 self._failed(live, str(e))
-                return
+                return None
             except OSError as e:
                 self._failed(live, f"the LOG {tee} cannot be opened: {e.strerror}")
-                return
+                return None
         resize = claim.spec.resize
         try:
             # A task resized in place has its hostfile rewritten: it gets one of its own.
@@ -178,15 +199,10 @@ class Launcher:
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args)
             self._make_room(spec)
-            if self._agent_serves() and live.job.kind is not Kind.MALLEABLE:
-                self._hand_over(live, spec, now)
-                return
-            process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
-                                 aside=set_aside)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
-            return
-        self._launched(live, spec, process, now)
+            return None
+        return spec
 
     def _agent_serves(self) -> bool:
         """Whether the launch agent takes starts; when it has ended, that is said once."""
@@ -217,10 +233,51 @@ class Launcher:
         live.starting = False
         self._launched(live, spec, start_prepared(ready, on_exit=self.on_exit), now)
 
+    def follow(self, live: LiveTask, after: LiveTask, token: int,
+               hold: float) -> FollowOn | None:
+        """Prepare ``live`` (claimed, placed on ``after``'s hosts) and hand it to the launch
+        agent as the follow-on of ``after``, whose start is ``token`` (see
+        :mod:`~metaq_py.runner.tasks.follow_ons`); ``None`` when it could not be: it is then
+        back in the queue, or failed."""
+        agent, on_started = self.agent, self.on_started
+        assert agent is not None and on_started is not None
+        spec = self._spec(live)
+        if spec is None:
+            return None
+        try:
+            ready = prepare(spec, base_env=self.environ, aside=set_aside)
+        except (LaunchError, OSError) as e:
+            self._failed(live, str(e))
+            return None
+
+        def done(process: AgentTask | None, error: str | None) -> None:
+            on_started(Started(live, spec, process, error, None))
+
+        live.starting = True
+        mine = agent.follow(ready, after=token, hold=hold, done=done, on_exit=self.on_exit)
+        if mine is None:
+            ready.abandon()
+            self.roster.requeue_unlaunched(live, "not started: the launch agent cannot take it")
+            return None
+        self.handed_over += 1
+        return FollowOn(live, after, agent, mine)
+
     def started(self, done: Started) -> None:
         """Take a start the launch agent has answered (on the loop's thread)."""
         live = done.live
         live.starting = False
+        at = done.at
+        follow = self.follow_ons.answered(live) if self.follow_ons is not None else None
+        if follow is not None:
+            if follow.promoted is None or (done.process is None and done.error is None):
+                # Withdrawn, or held past its hold, or its agent ended: nothing of it ran.
+                if done.process is not None:
+                    done.process.kill()
+                self.follow_ons.give_back(follow, "not started: its follow-on was withdrawn")
+                self.redecide = True
+                return
+            at = follow.promoted
+        assert at is not None
         if done.process is None and done.error is None:
             # The agent ended before it: nothing started, and the runner starts it now.
             if self.roster.live.get(live.id) is live:
@@ -235,7 +292,7 @@ class Launcher:
             # Let go of while it was starting (its claim was taken back): it may not run.
             done.process.kill()
             return
-        self._launched(live, done.spec, done.process, done.at)
+        self._launched(live, done.spec, done.process, at)
 
     def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
                   now: float) -> None:
