@@ -111,6 +111,8 @@ class FollowOns:
         """How long the last tasks to end here ran (seconds)."""
         self.made = 0
         """Follow-ons handed to the agent."""
+        self.given_back = 0
+        """Follow-ons that did not start (withdrawn, or held too long) and went back."""
         self.claim: Claimer | None = None
         self.hand_over: HandOver | None = None
 
@@ -219,6 +221,7 @@ class FollowOns:
     def give_back(self, follow: FollowOn, why: str) -> None:
         """Put a follow-on that did not start back in the queue (no attempt counted)."""
         self._unhold(follow)
+        self.given_back += 1
         self.roster.requeue_unlaunched(follow.live, why)
 
     def abandon(self) -> None:

@@ -1,0 +1,192 @@
+"""Follow-ons under a real runner and its launch agent (metaq_py.runner.tasks.follow_ons):
+short tasks start as the task before them ends, each once, never two on a host at a time;
+a follow-on held too long goes back without an attempt counted and runs later; a runner told
+to stop starts none of those it held; on-demand work that arrives is not kept waiting by
+them; and long tasks get none."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import threading
+from collections import Counter
+from pathlib import Path
+
+from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.store import Queue
+from metaq_py.runner.wakeups import Wakeup, What
+from tests.runner_helpers import (
+    assert_no_shared_host,
+    events,
+    make_queue,
+    of,
+    runner,
+    task,
+    wait_until,
+)
+
+_RECORD = 'echo "$METAQ_NODELIST $(date +%s.%N)" >> {out}/$(basename "$METAQ_TASK").ran\n'
+"""A task body's line that records where and when the task ran (one line per run)."""
+
+
+def _tasks(q: Queue, out: Path, names: list[str], body: str = "") -> None:
+    out.mkdir(exist_ok=True)
+    for name in names:
+        task(q, name, _RECORD.format(out=out) + body)
+
+
+def _runs(out: Path) -> dict[str, list[tuple[str, float]]]:
+    """Each task's runs, as (host, time) from its own record."""
+    runs = {}
+    for f in out.glob("*.ran"):
+        runs[f.name.removesuffix(".ran")] = [
+            (line.split()[0], float(line.split()[1])) for line in f.read_text().splitlines()]
+    return runs
+
+
+def _assert_each_ran_once_and_finished(q: Queue, out: Path, names: list[str]) -> None:
+    runs = _runs(out)
+    assert sorted(runs) == sorted(names)
+    assert all(len(r) == 1 for r in runs.values()), {k: v for k, v in runs.items() if len(v) > 1}
+    finished = sorted(p.name for p in (q.root / "finished/todo").glob("*.sh"))
+    assert finished == sorted(names)
+    evs = events(q)
+    starts = Counter(e["task"] for e in of(evs, "start"))
+    assert set(starts.values()) == {1} and len(starts) == len(names)
+    assert_no_shared_host(evs)
+
+
+def test_short_tasks_start_as_follow_ons_each_once_and_one_host_at_a_time(
+        tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    names = [f"t{i:03d}.sh" for i in range(80)]
+    _tasks(q, out, names)
+    r = runner(q, nodes=2)
+    assert r.run() == 0
+    assert r.follow_ons.made >= 40  # most starts, once four short ends were seen
+    assert r.follow_ons.made - r.follow_ons.given_back >= 40
+    _assert_each_ran_once_and_finished(q, out, names)
+    # Physically too: on each host, a task's record comes after the one before it ended.
+    by_host: dict[str, list[float]] = {}
+    for runs in _runs(out).values():
+        for host, at in runs:
+            by_host.setdefault(host, []).append(at)
+    assert sorted(by_host) == sorted(r.ctx.alloc.nodes)
+    # Every task's records are in start order per host with none at the same moment.
+    for times in by_host.values():
+        assert all(a < b for a, b in itertools.pairwise(sorted(times)))
+
+
+def test_a_follow_on_held_too_long_goes_back_uncounted_and_runs_later(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    quick = [f"a{i}.sh" for i in range(4)]
+    slow = [f"b{i}.sh" for i in range(2)]
+    after = [f"c{i}.sh" for i in range(4)]
+    _tasks(q, out, quick)
+    _tasks(q, out, slow, "sleep 1.6\n")  # longer than a follow-on's hold
+    _tasks(q, out, after)
+    r = runner(q, nodes=2)
+    assert r.run() == 0
+    assert r.follow_ons.given_back >= 2  # held behind the slow ones, and withdrawn
+    _assert_each_ran_once_and_finished(q, out, quick + slow + after)
+    for name in after:
+        path = q.root / "finished/todo" / name
+        book = read_logbook(path, path.stat().st_ino)
+        assert book is not None and book.attempts == 0
+
+
+def test_a_runner_told_to_stop_starts_none_of_the_follow_ons_it_held(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    names = [f"t{i:03d}.sh" for i in range(300)]
+    _tasks(q, out, names, "sleep 0.05\n")
+    r = runner(q, nodes=2)
+    ran = threading.Thread(target=r.run)
+    ran.start()
+    assert wait_until(lambda: r.follow_ons.made >= 10)
+    r.wakeups.inbox.put(Wakeup(What.SIGNAL, signum=signal.SIGTERM))
+    ran.join(30)
+    assert not ran.is_alive() and r.stopping is not None
+    runs = _runs(out)
+    assert all(len(v) == 1 for v in runs.values())
+    finished = {p.name for p in (q.root / "finished/todo").glob("*.sh")}
+    waiting = {p.name for p in (q.root / "todo").glob("*.sh")}
+    # Each task is exactly once either finished or back in the queue: none claimed, none lost.
+    assert finished | waiting == set(names) and not finished & waiting
+    assert not list((q.root / "working").rglob("*.sh"))
+    assert set(runs) >= finished
+    assert len(finished) < len(names)  # it did stop early
+    # A task stopped while it ran is back, resumable, with no attempt spent.
+    for name in waiting:
+        path = q.root / "todo" / name
+        book = read_logbook(path, path.stat().st_ino)
+        assert book is None or book.attempts == 0
+
+
+def test_on_demand_work_does_not_wait_for_the_follow_ons(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    names = [f"t{i:03d}.sh" for i in range(400)]
+    _tasks(q, out, names, "sleep 0.05\n")
+    r = runner(q, nodes=2, mechanism="N&PAA")
+    ran = threading.Thread(target=r.run)
+    ran.start()
+    assert wait_until(lambda: r.follow_ons.made >= 10)
+    task(q, "urgent.sh", _RECORD.format(out=out), folder="todo", TYPE="ondemand", NODES=2,
+         MIN_WC_TIME="10s")
+    ran.join(120)
+    assert not ran.is_alive()
+    evs = events(q)
+    arrival = next(e for e in of(evs, "arrival") if e["task"] == "todo/urgent.sh")
+    start = next(e for e in of(evs, "start") if e["task"] == "todo/urgent.sh")
+    # The follow-ons held are withdrawn first, and the tasks running are preempted for it.
+    assert start["time"] - arrival["time"] < 1.0
+    assert start["lenders"] and all(e["for_task"] == "todo/urgent.sh"
+                                    for e in of(evs, "preempt"))
+    preempted = Counter(e["task"].removeprefix("todo/") for e in of(evs, "preempt"))
+    runs = _runs(out)
+    assert sorted(runs) == sorted([*names, "urgent.sh"])
+    # A preempted task runs again (to resume); every other task once.
+    assert {k: len(v) for k, v in runs.items() if len(v) != 1} == \
+        {k: n + 1 for k, n in preempted.items()}
+    assert sorted(p.name for p in (q.root / "finished/todo").glob("*.sh")) == sorted(runs)
+    assert_no_shared_host(evs)
+
+
+def test_long_tasks_get_no_follow_ons(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    names = [f"t{i}.sh" for i in range(6)]
+    _tasks(q, out, names, "sleep 1.1\n")
+    r = runner(q, nodes=3)
+    assert r.run() == 0
+    assert r.follow_ons.made == 0
+    _assert_each_ran_once_and_finished(q, out, names)
+
+
+def test_a_task_stopped_takes_back_its_follow_ons_before_they_start(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    quick = [f"a{i}.sh" for i in range(4)]
+    slow = [f"b{i}.sh" for i in range(2)]
+    held = [f"c{i}.sh" for i in range(4)]
+    _tasks(q, out, quick)
+    _tasks(q, out, slow, "sleep 5\n")
+    _tasks(q, out, held)
+    r = runner(q, nodes=2)
+    ran = threading.Thread(target=r.run)
+    ran.start()
+    assert wait_until(lambda: r.follow_ons.made >= 4, timeout=5)  # c0-c3, two per slow task
+    r.wakeups.inbox.put(Wakeup(What.SIGNAL, signum=signal.SIGTERM))
+    ran.join(30)
+    assert not ran.is_alive()
+    assert r.follow_ons.given_back == 4
+    runs = _runs(out)
+    assert sorted(runs) == sorted(quick + slow)  # no follow-on ever started
+    assert sorted(p.name for p in (q.root / "todo").glob("*.sh")) == sorted(slow + held)
+    for name in held:
+        path = q.root / "todo" / name
+        book = read_logbook(path, path.stat().st_ino)
+        assert book is None or book.attempts == 0
