@@ -53,11 +53,13 @@ def task(q: Queue, name: str, body: str, *, folder: str = "todo", **directives: 
 
 
 def runner(q: Queue, *, nodes: int = 4, walltime: float | None = None, gpus: int | None = None,
-           say: Callable[[str], None] | None = None, **options: object) -> Runner:
+           cores: int | None = None, say: Callable[[str], None] | None = None,
+           **options: object) -> Runner:
     """An in-process runner on a local pretend cluster (no signal handlers), telling its
     lines to ``say`` (by default to no one)."""
     batch = detect_batch(overrides=BatchOverrides(system="local", nnodes=nodes,
-                                                  walltime=walltime, gpus_per_node=gpus),
+                                                  walltime=walltime, gpus_per_node=gpus,
+                                                  cores_per_node=cores),
                          env={})
     options.setdefault("grace", 1.0)
     options.setdefault("margin", 0.5)

@@ -99,18 +99,21 @@ class NodeLoad:
         return cores <= len(self.free_cores) and gpus <= len(self.free_gpus) and \
             (gpus > 0 or cores <= self.cpu_room)
 
-    def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float) -> Placement:
+    def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float,
+            at: Placement | None = None) -> Placement:
         """Give a share the lowest free ids, its cores next to its GPUs first where the
-        shape says which are (the caller checked :meth:`fits`)."""
-        given_gpus = tuple(self.free_gpus[:gpus])
-        del self.free_gpus[:gpus]
-        if self.near:
-            given_cores = self._near_cores(cores, given_gpus)
-            taken = set(given_cores)
-            self.free_cores = [c for c in self.free_cores if c not in taken]
+        shape says which are, or the ids of ``at`` (the caller checked :meth:`fits`, or
+        :meth:`free_at`)."""
+        if at is not None:
+            given_cores, given_gpus = at.cores, at.gpus
+            self.free_gpus = [g for g in self.free_gpus if g not in given_gpus]
         else:
-            given_cores = tuple(self.free_cores[:cores])
-            del self.free_cores[:cores]
+            given_gpus = tuple(self.free_gpus[:gpus])
+            del self.free_gpus[:gpus]
+            given_cores = self._near_cores(cores, given_gpus) if self.near \
+                else tuple(self.free_cores[:cores])
+        taken = set(given_cores)
+        self.free_cores = [c for c in self.free_cores if c not in taken]
         if not gpus:
             self.cpu_room -= cores
         placed = Placement(self.node, given_cores, given_gpus)
@@ -118,6 +121,12 @@ class NodeLoad:
         self.end = max(self.end, end)
         self.true_end = max(self.true_end, true_end)
         return placed
+
+    def free_at(self, at: Placement) -> bool:
+        """Whether every core and GPU id of ``at`` is free here, and the cores a share without
+        GPUs may take leave room for it."""
+        return set(at.cores) <= set(self.free_cores) and set(at.gpus) <= set(self.free_gpus) \
+            and (bool(at.gpus) or len(at.cores) <= self.cpu_room)
 
     def _near_cores(self, cores: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
         """``cores`` free cores: next to ``gpus`` first, then (for every share) those next to
@@ -165,15 +174,15 @@ class SharedNodes:
         return len(self.loads)
 
     def add(self, node: NodeId, jid: JobId, cores: int, gpus: int, end: float,
-            true_end: float) -> Placement:
+            true_end: float, at: Placement | None = None) -> Placement:
         """Place a share on ``node`` (a free node, which becomes shared, or a shared node
-        with room: the caller checked)."""
+        with room: the caller checked), on the ids of ``at`` if given."""
         load = self.loads.get(node)
         if load is None:
             load = self.loads[node] = self.open[node] = NodeLoad(node, self.shape)
         else:
             self._unlist(load)
-        placed = load.add(jid, cores, gpus, end, true_end)
+        placed = load.add(jid, cores, gpus, end, true_end, at)
         self._list(load)
         if not load.free_cores:
             self.open.pop(node, None)

@@ -285,12 +285,17 @@ class Queue(Layout):
                          attempts=attempts, usage=usage)
 
     def requeue(self, claim: Claim, *, reason: str, count_attempt: bool = True,
-                usage: Mapping[str, object] | None = None) -> Moved | None:
+                usage: Mapping[str, object] | None = None,
+                started: bool = True) -> Moved | None:
         """Put a claimed task back in its folder under its own relative path, keeping its
         original submit time (so it keeps its place). ``count_attempt=False`` is for a
         preemption, which is not the task's fault. A task whose unsuccessful runs reach
         ``caps.attempts`` goes to ``failed/`` instead. ``None``: the claim was already gone.
-        ``usage`` as for :meth:`finish`."""
+        ``usage`` as for :meth:`finish`. ``started=False`` gives back a claim whose script
+        never started: its logbook says ``returned``, not ``requeued``, so that its next start
+        is neither a later attempt nor a resumption."""
+        if not started:
+            return self._back(claim, attempts=claim.attempts, event="returned", reason=reason)
         attempts = claim.attempts + (1 if count_attempt else 0)
         if count_attempt and attempts >= self.config.caps.attempts:
             note = f"{reason}; gave up after {attempts} unsuccessful runs (caps.attempts)"

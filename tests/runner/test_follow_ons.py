@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+from metaq_py.launch.binding import machine_cpus
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.runner.wakeups import Wakeup, What
@@ -25,8 +26,10 @@ from tests.runner_helpers import (
     wait_until,
 )
 
-_RECORD = 'echo "$METAQ_NODELIST $(date +%s.%N)" >> {out}/$(basename "$METAQ_TASK").ran\n'
-"""A task body's line that records where and when the task ran (one line per run)."""
+_RECORD = ('echo "$METAQ_NODELIST $(date +%s.%N) $METAQ_ATTEMPT/$METAQ_RESUME" '
+           '>> {out}/$(basename "$METAQ_TASK").ran\n')
+"""A task body's line that records where, when and as which attempt the task ran (a line per
+run)."""
 
 
 def _tasks(q: Queue, out: Path, names: list[str], body: str = "") -> None:
@@ -35,12 +38,13 @@ def _tasks(q: Queue, out: Path, names: list[str], body: str = "") -> None:
         task(q, name, _RECORD.format(out=out) + body)
 
 
-def _runs(out: Path) -> dict[str, list[tuple[str, float]]]:
-    """Each task's runs, as (host, time) from its own record."""
+def _runs(out: Path) -> dict[str, list[tuple[str, float, str]]]:
+    """Each task's runs, as (host, time, attempt/resume) from its own record."""
     runs = {}
     for f in out.glob("*.ran"):
         runs[f.name.removesuffix(".ran")] = [
-            (line.split()[0], float(line.split()[1])) for line in f.read_text().splitlines()]
+            (host, float(at), attempt) for host, at, attempt in
+            (line.split() for line in f.read_text().splitlines())]
     return runs
 
 
@@ -70,7 +74,7 @@ def test_short_tasks_start_as_follow_ons_each_once_and_one_host_at_a_time(
     # Physically too: on each host, a task's record comes after the one before it ended.
     by_host: dict[str, list[float]] = {}
     for runs in _runs(out).values():
-        for host, at in runs:
+        for host, at, _ in runs:
             by_host.setdefault(host, []).append(at)
     assert sorted(by_host) == sorted(r.ctx.alloc.nodes)
     # Every task's records are in start order per host with none at the same moment.
@@ -95,6 +99,11 @@ def test_a_follow_on_held_too_long_goes_back_uncounted_and_runs_later(tmp_path: 
         path = q.root / "finished/todo" / name
         book = read_logbook(path, path.stat().st_ino)
         assert book is not None and book.attempts == 0
+    # A follow-on given back never ran: its start is a first attempt, not a resumption.
+    assert {run[2] for runs in _runs(out).values() for run in runs} == {"1/0"}
+    returned = [n for n in after if any(h.get("event") == "returned" for h in read_logbook(
+        q.root / "finished/todo" / n, (q.root / "finished/todo" / n).stat().st_ino).history)]
+    assert returned  # at least one went back and then ran
 
 
 def test_a_runner_told_to_stop_starts_none_of_the_follow_ons_it_held(tmp_path: Path) -> None:
@@ -190,3 +199,39 @@ def test_a_task_stopped_takes_back_its_follow_ons_before_they_start(tmp_path: Pa
         path = q.root / "todo" / name
         book = read_logbook(path, path.stat().st_ino)
         assert book is None or book.attempts == 0
+
+
+def test_shares_follow_on_the_cores_the_share_before_them_frees(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "out"
+    out.mkdir()
+    names = [f"s{i:03d}.sh" for i in range(60)]
+    for name in names:
+        # Pinned just after it starts: the affinity is read a moment later.
+        task(q, name, 'sleep 0.05\necho "$METAQ_CPUS $(date +%s.%N) '
+             '$(grep Cpus_allowed_list /proc/$$/status | cut -f2)" '
+             f'>> {out}/$(basename "$METAQ_TASK").ran\n', CPUS=1)
+    r = runner(q, nodes=1, cores=2)
+    assert r.run() == 0
+    assert r.follow_ons.made >= 20
+    runs = {f.name: f.read_text().split() for f in out.glob("*.ran")}
+    assert len(runs) == 60 and all(len(v) == 3 for v in runs.values())  # each once
+    # Each share ran pinned to the core it was given (the core of the share before it, for a
+    # follow-on), and no core ran two shares at a time.
+    by_core: dict[str, list[float]] = {}
+    cpus = machine_cpus()
+    for core, at, pinned in runs.values():
+        assert pinned == str(cpus[int(core)])
+        by_core.setdefault(core, []).append(float(at))
+    assert sorted(by_core) == ["0", "1"]
+    evs = events(q)
+    starts = Counter(e["task"] for e in of(evs, "start"))
+    assert set(starts.values()) == {1} and len(starts) == 60
+    spans: dict[int, list[tuple[float, float]]] = {}
+    ends = {e["task"]: e["time"] for e in of(evs, "end")}
+    for e in of(evs, "start"):
+        for core in e["cores"]:
+            spans.setdefault(core, []).append((e["time"], ends[e["task"]]))
+    for core_spans in spans.values():
+        core_spans.sort()
+        assert all(e1 <= s2 for (_, e1), (s2, _) in itertools.pairwise(core_spans))

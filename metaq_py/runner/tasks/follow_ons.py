@@ -17,13 +17,17 @@ start later, off the slot's path.
   another (preemptions and shrinks are for on-demand work), so a running task's hosts go to
   the first waiting task that fits them;
 - the follow-on is the first waiting task in the queue's order (nothing waits ahead of it, so
-  EASY reserves nothing it could delay), rigid, on whole nodes, one shape, and as many nodes
-  as the running task holds; and it fits in what is left of the allocation;
-- the running task is rigid, on whole nodes, started by the agent, not being stopped, and has
-  run less than :data:`SHORT_RUN`; and the last :data:`RECENT` tasks that ended here each ran
-  less than that too. Long tasks never get follow-ons, so no task is held claimed for long.
+  EASY reserves nothing it could delay), rigid, of one shape, and the same size as the running
+  task: as many whole nodes, or, as a share, as many cores and GPUs, which it then takes (the
+  Cluster places it on them: :meth:`Cluster.start <metaq_py.cluster.Cluster.start>` with
+  ``at``); and it fits in what is left of the allocation;
+- the running task is rigid, started by the agent, not being stopped, and has run less than
+  :data:`SHORT_RUN`; and the last :data:`RECENT` tasks that ended here each ran less than that
+  too. Long tasks never get follow-ons, so no task is held claimed for long. A follow-on may
+  have a follow-on of its own, two deep at most.
 
-**Withdrawn**, and put back in the queue with no attempt counted, when the task before it is
+**Withdrawn**, and put back in the queue as never started (its logbook says ``returned``, so
+its next start is neither a later attempt nor a resumption), when the task before it is
 stopped (a cancel, a lost claim, the runner stopping: :meth:`LiveTask.stop
 <metaq_py.runner.tasks.live_task.LiveTask.stop>` withdraws first), when it has waited
 :data:`HOLD` seconds, and before any decision made while on-demand work waits or a notice is
@@ -33,7 +37,7 @@ its withdrawal arrived runs, and is stopped if the runner is stopping.
 
 **Promoted** when the task before it ends: the loop gives it that task's nodes in the Cluster
 and puts it on the roster as *starting*, exactly as a start handed to the agent, before any
-other decision can see the nodes free. Its ``start`` event carries that time.
+other decision can see the nodes free. Its run is counted from that time.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from dataclasses import dataclass
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.launch.agent_link import AgentLink, AgentTask
-from metaq_py.policy import Job, Kind, Start
+from metaq_py.policy import Job, Kind
+from metaq_py.policy.shares import Placement
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import Offers, gpu_ids_for
@@ -65,13 +70,16 @@ HOLD = 1.0
 
 @dataclass(slots=True, eq=False)
 class FollowOn:
-    """``live``, handed to the agent to start when ``after`` ends; ``token`` is its start's
-    (to withdraw it by), ``promoted`` when ``after`` ended (``None``: not yet)."""
+    """``live``, handed to the agent to start when ``after`` ends, on its hosts (and, for a
+    share, its cores and GPUs); ``token`` is its start's (to withdraw it by), ``promoted``
+    when ``after`` ended (``None``: not yet)."""
 
     live: LiveTask
     after: LiveTask
     link: AgentLink
     token: int
+    placement: Placement | None = None
+    """A share's node, cores and GPUs: those of the share before it."""
     withdrawn: bool = False
     promoted: float | None = None
 
@@ -150,7 +158,8 @@ class FollowOns:
         end = self.ctx.end - self.ctx.options.margin - self.ctx.options.grace
         for (after, token), job in zip(before, waiting, strict=False):
             hold = min(HOLD, end - now - job.walltime)
-            if not _fits(job, after) or hold <= 0:
+            placed = self._placement(after)
+            if not _fits(job, after, placed) or hold <= 0:
                 return  # only the first waiting task may follow, then the next after it
             task, job = self.offers.offered(job.id)
             assert self.claim is not None and self.hand_over is not None
@@ -158,19 +167,32 @@ class FollowOns:
             if live is None:
                 return  # another runner took it: decide again at the next pass
             live.node_ids, live.hosts = after.node_ids, after.hosts
-            live.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(after.node_ids),
-                                       self.ctx.alloc.gpu_ids)
+            if placed is None:
+                live.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(after.node_ids),
+                                           self.ctx.alloc.gpu_ids)
+            else:
+                live.cores, live.gpu_ids = after.cores, after.gpu_ids
             follow = self.hand_over(live, after, token, hold)
             if follow is None:
                 return  # it could not be handed over: back in the queue, or failed
+            follow.placement = placed
             after.follow_on = self.held[after.id] = self.answers[live.id] = follow
             self.made += 1
+
+    def _placement(self, r: LiveTask) -> Placement | None:
+        """Where the share ``r`` runs, or will (``None``: ``r`` takes whole nodes)."""
+        if r.cores is None:
+            return None
+        follow = self.answers.get(r.id)
+        if follow is not None and follow.live is r and follow.promoted is None:
+            return follow.placement
+        return self.cluster.placements.get(r.id)
 
     def _token(self, r: LiveTask, now: float) -> int | None:
         """The token of the agent's start of ``r``, a task on the roster, if it may take a
         follow-on now."""
         if r.follow_on is not None or r.why is not None or r.resizing is not None \
-                or r.cores is not None or r.job.kind is not Kind.RIGID \
+                or r.job.kind is not Kind.RIGID \
                 or any(n in self.roster.draining for n in r.node_ids):
             return None
         follow = self.answers.get(r.id)
@@ -195,7 +217,7 @@ class FollowOns:
         follow.promoted = now
         nxt = follow.live
         try:
-            self.cluster.apply(Start(nxt.id, live.node_ids), now=now, job=nxt.job)
+            self.cluster.start(nxt.job, live.node_ids, now=now, at=follow.placement)
         except ClusterError:
             # Its nodes went to other work meanwhile (no decision should allow it): it is
             # stopped the moment it exists and goes back, keeping the nodes until it is gone.
@@ -237,7 +259,11 @@ class FollowOns:
             follow.after.follow_on = None
 
 
-def _fits(job: Job, after: LiveTask) -> bool:
-    """Whether ``job`` starts on exactly the hosts ``after`` frees, as a decision would."""
-    return (job.kind is Kind.RIGID and not job.cores and not job.shapes and job.notice is None
-            and job.size == job.min_size == len(after.node_ids))
+def _fits(job: Job, after: LiveTask, placed: Placement | None) -> bool:
+    """Whether ``job`` starts on exactly the hosts (or, as a share, the cores and GPUs:
+    ``placed``) that ``after`` frees, as a decision would."""
+    if job.kind is not Kind.RIGID or job.shapes or job.notice is not None:
+        return False
+    if placed is None:
+        return not job.cores and job.size == job.min_size == len(after.node_ids)
+    return job.cores == len(placed.cores) and job.gpus == len(placed.gpus)

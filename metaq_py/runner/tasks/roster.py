@@ -63,7 +63,7 @@ class Roster:
         """Forget a task claimed but never launched and put it back (no attempt counted)."""
         self.forget(live, now=self.ctx.clock.now())
         with contextlib.suppress(OSError):
-            self.ctx.queue.requeue(live.claim, reason=reason, count_attempt=False)
+            self.ctx.queue.requeue(live.claim, reason=reason, started=False)
 
     # --- hosts --------------------------------------------------------------------------------
 
