@@ -100,9 +100,8 @@ class Cluster(Holdings):
         A batch job takes free nodes, or only nodes reserved for ``borrowed``. An on-demand job
         may also take nodes shrunk for it and idle nodes reserved for any notice; starting it
         redeems its own notice (leftover reserved nodes become free, borrowers stay as
-        ordinary jobs). A share starts on the core and GPU ids of ``at`` when given (a driver
-        that placed it before it started), else on those its node has free first.
-        """
+        ordinary jobs). A share takes the core and GPU ids of ``at`` if given, else the first
+        free ones."""
         if job.id in self._running:
             raise ClusterError(f"job {job.id!r} is already running")
         if job.cores:

@@ -91,7 +91,7 @@ def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
 
-# Over 300 lines (316): the loop's stages (waiting, handling a wake-up, deciding, stopping,
+# Over 300 lines (335): the loop's stages (waiting, handling a wake-up, deciding, stopping,
 # finishing up) share its flags (stopping, awaiting, exit_code) and every collaborator;
 # the work itself is already in them (Decider, Settler, Launcher, Upkeep, Roster).
 class Runner:
@@ -247,7 +247,7 @@ class Runner:
             wakeup = self.wakeups.take()
         if starts_only and self.stopping is None:
             # A task just started may take a follow-on at once (none comes before its start).
-            self.follow_ons.make(self.clock.now(), self.passes)
+            self.follow_ons.make(self.clock.now(), self.passes + 1)
         return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
@@ -365,7 +365,7 @@ class Runner:
             self.decider.decide(now, self.passes)
         self.launcher.launch_ready()
         if self.stopping is None:
-            self.follow_ons.make(self.clock.now(), self.passes)
+            self.follow_ons.make(self.clock.now(), self.passes + 1)
 
     # --- stopping ---------------------------------------------------------------------------
 

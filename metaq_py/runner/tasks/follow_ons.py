@@ -42,6 +42,7 @@ other decision can see the nodes free. Its run is counted from that time.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,9 +136,10 @@ class FollowOns:
         for follow in self.held.values():
             follow.withdraw()
 
-    def make(self, now: float, pass_no: int) -> None:
+    def make(self, now: float, next_pass: int) -> None:
         """Give each running task that may have one a follow-on, and each follow-on one of
-        its own (see the module text)."""
+        its own (see the module text). ``next_pass`` is the runner's next pass, which decides
+        for any on-demand task first seen here."""
         if not self.enabled or len(self.recent) < RECENT or max(self.recent) >= SHORT_RUN \
                 or self.hand_over is None:
             return
@@ -152,7 +154,7 @@ class FollowOns:
                    and on_roster.get(f.after.id) is f.after]
         if not before:
             return
-        waiting = self.offers.waiting(pass_no)
+        waiting = self.offers.waiting(next_pass)
         if not self.calm():
             return
         end = self.ctx.end - self.ctx.options.margin - self.ctx.options.grace
@@ -248,9 +250,16 @@ class FollowOns:
 
     def abandon(self) -> None:
         """On the way out, after the agent has ended: every follow-on not answered goes
-        back."""
+        back; one promoted may have started before the agent ended, and goes back as
+        interrupted."""
         for follow in list(self.answers.values()):
-            self.give_back(follow, "not started: the runner stopped")
+            if follow.promoted is None:
+                self.give_back(follow, "not started: the runner stopped")
+                continue
+            self.roster.forget(follow.live, now=self.ctx.clock.now())
+            with contextlib.suppress(OSError):
+                self.ctx.queue.requeue(follow.live.claim, count_attempt=False,
+                                       reason="interrupted: the runner stopped")
         self.answers.clear()
 
     def _unhold(self, follow: FollowOn) -> None:
