@@ -250,6 +250,8 @@ class Agent:
         token, after, hold = message[1], message[2], message[3]
         held = _Held(token, after, time.monotonic() + hold, (token, *message[4:]), output)
         if after in self.by_token or after in self.held_tokens:
+            if after in self.held:  # one follow-on per start: the runner never sends two
+                self._withdraw(self.held[after].token)
             self.held[after] = self.held_tokens[token] = held
         elif after in self.ended:
             self._flush()
