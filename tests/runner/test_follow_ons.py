@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from metaq_py.launch.binding import machine_cpus
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import Logbook, read_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.runner.wakeups import Wakeup, What
 from tests.runner_helpers import (
@@ -38,6 +38,19 @@ def _tasks(q: Queue, out: Path, names: list[str], body: str = "") -> None:
         task(q, name, _RECORD.format(out=out) + body)
 
 
+def _behind_slow_tasks(q: Queue, out: Path, slow_for: float
+                       ) -> tuple[list[str], list[str], list[str]]:
+    """Four quick tasks (after which follow-ons are made), two that run ``slow_for`` seconds,
+    and four quick ones to follow them."""
+    quick = [f"a{i}.sh" for i in range(4)]
+    slow = [f"b{i}.sh" for i in range(2)]
+    after = [f"c{i}.sh" for i in range(4)]
+    _tasks(q, out, quick)
+    _tasks(q, out, slow, f"sleep {slow_for}\n")
+    _tasks(q, out, after)
+    return quick, slow, after
+
+
 def _runs(out: Path) -> dict[str, list[tuple[str, float, str]]]:
     """Each task's runs, as (host, time, attempt/resume) from its own record."""
     runs = {}
@@ -46,6 +59,18 @@ def _runs(out: Path) -> dict[str, list[tuple[str, float, str]]]:
             (host, float(at), attempt) for host, at, attempt in
             (line.split() for line in f.read_text().splitlines())]
     return runs
+
+
+def _book(q: Queue, where: str) -> Logbook | None:
+    """The logbook of the task at ``where`` (a path in the queue)."""
+    path = q.root / where
+    return read_logbook(path, path.stat().st_ino)
+
+
+def _no_attempt_spent(q: Queue, folder: str, names: list[str]) -> bool:
+    """Whether none of the tasks ``names``, now in ``folder``, has an attempt counted."""
+    return all((book := _book(q, f"{folder}/{name}")) is None or book.attempts == 0
+               for name in names)
 
 
 def _assert_each_ran_once_and_finished(q: Queue, out: Path, names: list[str]) -> None:
@@ -85,25 +110,16 @@ def test_short_tasks_start_as_follow_ons_each_once_and_one_host_at_a_time(
 def test_a_follow_on_held_too_long_goes_back_uncounted_and_runs_later(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     out = tmp_path / "out"
-    quick = [f"a{i}.sh" for i in range(4)]
-    slow = [f"b{i}.sh" for i in range(2)]
-    after = [f"c{i}.sh" for i in range(4)]
-    _tasks(q, out, quick)
-    _tasks(q, out, slow, "sleep 1.6\n")  # longer than a follow-on's hold
-    _tasks(q, out, after)
+    quick, slow, after = _behind_slow_tasks(q, out, 1.6)  # longer than a follow-on's hold
     r = runner(q, nodes=2)
     assert r.run() == 0
     assert r.follow_ons.given_back >= 2  # held behind the slow ones, and withdrawn
     _assert_each_ran_once_and_finished(q, out, quick + slow + after)
-    for name in after:
-        path = q.root / "finished/todo" / name
-        book = read_logbook(path, path.stat().st_ino)
-        assert book is not None and book.attempts == 0
+    assert _no_attempt_spent(q, "finished/todo", after)
     # A follow-on given back never ran: its start is a first attempt, not a resumption.
     assert {run[2] for runs in _runs(out).values() for run in runs} == {"1/0"}
-    returned = [n for n in after if any(h.get("event") == "returned" for h in read_logbook(
-        q.root / "finished/todo" / n, (q.root / "finished/todo" / n).stat().st_ino).history)]
-    assert returned  # at least one went back and then ran
+    books = [_book(q, f"finished/todo/{name}") for name in after]
+    assert any(h.get("event") == "returned" for b in books if b for h in b.history)
 
 
 def test_a_runner_told_to_stop_starts_none_of_the_follow_ons_it_held(tmp_path: Path) -> None:
@@ -128,10 +144,7 @@ def test_a_runner_told_to_stop_starts_none_of_the_follow_ons_it_held(tmp_path: P
     assert set(runs) >= finished
     assert len(finished) < len(names)  # it did stop early
     # A task stopped while it ran is back, resumable, with no attempt spent.
-    for name in waiting:
-        path = q.root / "todo" / name
-        book = read_logbook(path, path.stat().st_ino)
-        assert book is None or book.attempts == 0
+    assert _no_attempt_spent(q, "todo", sorted(waiting))
 
 
 def test_on_demand_work_does_not_wait_for_the_follow_ons(tmp_path: Path) -> None:
@@ -178,12 +191,7 @@ def test_long_tasks_get_no_follow_ons(tmp_path: Path) -> None:
 def test_a_task_stopped_takes_back_its_follow_ons_before_they_start(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     out = tmp_path / "out"
-    quick = [f"a{i}.sh" for i in range(4)]
-    slow = [f"b{i}.sh" for i in range(2)]
-    held = [f"c{i}.sh" for i in range(4)]
-    _tasks(q, out, quick)
-    _tasks(q, out, slow, "sleep 5\n")
-    _tasks(q, out, held)
+    quick, slow, held = _behind_slow_tasks(q, out, 5)
     r = runner(q, nodes=2)
     ran = threading.Thread(target=r.run)
     ran.start()
@@ -195,10 +203,7 @@ def test_a_task_stopped_takes_back_its_follow_ons_before_they_start(tmp_path: Pa
     runs = _runs(out)
     assert sorted(runs) == sorted(quick + slow)  # no follow-on ever started
     assert sorted(p.name for p in (q.root / "todo").glob("*.sh")) == sorted(slow + held)
-    for name in held:
-        path = q.root / "todo" / name
-        book = read_logbook(path, path.stat().st_ino)
-        assert book is None or book.attempts == 0
+    assert _no_attempt_spent(q, "todo", held)
 
 
 def test_shares_follow_on_the_cores_the_share_before_them_frees(tmp_path: Path) -> None:
