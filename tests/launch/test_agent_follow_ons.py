@@ -5,12 +5,15 @@ order; and a runner that goes takes its held follow-ons along, unstarted."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from metaq_py.launch import TaskProcess
 from metaq_py.launch.agent_link import AgentLink, AgentTask, Done
@@ -190,3 +193,46 @@ def test_a_runner_that_goes_takes_its_held_follow_ons_along_unstarted(tmp_path: 
     time.sleep(0.3)
     assert not (tmp_path / "next.ran").exists()
     assert ("done", "next", None, None) in told.seen  # nothing started: for the runner to requeue
+
+
+_CHAIN = st.lists(st.tuples(st.booleans(), st.sampled_from([0.1, 10.0])), min_size=1,
+                  max_size=3)
+"""Follow-ons one behind the other: whether each is withdrawn at once, and its hold."""
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chain=_CHAIN)
+def test_every_follow_on_is_answered_once_and_runs_only_where_it_may(
+        tmp_path_factory: pytest.TempPathFactory, link: AgentLink,
+        chain: list[tuple[bool, float]]) -> None:
+    tmp_path = tmp_path_factory.mktemp("chain")
+    told = Told()
+    head = started(link, ready(tmp_path, "#!/bin/sh\nsleep 0.4\n", name="head.sh"), told)
+    after, tokens = head.token, []
+    for i, (withdraw, hold) in enumerate(chain):
+        token = link.follow(ready(tmp_path, _marker_script(tmp_path, f"f{i}") + "sleep 0.1\n",
+                                  name=f"f{i}.sh"),
+                            after=after, hold=hold, done=told.done(f"f{i}"),
+                            on_exit=told.on_exit)
+        assert token is not None
+        if withdraw:
+            link.withdraw(token)
+        tokens.append(token)
+        after = token
+    assert head.wait(10) is not None
+    # Each follow-on runs if, and only if, nothing before it in the chain (itself included)
+    # was withdrawn or held past its hold: the head runs 0.4 s, longer than a short hold.
+    may_run = list(itertools.accumulate((not w and h > 1 for w, h in chain),
+                                        lambda a, b: a and b))
+    told.wait(len(chain) + 1 + sum(may_run), timeout=15)  # every answer, and those exits
+    time.sleep(0.2)
+    link.sync()
+    for i, runs in enumerate(may_run):
+        answers = [s for s in told.seen if s[:2] == ("done", f"f{i}")]
+        assert len(answers) == 1, told.seen  # answered exactly once
+        assert isinstance(answers[0][2], AgentTask) is runs
+        assert (tmp_path / f"f{i}.ran").exists() is runs
+    # Those that ran, ran one after the other.
+    ends = [float((tmp_path / f"f{i}.ran").read_text()) for i, r in enumerate(may_run) if r]
+    assert ends == sorted(ends)
