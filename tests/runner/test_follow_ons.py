@@ -1,8 +1,9 @@
 """Follow-ons under a real runner and its launch agent (metaq_py.runner.tasks.follow_ons):
-short tasks start as the task before them ends, each once, never two on a host at a time;
-a follow-on held too long goes back without an attempt counted and runs later; a runner told
-to stop starts none of those it held; on-demand work that arrives is not kept waiting by
-them; and long tasks get none."""
+short tasks start as the task before them ends, each once, never two on a host (or a core) at
+a time; a follow-on held too long goes back without an attempt counted and runs later as a
+first attempt; a task stopped takes back its follow-ons before they start, and a runner
+stopped amid them loses and repeats nothing; on-demand work that arrives is not kept waiting
+by them; and long tasks get none."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def test_a_follow_on_held_too_long_goes_back_uncounted_and_runs_later(tmp_path: 
     assert any(h.get("event") == "returned" for b in books if b for h in b.history)
 
 
-def test_a_runner_told_to_stop_starts_none_of_the_follow_ons_it_held(tmp_path: Path) -> None:
+def test_a_runner_stopped_amid_follow_ons_loses_and_repeats_no_task(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     out = tmp_path / "out"
     names = [f"t{i:03d}.sh" for i in range(300)]
