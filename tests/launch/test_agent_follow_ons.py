@@ -208,7 +208,7 @@ def test_every_follow_on_is_answered_once_and_runs_only_where_it_may(
         chain: list[tuple[bool, float]]) -> None:
     tmp_path = tmp_path_factory.mktemp("chain")
     told = Told()
-    head = started(link, ready(tmp_path, "#!/bin/sh\nsleep 0.4\n", name="head.sh"), told)
+    head = started(link, ready(tmp_path, "#!/bin/sh\nsleep 0.8\n", name="head.sh"), told)
     after, tokens = head.token, []
     for i, (withdraw, hold) in enumerate(chain):
         token = link.follow(ready(tmp_path, _marker_script(tmp_path, f"f{i}") + "sleep 0.1\n",
@@ -222,7 +222,7 @@ def test_every_follow_on_is_answered_once_and_runs_only_where_it_may(
         after = token
     assert head.wait(10) is not None
     # Each follow-on runs if, and only if, nothing before it in the chain (itself included)
-    # was withdrawn or held past its hold: the head runs 0.4 s, longer than a short hold.
+    # was withdrawn or held past its hold: the head runs 0.8 s, far longer than a short hold.
     may_run = list(itertools.accumulate((not w and h > 1 for w, h in chain),
                                         lambda a, b: a and b))
     told.wait(len(chain) + 1 + sum(may_run), timeout=15)  # every answer, and those exits
