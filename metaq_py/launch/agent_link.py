@@ -165,7 +165,7 @@ class AgentLink:
         """Withdraw the follow-on ``token`` if the agent still holds it."""
         self.send((agent.WITHDRAW, token))
 
-    def _hand(self, ready: Prepared, kind: str, extra: tuple[object, ...], done: Done,
+    def _hand(self, ready: Prepared, kind: str, extra: tuple[int | float, ...], done: Done,
               on_exit: Callable[[TaskProcess], object] | None) -> int | None:
         token = next(self._tokens)
         data = marshal.dumps((kind, token, *extra, ready.command, ready.env, ready.mark,
@@ -245,11 +245,7 @@ class AgentLink:
         elif kind in (agent.REFUSED, agent.UNBOUND):
             self._refused(token, kind, message[2], message[3], message[4])
         elif kind == agent.WITHDRAWN:
-            with self._lock:
-                pending = self._pending.pop(token)
-            if pending.ready.tee is not None:
-                pending.ready.tee.abandon()
-            pending.done(None, None)
+            self._unstarted(token).done(None, None)
         elif kind == agent.SYNCED:
             with self._lock:
                 event = self._synced.pop(token, None)
@@ -269,13 +265,18 @@ class AgentLink:
             ready.tee.start()
         pending.done(task, None)
 
-    def _refused(self, token: int, kind: str, errno: int, strerror: str,
-                 filename: str | None) -> None:
+    def _unstarted(self, token: int) -> _Pending:
+        """The start ``token``, which will not run: its copier (if any) is stopped."""
         with self._lock:
             pending = self._pending.pop(token)
+        if pending.ready.tee is not None:
+            pending.ready.tee.abandon()
+        return pending
+
+    def _refused(self, token: int, kind: str, errno: int, strerror: str,
+                 filename: str | None) -> None:
+        pending = self._unstarted(token)
         ready = pending.ready
-        if ready.tee is not None:
-            ready.tee.abandon()
         spec = ready.spec
         if kind == agent.UNBOUND:
             why = unbound_failure(spec, strerror)

@@ -142,20 +142,18 @@ class Runner:
         self.offers = Offers(ctx)
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
-        # Follow-ons only where launches are not paused and the launch agent serves.
-        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
-                                    enabled=self.launch_pause == 0 and start is launch)
-        self.decider.follow_ons = self.follow_ons
-        self.follow_ons.claim = self.decider.claim
-        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
         # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
         # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
                                  start=start,
                                  on_started=wakeups.started if start is launch else None)
-        self.launcher.follow_ons = self.follow_ons
-        self.follow_ons.hand_over = self.launcher.follow
+        # Follow-ons only where launches are not paused and the launch agent serves.
+        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
+                                    claim=self.decider.claim, hand_over=self.launcher.follow,
+                                    enabled=self.launch_pause == 0 and start is launch)
+        self.decider.follow_ons = self.launcher.follow_ons = self.follow_ons
+        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""

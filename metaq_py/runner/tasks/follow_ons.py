@@ -105,11 +105,13 @@ class FollowOns:
     each end, withdrawn before a decision that may stop a task."""
 
     def __init__(self, ctx: Context, cluster: Cluster, roster: Roster, offers: Offers, *,
-                 enabled: bool) -> None:
+                 claim: Claimer, hand_over: HandOver, enabled: bool) -> None:
         self.ctx = ctx
         self.cluster = cluster
         self.roster = roster
         self.offers = offers
+        self.claim = claim
+        self.hand_over = hand_over
         self.enabled = enabled
         """Whether follow-ons are made at all (the launch pause is 0 and the agent serves)."""
         self.held: dict[str, FollowOn] = {}
@@ -122,8 +124,6 @@ class FollowOns:
         """Follow-ons handed to the agent."""
         self.given_back = 0
         """Follow-ons that did not start (withdrawn, or held too long) and went back."""
-        self.claim: Claimer | None = None
-        self.hand_over: HandOver | None = None
 
     # --- making ------------------------------------------------------------------------------
 
@@ -140,8 +140,7 @@ class FollowOns:
         """Give each running task that may have one a follow-on, and each follow-on one of
         its own (see the module text). ``next_pass`` is the runner's next pass, which decides
         for any on-demand task first seen here."""
-        if not self.enabled or len(self.recent) < RECENT or max(self.recent) >= SHORT_RUN \
-                or self.hand_over is None:
+        if not self.enabled or len(self.recent) < RECENT or max(self.recent) >= SHORT_RUN:
             return
         before = [(r, token) for r in self.roster.live.values()
                   if (token := self._token(r, now)) is not None]
@@ -164,7 +163,6 @@ class FollowOns:
             if not _fits(job, after, placed) or hold <= 0:
                 return  # only the first waiting task may follow, then the next after it
             task, job = self.offers.offered(job.id)
-            assert self.claim is not None and self.hand_over is not None
             live = self.claim(task, job)
             if live is None:
                 return  # another runner took it: decide again at the next pass

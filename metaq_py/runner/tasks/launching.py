@@ -270,13 +270,14 @@ class Launcher:
         live = done.live
         live.starting = False
         at = done.at
-        follow = self.follow_ons.answered(live) if self.follow_ons is not None else None
-        if follow is not None:
+        follow_ons = self.follow_ons
+        follow = follow_ons.answered(live) if follow_ons is not None else None
+        if follow_ons is not None and follow is not None:
             if follow.promoted is None or (done.process is None and done.error is None):
                 # Withdrawn, or held past its hold, or its agent ended: nothing of it ran.
                 if done.process is not None:
                     done.process.kill()
-                self.follow_ons.give_back(follow, "not started: its follow-on was withdrawn")
+                follow_ons.give_back(follow, "not started: its follow-on was withdrawn")
                 self.handed_over -= 1  # no start made
                 self.redecide = True
                 return
