@@ -407,7 +407,9 @@ class Index:
             if known is not None and entry.lkey == lkey and known.rank == rank:
                 return known
             if lkey is not None:
-                rec = read_logbook(path, os.lstat(path).st_ino)
+                # The inode of the file whose spec was read, not a fresh lstat: the file may
+                # have moved since (another writer), and its logbook must match that read.
+                rec = read_logbook(path, entry.key[0])
                 if rec is not None:
                     submit, attempts = rec.submit, rec.attempts
         entry.lkey = lkey

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -266,6 +267,30 @@ def test_vanishing_files_during_scans_are_skipped(q: Queue) -> None:
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_task_moved_away_after_its_read_is_listed_from_that_read(
+        q: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer may move a task between its read and its logbook's check (seen with
+    real concurrent writers): the scan uses what it read and never fails."""
+    task = put(q.root / "todo" / "a.sh")
+    claim = q.claim(q.scan().tasks[0], machine="m", jobid="1")
+    assert claim is not None
+    q.requeue(claim, reason="test")  # leaves a logbook beside the task, one attempt
+    index_module = sys.modules[type(q.index).__module__]
+    real_judge = index_module.judge
+
+    def judge_then_move(path, **kw):  # type: ignore[no-untyped-def]
+        verdict = real_judge(path, **kw)
+        if Path(path) == task:
+            task.rename(q.root / "cancelled" / "a.sh")
+        return verdict
+
+    monkeypatch.setattr(index_module, "judge", judge_then_move)
+    scan = Queue(q.root).scan(full=True)
+    assert [(t.id, t.attempts) for t in scan.tasks] == [("todo/a.sh", 1)]
+    monkeypatch.undo()
+    assert Queue(q.root).scan(full=True).tasks == ()
 
 
 # --- trust -------------------------------------------------------------------------------
