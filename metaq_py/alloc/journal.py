@@ -47,7 +47,7 @@ class Journal:
 
     def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
         self.folder = root / ALLOC_FOLDER
-        self.events = EventLog(self.folder / "events.jsonl", clock=clock)
+        self.events = EventLog(self.folder / "events.jsonl", within=root, clock=clock)
 
     def lock(self, *, timeout: float) -> FileLock:
         """The lock of one pass; waiting for it longer than ``timeout`` seconds raises

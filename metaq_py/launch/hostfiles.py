@@ -63,7 +63,7 @@ class HostFiles:
 
 def _write_new(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole and read-only: under a temporary name, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(exist_ok=True)  # only its own folder: the job's is the runner's to make
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
     try:

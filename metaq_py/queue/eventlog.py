@@ -4,6 +4,9 @@ Each line has at least ``time`` (Unix seconds) and ``event`` (``start``, ``end``
 ...); the runner adds what accounting needs (task, nodes, node-hours, project, exit code).
 Lines are written with a single ``write`` on a file opened for appending, so concurrent
 writers never interleave within a line; a reader skips a torn last line left by a crash.
+
+A log makes the folders it lacks below ``within`` (the queue), never ``within`` itself: a
+runner still writing as its queue is removed must not make the queue again.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ __all__ = ["EventLog"]
 class EventLog:
     """Appends events to, and reads them back from, one JSON-lines file."""
 
-    __slots__ = ("clock", "path")
+    __slots__ = ("clock", "path", "within")
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, within: str | os.PathLike[str],
+                 clock: Clock | None = None) -> None:
         self.path = Path(path)
+        self.within = Path(within)
+        """The folder that must already exist; those between it and the log are made."""
         self.clock: Clock = clock if clock is not None else WallClock()
         """Stamps the events appended without a time of their own."""
 
@@ -36,8 +42,7 @@ class EventLog:
         line_data = {"time": self.clock.now() if when is None else when, "event": event,
                      **fields}
         line = (json.dumps(line_data, separators=(",", ":"), sort_keys=False) + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             os.write(fd, line)
         finally:
@@ -50,12 +55,26 @@ class EventLog:
         if not events:
             return
         data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events).encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             write_all(fd, data)
         finally:
             os.close(fd)
+
+    def _open(self) -> int:
+        """The log, opened for appending; its missing folders below :attr:`within` are made
+        (``FileNotFoundError`` if ``within`` itself is gone)."""
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            return os.open(self.path, flags, 0o644)
+        except FileNotFoundError:
+            if not self.within.is_dir():
+                raise
+            here = self.within
+            for part in self.path.parent.relative_to(self.within).parts:
+                here = here / part
+                here.mkdir(exist_ok=True)
+            return os.open(self.path, flags, 0o644)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events in the order written; a missing file has none."""

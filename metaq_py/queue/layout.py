@@ -192,7 +192,7 @@ class Layout:
 
     def events(self, jobid: str) -> EventLog:
         """The event log of batch job ``jobid``."""
-        return EventLog(self.job_dir(jobid) / "events.jsonl", clock=self.clock)
+        return EventLog(self.job_dir(jobid) / "events.jsonl", within=self.root, clock=self.clock)
 
     def log_path(self, claim: Claim | Task) -> Path:
         """Where a task's output goes: its ``LOG`` (as written, for

@@ -16,6 +16,7 @@ never holds a ``.reason``, every file that is not hidden).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -155,7 +156,10 @@ def make_folders(root: Path, folder: Path) -> None:
             pass
         else:
             set_aside(here)
-        os.makedirs(here, exist_ok=True)
+        # Not makedirs: the folder above was there a moment ago, and if it is gone now (the
+        # queue removed), nothing of the queue is made again.
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(here)
         if not stat.S_ISDIR(os.lstat(here).st_mode):
             raise OSError(f"{here} is not a folder")
 

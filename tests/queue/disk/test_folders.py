@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.queue.disk.folders import PLANTED, MadeFolders, relative_parts
+from metaq_py.queue.disk.folders import PLANTED, MadeFolders, make_folders, relative_parts
 from metaq_py.queue.store import Queue
 
 
@@ -71,3 +72,10 @@ def test_relative_parts_agrees_with_relpath(root: list[str], rest: list[str],
         top = "."
     assert relative_parts(path, top) == os.path.relpath(path, top).split(os.sep)
     assert relative_parts(Path(path), Path(top)) == os.path.relpath(path, top).split(os.sep)
+
+
+def test_a_removed_queue_is_never_made_again(tmp_path: Path) -> None:
+    root = tmp_path / "q"
+    with pytest.raises(FileNotFoundError):
+        make_folders(root, root / "finished" / "campaign")
+    assert not root.exists()
