@@ -32,8 +32,9 @@ as a few fast creates. Measured on the development machine's ext4 (10,000 no-op 
 time): the spares cost 0.2 ms a task more than making the files in place (2.07 against 1.86
 ms), where a create took 10 to 50 µs. So :class:`Spares` times the creates: the helper makes
 spares only while the running average of a create's *wait* (its wall time beyond the CPU time
-of the thread making it) is at least :data:`SLOW_CREATE`, and stops once it falls below half of
-that; while the helper rests, the loop itself makes one spare, timed, every :data:`PROBE_EVERY`
+of the thread making it and the time that thread waited for a CPU, which on a busy node another
+thread would only lengthen) is at least :data:`SLOW_CREATE`, and stops once it falls below half
+of that; while the helper rests, the loop itself makes one spare, timed, every :data:`PROBE_EVERY`
 takes. Only the wait can be hidden behind the loop's work: the CPU time the kernel spends on a
 create is spent by whichever thread makes it, and since the launch agent took the process work
 off the runner the CPUs of a small node are the limit, not the loop (on the 2-core development
@@ -80,6 +81,36 @@ _SMOOTHING = 0.2
 _FILE_MODE = 0o666  # what open(..., "w") and os.open(..., 0o666) give, less the umask
 _LOG_MODE = 0o644  # what the launch layer gives a log
 _DIR_MODE = 0o777  # what mkdir gives, less the umask
+
+
+def _clocks() -> tuple[float, float, float]:
+    """Now: wall time, this thread's CPU time, and the time it has waited for a CPU
+    (seconds)."""
+    return time.perf_counter(), time.thread_time(), _run_delay()
+
+
+def _waited(began: tuple[float, float, float], ended: tuple[float, float, float]) -> float:
+    """The time between two :func:`_clocks` spent waiting, neither running nor waiting for a
+    CPU. Only such a wait can be hidden behind the loop's work: the kernel's CPU time for a
+    create (an ext4 inode) is spent by whichever thread makes it, and time spent waiting for a
+    CPU on a busy machine would only grow with a helper thread more."""
+    wall, cpu, queued = (e - b for b, e in zip(began, ended, strict=True))
+    return max(0.0, wall - cpu - queued)
+
+
+def _run_delay() -> float:
+    """Seconds this thread has waited on a CPU's run queue since it began (Linux's
+    ``/proc/thread-self/schedstat``, second field); 0 where the kernel does not say. Read
+    afresh each time (three system calls): only timed creates ask, a few hundred µs each
+    while the helper runs, and one in :data:`PROBE_EVERY` takes while it rests."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 64).split()[1]) / 1e9
+        finally:
+            os.close(fd)
+    except (OSError, IndexError, ValueError):
+        return 0.0  # not Linux, or no scheduler statistics: no run-queue wait is counted
 
 
 class Kind(str, Enum):
@@ -206,7 +237,7 @@ class Spares:
         be made (a full disk, a removed queue: the callers make their own files)."""
         name = f"{kind.value}-{next(self._serial)}"
         made, path = os.path.join(self._making, name), os.path.join(self._ready, name)
-        began, cpu = time.perf_counter(), time.thread_time()
+        began = _clocks()
         try:
             if kind is Kind.DIR:
                 os.mkdir(made, _DIR_MODE)
@@ -221,9 +252,7 @@ class Spares:
             os.rename(made, path)
         except OSError:
             return False
-        # Only the wait can be hidden behind the loop's work; the kernel's CPU time for the
-        # create (an ext4 inode) is spent by whichever thread makes it.
-        took = max(0.0, (time.perf_counter() - began) - (time.thread_time() - cpu))
+        took = _waited(began, _clocks())
         self._timed += 1
         self.create_time += _SMOOTHING * (took - self.create_time) if self._timed > 1 else took
         self._pools[kind].append(path)
