@@ -107,13 +107,16 @@ class NodeLoad:
         if at is not None:
             given_cores, given_gpus = at.cores, at.gpus
             self.free_gpus = [g for g in self.free_gpus if g not in given_gpus]
+            self._take_cores(given_cores)
         else:
             given_gpus = tuple(self.free_gpus[:gpus])
             del self.free_gpus[:gpus]
-            given_cores = self._near_cores(cores, given_gpus) if self.near \
-                else tuple(self.free_cores[:cores])
-        taken = set(given_cores)
-        self.free_cores = [c for c in self.free_cores if c not in taken]
+            if self.near:
+                given_cores = self._near_cores(cores, given_gpus)
+                self._take_cores(given_cores)
+            else:
+                given_cores = tuple(self.free_cores[:cores])
+                del self.free_cores[:cores]
         if not gpus:
             self.cpu_room -= cores
         placed = Placement(self.node, given_cores, given_gpus)
@@ -121,6 +124,10 @@ class NodeLoad:
         self.end = max(self.end, end)
         self.true_end = max(self.true_end, true_end)
         return placed
+
+    def _take_cores(self, cores: tuple[int, ...]) -> None:
+        taken = set(cores)
+        self.free_cores = [c for c in self.free_cores if c not in taken]
 
     def free_at(self, at: Placement) -> bool:
         """Whether every core and GPU id of ``at`` is free here, and the cores a share without
