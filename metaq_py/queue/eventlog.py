@@ -6,11 +6,15 @@ Lines are written with a single ``write`` on a file opened for appending, so con
 writers never interleave within a line; a reader skips a torn last line left by a crash.
 
 A log makes the folders it lacks below ``within`` (the queue), never ``within`` itself: a
-runner still writing as its queue is removed must not make the queue again.
+runner still writing as its queue is removed must not make the queue again. Before its first
+write it makes sure they are real folders (a link planted in a shared ``jobs/`` is moved
+aside, as :func:`~metaq_py.queue.disk.folders.make_folders` does for every folder of the
+queue), and it never writes through a link planted where the log itself goes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -19,14 +23,17 @@ from typing import Any
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.queue.disk.fileio import write_all
+from metaq_py.queue.disk.folders import make_folders, set_aside
 
 __all__ = ["EventLog"]
+
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class EventLog:
     """Appends events to, and reads them back from, one JSON-lines file."""
 
-    __slots__ = ("clock", "path", "within")
+    __slots__ = ("_checked", "clock", "path", "within")
 
     def __init__(self, path: str | os.PathLike[str], *, within: str | os.PathLike[str],
                  clock: Clock | None = None) -> None:
@@ -35,6 +42,7 @@ class EventLog:
         """The folder that must already exist; those between it and the log are made."""
         self.clock: Clock = clock if clock is not None else WallClock()
         """Stamps the events appended without a time of their own."""
+        self._checked = False
 
     def append(self, event: str, *, when: float | None = None, **fields: Any) -> dict[str, Any]:
         """Write one event, stamped ``when`` (default: the clock's now), and return the
@@ -62,19 +70,19 @@ class EventLog:
             os.close(fd)
 
     def _open(self) -> int:
-        """The log, opened for appending; its missing folders below :attr:`within` are made
-        (``FileNotFoundError`` if ``within`` itself is gone)."""
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        """The log, opened for appending (``FileNotFoundError`` if :attr:`within` is gone)."""
+        if not self._checked:
+            make_folders(self.within, self.path.parent)
+            self._checked = True
         try:
-            return os.open(self.path, flags, 0o644)
-        except FileNotFoundError:
-            if not self.within.is_dir():
+            return os.open(self.path, _FLAGS, 0o644)
+        except FileNotFoundError:  # its folder was removed since
+            make_folders(self.within, self.path.parent)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
                 raise
-            here = self.within
-            for part in self.path.parent.relative_to(self.within).parts:
-                here = here / part
-                here.mkdir(exist_ok=True)
-            return os.open(self.path, flags, 0o644)
+            set_aside(self.path)  # a link planted where the log goes
+        return os.open(self.path, _FLAGS, 0o644)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events in the order written; a missing file has none."""

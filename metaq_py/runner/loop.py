@@ -51,6 +51,7 @@ from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.campaign.deps import RECHECK
+from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -195,7 +196,7 @@ class Runner:
 
     def _start(self) -> None:
         ctx, alloc = self.ctx, self.ctx.alloc
-        ctx.job_dir.mkdir(parents=True, exist_ok=True)
+        make_folders(ctx.queue.root, ctx.job_dir)  # a link planted in jobs/ is moved aside
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)

@@ -53,3 +53,22 @@ def test_a_removed_queue_is_never_made_again(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         log.append_many([{"time": 1.0, "event": "end"}])
     assert not root.exists()
+
+
+def test_something_planted_where_the_job_folder_goes_is_moved_aside(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "q"
+    (root / "jobs").mkdir(parents=True)
+    (root / "jobs" / "7").symlink_to(outside)  # a hostile link where the job's folder goes
+    (root / "jobs" / "8").write_text("not a folder")
+    (root / "jobs" / "9").mkdir()
+    (root / "jobs" / "9" / "events.jsonl").symlink_to(outside / "events.jsonl")
+    for job in ("7", "8", "9"):
+        log = EventLog(root / "jobs" / job / "events.jsonl", within=root)
+        log.append("runner-start")
+        assert (root / "jobs" / job).is_dir() and not (root / "jobs" / job).is_symlink()
+        assert [e["event"] for e in log] == ["runner-start"]
+    assert list(outside.iterdir()) == []
+    assert len(list((root / "jobs").glob("*.planted-*"))) == 2
+    assert len(list((root / "jobs" / "9").glob("events.jsonl.planted-*"))) == 1
