@@ -27,6 +27,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# --------------------------------------------------------------------------- the checkout's code
+
+# Every process a test starts runs this checkout's code, never an installed copy: `python -m
+# metaq_py`, the `metaq` console script, and batch jobs that inherit the environment (sbatch
+# passes it on). PYTHONPATH puts the checkout before site-packages, and a `metaq` first on PATH
+# runs the interpreter that runs the tests. Without this, a subprocess test passes against the
+# installed package while the checkout is broken (tests/test_checkout.py checks it holds).
+_SHIM = Path(os.environ.get("TMPDIR", "/tmp")) / f"metaq-test-bin-{os.getpid()}"
+_SHIM.mkdir(exist_ok=True)
+(_SHIM / "metaq").write_text(
+    f'#!/bin/sh\nexec "{sys.executable}" -m metaq_py "$@"\n'
+)
+(_SHIM / "metaq").chmod(0o755)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+os.environ["PATH"] = f"{_SHIM}{os.pathsep}{os.environ.get('PATH', '')}"
+CHECKOUT_BIN = _SHIM
+"""The folder, first on ``PATH``, whose ``metaq`` runs this checkout's code."""
+
 # --------------------------------------------------------------------------- fake commands
 
 _FAKE_TEMPLATE = """#!{python}

@@ -65,7 +65,21 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def version() -> str:
+    """``metaq --version``: the release, the build of the policy core, and where it was loaded
+    from (as ``pip --version`` says), so that "which metaq is this?" has one answer."""
+    from pathlib import Path
+
+    import metaq_py
+
+    where = Path(metaq_py.__file__).resolve().parent
+    return f"metaq-py {metaq_py.__version__} ({metaq_py.build()}) from {where}"
+
+
 def main() -> None:
+    if sys.argv[1:] in (["--version"], ["-V"]):
+        print(version())
+        return
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     module = COMMANDS.get(command or "")
     load((module,) if module else MODULES)()
