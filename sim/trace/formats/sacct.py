@@ -6,7 +6,8 @@ Read as a site would produce it::
         -o JobIDRaw,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,State,Account,User,Partition
 
 with or without ``--noheader`` (without a header the columns must be those, in that order).
-``JobID`` may stand in for ``JobIDRaw``; other columns are ignored. What sacct prints, and how
+``JobID`` may stand in for ``JobIDRaw``; ``Group`` is read when present; other columns are
+ignored. What sacct prints, and how
 each is read:
 
 - **job steps** (``123.batch``, ``123.extern``, ``123.0``) are parts of a job, not jobs: skipped
@@ -63,6 +64,7 @@ class _Job:
     account: str | None
     user: str | None
     partition: str | None
+    group: str | None = None
     runs: int = 1
     parts: list[str] = field(default_factory=list)
 
@@ -153,7 +155,7 @@ def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
         walltime=math.nan if limit.upper() in NO_LIMIT else read("Timelimit", duration),
         nodes=count("NNodes"), cpus=count("AllocCPUS"), state=row.get("State", "").upper(),
         account=row.get("Account") or None, user=row.get("User") or None,
-        partition=row.get("Partition") or None)
+        partition=row.get("Partition") or None, group=row.get("Group") or None)
 
 
 def _merge_component(job: _Job, part: _Job) -> None:
@@ -217,7 +219,8 @@ def _table(jobs: list[_Job], processors: bool) -> JobTable:
         runtime=runtime, nodes=np.where(started, sizes, -1), requested_nodes=sizes,
         walltime=np.array([j.walltime for j in jobs], dtype=np.float64),
         status=np.array([_status(j.state) for j in jobs], dtype=np.int64),
-        user=labels([j.user for j in jobs]), project=labels([j.account for j in jobs]),
+        user=labels([j.user for j in jobs]), group=labels([j.group for j in jobs]),
+        project=labels([j.account for j in jobs]),
         queue=labels([j.partition for j in jobs]))
 
 
