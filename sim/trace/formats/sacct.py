@@ -89,9 +89,12 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
     names: tuple[str, ...] | None = None
     jobs: dict[str, _Job] = {}
     steps = requeued = het = 0
+    cut: tuple[int, int] | None = None  # (line, fields) of a short line, if it is the last
     for number, text in lines:
         if not text.strip():
             continue
+        if cut is not None:
+            raise _short(source, *cut, names)
         cells = text.rstrip("\r").split("|")
         if names is None:
             if cells[0].strip() in ("JobIDRaw", "JobID"):
@@ -102,15 +105,17 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
                                      f"{', '.join(missing)}.")
                 continue
             names = DEFAULT_COLUMNS
+        if len(cells) < len(names):
+            cut = (number, len(cells))
+            continue
         if len(cells) != len(names):
-            raise TraceError(source, number, f"expected {len(names)} '|'-separated fields as "
-                             f"in the header, found {len(cells)}.")
+            raise _short(source, number, len(cells), names)
         row = dict(zip(names, (c.strip() for c in cells), strict=True))
         label = row.get("JobIDRaw") or row.get("JobID") or ""
         if "." in label:
             steps += 1
             continue
-        job = _job(row, label, source, number)
+        job = _job(row, label, source, number, headed=names is not DEFAULT_COLUMNS)
         base, plus, _ = label.partition("+")
         key = base if plus else label
         earlier = jobs.get(key)
@@ -126,17 +131,33 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
             jobs[key] = job  # a requeued het job gathers its components again
         if plus and not jobs[key].parts:
             jobs[key].parts.append(job.label)
-    return _table(list(jobs.values()), processors), _notes(jobs.values(), steps, requeued, het)
+    notes = _notes(jobs.values(), steps, requeued, het)
+    if cut is not None:
+        notes = (f"the dump ends cut short: its last line (line {cut[0]}) has {cut[1]} of "
+                 f"{len(names or DEFAULT_COLUMNS)} fields, and was skipped (1 line)", *notes)
+    return _table(list(jobs.values()), processors), notes
 
 
-def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
+def _short(source: str, line: int, found: int, names: tuple[str, ...] | None) -> TraceError:
+    return TraceError(source, line, f"expected {len(names or DEFAULT_COLUMNS)} '|'-separated "
+                      f"fields as in the header, found {found}.")
+
+
+def _job(row: dict[str, str], label: str, source: str, line: int, *,
+         headed: bool = True) -> _Job:
+    """One line's job. Without a header (``headed`` false) the columns are read in the
+    documented order, and a value that does not fit its column says so."""
+    order = "" if headed else (" (without a header the columns must be "
+                               f"{'|'.join(DEFAULT_COLUMNS)}, in that order: print the "
+                               "header, or keep the documented command's order)")
+
     def read(name: str, parse: object) -> float:
         text = row.get(name, "")
         try:
             return parse(text)  # type: ignore[operator, no-any-return]
         except ValueError:
             raise TraceError(source, line, f"column {name} should be a time, found "
-                             f"{text!r}.") from None
+                             f"{text!r}{order}.") from None
 
     def count(name: str) -> int:
         text = row.get(name, "")
@@ -146,7 +167,7 @@ def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
             return int(text)
         except ValueError:
             raise TraceError(source, line, f"column {name} should be a whole number, found "
-                             f"{text!r}.") from None
+                             f"{text!r}{order}.") from None
 
     limit = row.get("Timelimit", "")
     return _Job(
