@@ -6,8 +6,8 @@ A page for 10^5 tasks stays small: at most :data:`GANTTS` allocations are drawn 
 held the most node time; ``metaq gantt JOBID`` draws any other), each with at most
 :data:`ROWS` hosts, and when an allocation ran more than :data:`MARKS` tasks, the tasks that
 follow each other on a host closer than a pixel apart are drawn as one span that says how
-many it holds. Tables keep their first :data:`~metaq_py.report.html.campaign.TOP` rows and
-say how many there were.
+many it holds (failed runs apart from the others). Tables keep their first
+:data:`~metaq_py.report.html.campaign.TOP` rows and say how many there were.
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ def _gantt(tl: Timeline, when: When) -> str:
         i = 0
         while i < len(host_bars):
             j = i
-            while j + 1 < len(host_bars) and host_bars[j + 1].start - host_bars[j].end < merge:
+            failed = host_bars[i].outcome == "failed"
+            while j + 1 < len(host_bars) and host_bars[j + 1].start - host_bars[j].end < merge \
+                    and (host_bars[j + 1].outcome == "failed") == failed:
                 j += 1
             first, last = host_bars[i], host_bars[j]
             if i == j:
@@ -151,9 +153,9 @@ def _gantt(tl: Timeline, when: When) -> str:
                 if first.outcome == "failed":
                     colour = "#b5443c"
             else:
-                tip = (f"{j - i + 1} tasks on {host}\n{_moment(first.start)} to "
-                       f"{_moment(last.end)}")
-                colour = "#2f6db3"
+                tip = (f"{j - i + 1} {'failed ' if failed else ''}tasks on {host}\n"
+                       f"{_moment(first.start)} to {_moment(last.end)}")
+                colour = "#b5443c" if failed else "#2f6db3"
             spans.append(GanttBar(row[host], first.start, last.end, colour, tip))
             i = j + 1
         spans += _gaps(host, row[host], host_bars, tl.start, tl.stop, span)
@@ -186,7 +188,7 @@ def _utilisation(c: Campaign, when: When) -> str:
     points = [(t, v) for t, v in c.utilisation() if v == v]
     if not points:
         return note("No allocation time to measure.")
-    busy = sum(tl.busy_seconds(h) for tl in c.timelines for h in tl.hosts)
+    busy = sum(b.end - b.start for tl in c.timelines for b in tl.bars)
     held = sum(len(tl.hosts) * (tl.stop - tl.start) for tl in c.timelines)
     head = note(f"Node time running tasks over node time held by the allocations: "
                 f"{busy / held:.1%} overall." if held > 0 else "")
