@@ -99,7 +99,7 @@ def main() -> None:
     for _ in range(3):
         opened = open_page(page)
         renders.append(opened.render_seconds)
-        problems = opened.errors + [u for u in opened.requests if u != page.resolve().as_uri()]
+        problems = opened.errors + opened.outside_requests
         opened.close()
         if problems:
             sys.exit(f"the page logged errors or made requests: {problems}")

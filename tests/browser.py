@@ -57,6 +57,12 @@ class Page:
     _next: int = 0
     _buffer: bytes = b""
 
+    @property
+    def outside_requests(self) -> list[str]:
+        """Requests for anything but the page's own file and the ``data:`` URLs inside it:
+        what a self-contained page never makes."""
+        return [u for u in self.requests if u != self.url and not u.startswith("data:")]
+
     # --- the protocol -------------------------------------------------------------------
 
     def _send(self, method: str, params: dict[str, Any] | None = None, *,

@@ -21,7 +21,7 @@ nav { position: sticky; top: 0; background: #fff; border-bottom: 1px solid var(-
 nav a { color: var(--accent); margin-right: 14px; text-decoration: none; }
 main { padding: 12px 28px 40px; max-width: 1400px; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 6px;
-          margin: 16px 0; padding: 14px 18px; }
+          margin: 16px 0; padding: 14px 18px; overflow-x: auto; }
 section h2 { margin: 0 0 8px; font-size: 17px; }
 .note { color: var(--mute); font-size: 12.5px; margin: 4px 0 8px; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; }

@@ -54,7 +54,7 @@ def test_the_page_renders_its_charts_with_no_error_and_no_request(report: Path,
                                                                    tmp_path: Path) -> None:
     page = open_page(report)
     try:
-        assert page.requests == [report.resolve().as_uri()]
+        assert page.requests == [report.resolve().as_uri()] and page.outside_requests == []
         assert page.errors == []
         charts = page.evaluate("""Array.from(document.querySelectorAll('svg')).map(s => {
             const r = s.getBoundingClientRect();
