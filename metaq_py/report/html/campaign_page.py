@@ -116,7 +116,8 @@ def _allocations(c: Campaign, when: When) -> str:
     if not c.timelines:
         return note("No batch job has run metaq here yet.")
     chosen = sorted(c.timelines, key=lambda t: -(len(t.hosts) * (t.stop - t.start)))[:GANTTS]
-    out = [legend([*((col, kind) for kind, col in KIND_COLOURS.items()), ("#fbeaea", "idle")])]
+    out = [legend([*((col, kind) for kind, col in KIND_COLOURS.items()), ("#b5443c", "failed"),
+                   ("#fbeaea", "idle")])]
     left = len(c.timelines) - len(chosen)
     if left:
         out.append(note(f"The {len(chosen)} allocations that held the most node time; "
