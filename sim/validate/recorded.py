@@ -7,8 +7,8 @@ group of them (all jobs, each size class, each month of submission) the mean, me
 error of each simulated figure in percent of the recorded one.
 
 - **Size classes** are powers of two of the job's size: ``128-255`` holds the jobs of 128 to
-  255 nodes (or processors). A class of fewer than :data:`MIN_JOBS` jobs is left out: its
-  figures would be noise.
+  255 nodes (or processors), ``1`` the jobs of one. A class of fewer than :data:`MIN_JOBS`
+  jobs is left out: its figures would be noise.
 - **Months** are the calendar months (UTC) of the jobs' submit times; a trace whose times
   count from 0 (an SWF file with ``UnixStartTime``) is put on the calendar by that start.
 - **Closeness**: the policy whose overall mean, median and p90 waits are nearest the recorded
@@ -123,7 +123,8 @@ def compare_recorded(trace: Trace, results: Mapping[str, SimulationResult]) -> C
     for c in sorted(set(classes.tolist())):
         mask = classes == c
         if mask.sum() >= MIN_JOBS:
-            rows.append(_row("size", f"{2 ** c}-{2 ** (c + 1) - 1}", mask, rec, sims))
+            label = "1" if c == 0 else f"{2 ** c}-{2 ** (c + 1) - 1}"
+            rows.append(_row("size", label, mask, rec, sims))
     for month in sorted(set(months)):
         mask = np.array([m == month for m in months])
         if mask.sum() >= MIN_JOBS:
