@@ -56,13 +56,27 @@ def wait_recorded(ids: list[str], members: int, timeout: float) -> dict[str, str
                          f"{seen}")
 
 
+def ran_for(slurm: SlurmCluster, jobid: str, *, seconds: int, timeout: float) -> None:
+    """Wait until SLURM says job ``jobid`` has run ``seconds`` (its ``RunTime``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = slurm.job_fields(jobid).get("RunTime", "00:00:00")
+        if run.count(":") == 2 and int(run.rsplit(":", 1)[1]) + 60 * int(
+                run.split(":")[-2]) >= seconds:
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"job {jobid} did not run {seconds} s within {timeout:g} s")
+
+
 def test_real_sacct_output_is_read_and_replayed(slurm: SlurmCluster, tmp_path: Path) -> None:
     sacct("-X", "-j", "1")  # skips here when the accounting is off
     submit = {"cwd": tmp_path}
     quiet = ("-o", "/dev/null", "-e", "/dev/null")
     completed = slurm.sbatch("-N", "1", "-n", "1", "-t", "1", *quiet, "--wrap", "sleep 2",
                              **submit)
-    failed = slurm.sbatch("-N", "1", "-n", "1", "-t", "1", *quiet, "--wrap", "exit 3",
+    # each job runs a second or more: SLURM counts whole seconds, and a run of 0 s is one
+    # that cleaning drops (rule 2)
+    failed = slurm.sbatch("-N", "1", "-n", "1", "-t", "1", *quiet, "--wrap", "sleep 2; exit 3",
                           **submit)
     timed_out = slurm.sbatch("-N", "1", "-n", "1", "-t", "0:10", *quiet, "--wrap",
                              "sleep 300", **submit)
@@ -71,7 +85,7 @@ def test_real_sacct_output_is_read_and_replayed(slurm: SlurmCluster, tmp_path: P
     array = slurm.sbatch("-N", "1", "-n", "1", "-t", "1", "--array=1-3", *quiet, "--wrap",
                          "sleep 1", **submit)
     wide = slurm.sbatch("-N", "2", "-t", "1", *quiet, "--wrap", "srun sleep 2", **submit)
-    slurm.wait_started(cancelled, timeout=120)
+    ran_for(slurm, cancelled, seconds=2, timeout=120)
     subprocess.run(["scancel", cancelled], check=True, timeout=30)
     ids = [completed, failed, timed_out, cancelled, array, wide]
     recorded = wait_recorded(ids, members=8, timeout=300)
@@ -84,6 +98,7 @@ def test_real_sacct_output_is_read_and_replayed(slurm: SlurmCluster, tmp_path: P
     assert any(".batch|" in line for line in log.read_text().splitlines())  # real steps
     assert detect_format(log) == "sacct"
     trace = load_trace(log, nodes=4, cache=False)
+    assert trace.report.dropped == 0, trace.report.lines()
     assert len(trace) == 8
     assert any(n.startswith("skipped ") and "job-step lines" in n for n in trace.notes)
     jobs = {j.id: j for j in trace}
