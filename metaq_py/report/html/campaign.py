@@ -24,7 +24,7 @@ from metaq_py.report.accounting import NO_PROJECT, Report, build_report, event_s
 from metaq_py.report.joblog import JobLog
 from metaq_py.report.timeline import Timeline, build_timeline
 
-__all__ = ["POINTS", "TOP", "Campaign", "Progress", "Run", "gather"]
+__all__ = ["POINTS", "TOP", "Campaign", "NoticeHold", "Progress", "Run", "gather"]
 
 POINTS = 120
 """Instants at which a series over time is sampled."""
@@ -69,6 +69,19 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class NoticeHold:
+    """Nodes held for an advance notice: from its first ``reserve`` to its ``release``
+    (``None``: still held when the log ends), and why it ended."""
+
+    notice: str
+    jobid: str
+    hosts: int
+    reserved: float
+    released: float | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Campaign:
     """Everything the page shows, from ``jobs`` batch jobs' event logs."""
 
@@ -77,6 +90,7 @@ class Campaign:
     runs: tuple[Run, ...]
     preemptions: tuple[dict[str, Any], ...]
     problems: tuple[str, ...]
+    notices: tuple[NoticeHold, ...] = ()
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -155,6 +169,7 @@ def gather(logs: Iterable[JobLog], *, since: float | None = None) -> Campaign:
     timelines: list[Timeline] = []
     runs: list[Run] = []
     preemptions: list[dict[str, Any]] = []
+    notices: list[NoticeHold] = []
     problems = list(report.problems)
     for log in logs:
         events = [e for e in log.events if since is None or e["time"] >= since]
@@ -168,8 +183,34 @@ def gather(logs: Iterable[JobLog], *, since: float | None = None) -> Campaign:
                 runs.append(_run(e, log.jobid))
             elif e["event"] == "preempt":
                 preemptions.append({**e, "jobid": log.jobid})
+        notices += _holds(events, log.jobid)
     return Campaign(report=report, timelines=tuple(timelines), runs=tuple(runs),
-                    preemptions=tuple(preemptions), problems=tuple(problems))
+                    preemptions=tuple(preemptions), problems=tuple(problems),
+                    notices=tuple(notices))
+
+
+def _holds(events: Sequence[dict[str, Any]], jobid: str) -> list[NoticeHold]:
+    """The notices one job held nodes for, from its ``reserve`` and ``release`` events (a
+    notice whose on-demand task started holds until that start)."""
+    open_: dict[str, NoticeHold] = {}
+    done: list[NoticeHold] = []
+    for e in events:
+        name = e.get("notice")
+        if not isinstance(name, str):
+            continue
+        kind = e["event"]
+        if kind == "reserve":
+            hosts = len(e.get("hosts") or ())
+            held = open_.get(name)
+            open_[name] = NoticeHold(name, jobid, hosts, float(e["time"])) if held is None \
+                else NoticeHold(name, jobid, held.hosts + hosts, held.reserved)
+        elif (kind == "release" or (kind == "start" and e.get("kind") == "ondemand")) \
+                and name in open_:
+            held = open_.pop(name)
+            reason = str(e.get("reason") or "") if kind == "release" else "redeemed"
+            done.append(NoticeHold(name, jobid, held.hosts, held.reserved, float(e["time"]),
+                                   reason or None))
+    return done + list(open_.values())
 
 
 def _run(e: dict[str, Any], jobid: str) -> Run:

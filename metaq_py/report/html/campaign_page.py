@@ -250,6 +250,18 @@ def _ondemand(c: Campaign) -> str:
                   (rate, f"instant starts ({od.instant} of {od.known})"),
                   (f"{od.preemptions:,}", "preemptions"), (f"{od.shrinks:,}", "shrinks"),
                   (f"{od.lost_node_hours:,.2f}", "node-hours lost to preemption")])]
+    if c.notices:
+        shown_notices = c.notices[:TOP]
+        out.append(note(f"{len(c.notices):,} advance notices held nodes"
+                        + (f"; the first {len(shown_notices)}:"
+                           if len(shown_notices) < len(c.notices) else ":")))
+        out.append(table(["notice", "nodes held", "from", "held for", "ended", "batch job"], [
+            [n.notice, n.hosts, Sort(_moment(n.reserved), n.reserved),
+             Sort(_dur(n.released - n.reserved), n.released - n.reserved)
+             if n.released is not None else "still held", n.reason or "–", n.jobid]
+            for n in shown_notices]))
+    else:
+        out.append(note("No advance notice held nodes."))
     if c.preemptions:
         shown = c.preemptions[:TOP]
         out.append(note(f"{len(c.preemptions):,} preemptions"
