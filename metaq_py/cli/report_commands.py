@@ -149,6 +149,9 @@ def report(
         "--since", metavar="DATE",
         help="Only events from DATE on: 2025-03-01, 2025-03-01T14:30, or 7d ago.")] = None,
     json_out: JsonOpt = False,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="Write the campaign as one self-contained HTML page "
+        "(progress, Gantt, utilisation, failures, retries, on-demand, projects).")] = None,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Show node-hours, GPU-hours and CPU efficiency per project, or per task or array named.
@@ -180,6 +183,9 @@ def report(
         if each:
             raise QueueError("--each lists the indices of an array: name one, such as "
                              "'metaq report run.sh --each'")
+        if html is not None:
+            _write_html(q, html, start)
+            return
         rep = build_report(read_job_logs(q.root), since=start)
         if json_out:
             typer.echo(json.dumps(rep.to_json(), indent=2))
@@ -187,6 +193,23 @@ def report(
             _print_report(rep)
         for p in rep.problems:
             typer.echo(f"warning: {p}", err=True)
+
+
+def _write_html(q: Queue, target: Path, since: float | None) -> None:
+    """``metaq report --html FILE``: the campaign as one page (its modules load only here)."""
+    from metaq_py.report.html.campaign import gather
+    from metaq_py.report.html.campaign_page import campaign_html
+
+    campaign = gather(read_job_logs(q.root), since=since)
+    text = campaign_html(campaign, queue=str(q.root), generated=time.time())
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise QueueError(f"cannot write {target} ({e.strerror})") from None
+    for p in campaign.problems:
+        typer.echo(f"warning: {p}", err=True)
+    typer.echo(f"wrote {target}: {len(campaign.runs):,} runs of {len(campaign.tasks()):,} "
+               f"tasks in {campaign.report.jobs} batch jobs, {len(text.encode()) / 1e6:.2f} MB")
 
 
 def _named(admin: QueueAdmin, ref: str) -> Named:

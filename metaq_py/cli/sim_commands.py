@@ -75,6 +75,13 @@ def simulate(
     cache: Annotated[bool, typer.Option(
         help="Keep parsed traces in the user's cache directory, keyed by content "
              "(METAQ_TRACE_CACHE=0 turns it off too).")] = True,
+    compare_recorded: Annotated[bool, typer.Option(
+        "--compare-recorded", help="Replay the trace under EASY (on estimates and on "
+        "runtimes), conservative and FCFS, and set their waits beside the recorded ones: "
+        "compare-recorded.md, .csv and .png.")] = False,
+    format_: Annotated[str, typer.Option(
+        "--format", help="jobs.csv as metaq writes it, or batsim: Batsim's jobs.csv and "
+                         "schedule.csv, for evalys.")] = "metaq",
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
     from metaq_py import build
@@ -85,6 +92,8 @@ def simulate(
     from sim.trace.loader import TraceError
 
     try:
+        if format_ not in ("metaq", "batsim"):
+            raise ValueError(f"--format must be metaq or batsim, not {format_!r}")
         scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
@@ -99,6 +108,9 @@ def simulate(
     if count == 0:
         _fail(ValueError(f"no job of {info.trace} is left to simulate: "
                          f"{'; '.join(info.cleaning) or 'the trace holds no job'}."))
+    if compare_recorded:
+        _compare(source, info, out, plots)
+        return
     console.print(f"Simulating {count:,} jobs of {info.trace}"
                f"{f' as workload {info.workload}' if info.workload else ''} "
                f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
@@ -111,13 +123,33 @@ def simulate(
                                     dependencies=dependencies)
         summary = result.summary()
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)
-    except (SimulationError, OSError) as e:
+        if format_ == "batsim":
+            from metaq_py.cli.recorded_view import write_batsim
+
+            written = [p for p in written if p.name != "jobs.csv"]
+            written += write_batsim(result, source, out)
+    except (SimulationError, OSError, ValueError) as e:
         _fail(e)
     unit = str(info.machine["unit"]) if info.machine is not None else "nodes"
     console.print(_table(result, summary, unit))
     console.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
                f"({count / result.wall_seconds:,.0f} jobs/s).")
     console.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
+
+
+def _compare(source: Trace | HybridWorkload, info: RunInfo, out: Path, plots: bool) -> None:
+    """``--compare-recorded``: the candidate policies' waits against the recorded ones."""
+    from metaq_py.cli.recorded_view import compare_recorded
+    from sim.engine.errors import SimulationError
+    from sim.trace.loader import Trace
+
+    if not isinstance(source, Trace) or info.seed is not None:
+        _fail(ValueError("--compare-recorded needs a --trace whose jobs were recorded, not a "
+                         "synthetic trace or a hybrid workload"))
+    try:
+        compare_recorded(source, label=info.trace, out=out, plots=plots)
+    except (SimulationError, OSError, ValueError) as e:
+        _fail(e)
 
 
 @dataclass(frozen=True, slots=True)
