@@ -18,6 +18,7 @@ would run.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from metaq_py.batch.submit import (
 )
 from metaq_py.errors import MetaqError
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.settings.config import settings_problem
 from metaq_py.queue.store import Queue
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]
@@ -179,4 +181,9 @@ def _jobscript(root: Path, system: str, given: Path | None, setting: str | None)
     if not path.is_file():
         raise MetaqError(f"the job script {path} is not a file; set alloc.jobscript in "
                          f"metaq.yaml or give --jobscript")
+    # It runs as whoever runs metaq alloc: only a file the queue's owner alone writes.
+    st, owner = os.stat(path), os.stat(root).st_uid
+    why = settings_problem(st, owner=owner, reader=os.geteuid())
+    if why is not None:
+        raise MetaqError(f"the job script {path} is refused: {why}")
     return path.absolute()

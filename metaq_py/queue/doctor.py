@@ -36,7 +36,7 @@ from metaq_py.queue.notices import (
     read_notice_file,
     set_notice_aside,
 )
-from metaq_py.queue.settings.config import CONFIG_NAME
+from metaq_py.queue.settings.config import CONFIG_NAME, settings_problem
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.store import Queue
 
@@ -61,6 +61,7 @@ class Kind(enum.Enum):
     LONG_NAME = "long-name"
     STRAY = "stray"
     PLANTED = "planted"
+    SETTINGS = "settings"
 
 
 class Fix(enum.Enum):
@@ -128,7 +129,7 @@ def _top(q: Queue, trust: Trust) -> list[Anomaly]:
         if e.name == CONFIG_NAME:
             st = e.stat(follow_symlinks=False)
             if stat.S_ISREG(st.st_mode):
-                out += _mode(path, st, trust, "metaq.yaml")
+                out += _settings(q, path, st)
             continue
         if e.name in known:
             if e.is_symlink():
@@ -225,6 +226,22 @@ def _task_file(q: Queue, path: Path, st: os.stat_result, trust: Trust, *,
                       "account, or add them to trusted_users", Fix.REJECT if pending else None)
         return
     yield from _mode(path, st, trust, "the task file")
+
+
+def _settings(q: Queue, path: Path, st: os.stat_result) -> list[Anomaly]:
+    """``metaq.yaml`` as the queue's owner's runner judges it (a member's runner also takes
+    a file of its own, which the owner's refuses)."""
+    try:
+        owner = os.stat(q.root).st_uid
+    except OSError:
+        return []
+    why = settings_problem(st, owner=owner)
+    if why is None:
+        return []
+    mine = st.st_uid == os.geteuid() and st.st_uid in (owner, 0)
+    return [Anomaly(Kind.SETTINGS, path, f"runners refuse these settings: {why}",
+                    "the queue's owner must own metaq.yaml and alone write it",
+                    Fix.CHMOD if mine else None)]
 
 
 def _mode(path: Path, st: os.stat_result, trust: Trust, what: str) -> Iterator[Anomaly]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import grp
 import os
+import stat
 from pathlib import Path
 from typing import TypeVar
 
@@ -56,6 +57,8 @@ __all__ = [
     "NOTICES",
     "PENDING",
     "REJECTED",
+    "SETTINGS_MODE",
+    "SHARED_MODE",
     "STATES",
     "WORKING",
     "Layout",
@@ -69,6 +72,14 @@ PENDING = "pending"
 STATES = (PENDING, HOLD, WORKING, *DONE_STATES)
 """Every state a task can be in, in the order a task passes through them."""
 
+
+SHARED_MODE = 0o2770
+"""The mode of a group queue's folders (``metaq init --group``): the group writes, its files
+stay the group's (setgid), others see nothing."""
+
+SETTINGS_MODE = 0o644
+"""The mode of ``metaq.yaml``, whatever the umask: written by its owner alone (see
+:func:`~metaq_py.queue.settings.config.settings_problem`)."""
 
 _L = TypeVar("_L", bound="Layout")
 
@@ -118,9 +129,14 @@ class Layout:
         if gid is not None:
             for path in [root, *(root / n for n in folders)]:
                 os.chown(path, -1, gid)
-                path.chmod(0o2770)
+                path.chmod(SHARED_MODE)
+            # The sticky bit on the root and on jobs/: a member may add there, but never
+            # rename or remove what another made (metaq.yaml, the state folders, a job's
+            # folder), so no path the runner uses can be swapped for one of theirs.
+            for path in (root, root / JOBS):
+                path.chmod(SHARED_MODE | stat.S_ISVTX)
             os.chown(config_file, -1, gid)
-            config_file.chmod(0o664)
+        config_file.chmod(SETTINGS_MODE)  # only its owner decides trust and commands
         return cls(root, clock=clock)
 
     def require(self) -> None:

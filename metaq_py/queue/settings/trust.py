@@ -17,11 +17,11 @@ import pwd
 import stat
 from functools import lru_cache
 
-__all__ = ["Trust"]
+__all__ = ["Trust", "private_group", "user_name"]
 
 
 @lru_cache(maxsize=256)
-def _user_name(uid: int) -> str:
+def user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -37,13 +37,13 @@ def _group_name(gid: int) -> str:
 
 
 @lru_cache(maxsize=256)
-def _private_group(gid: int, uid: int) -> bool:
+def private_group(gid: int, uid: int) -> bool:
     """True when ``gid`` is the private group of ``uid``: same name, no other members."""
     try:
         group = grp.getgrgid(gid)
     except KeyError:
         return False
-    owner = _user_name(uid)
+    owner = user_name(uid)
     return group.gr_name == owner and set(group.gr_mem) <= {owner}
 
 
@@ -63,17 +63,17 @@ class Trust:
         if stat.S_ISLNK(mode):
             # A link's own mode means nothing (always rwxrwxrwx on Linux): only who made it.
             if self.uids and st.st_uid not in self.uids:
-                return (f"{what} belongs to {_user_name(st.st_uid)}, who is not in the "
+                return (f"{what} belongs to {user_name(st.st_uid)}, who is not in the "
                         f"queue's trusted_users")
             return None
         if mode & stat.S_IWOTH:
             return (f"{what} is writable by every user (mode {stat.filemode(mode)}), so anyone "
                     f"could change the code; run chmod o-w on it")
         if (mode & stat.S_IWGRP and st.st_gid != self.gid
-                and not _private_group(st.st_gid, st.st_uid)):
+                and not private_group(st.st_gid, st.st_uid)):
             return (f"{what} is writable by group {_group_name(st.st_gid)}, which is not the "
                     f"queue's group; run chmod g-w on it or set 'group' in metaq.yaml")
         if self.uids and st.st_uid not in self.uids:
-            return (f"{what} belongs to {_user_name(st.st_uid)}, who is not in the queue's "
+            return (f"{what} belongs to {user_name(st.st_uid)}, who is not in the queue's "
                     f"trusted_users")
         return None
