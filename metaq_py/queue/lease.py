@@ -27,9 +27,10 @@ import math
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from metaq_py.program import Program
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
@@ -76,6 +77,9 @@ class Claim:
     """How long its holder said the lease may go unrenewed before it is lost (the holder's
     ``stale_after`` when it claimed): another runner judges the lease by this, never by its
     own setting. ``None`` for a lease that does not say (then the reader's own counts)."""
+    program: Program | None = field(default=None, compare=False, repr=False)
+    """What the claiming runner checked and will run (:class:`~metaq_py.program.Program`);
+    ``None`` for claims read back from their leases."""
 
     @property
     def id(self) -> str:

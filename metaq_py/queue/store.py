@@ -29,6 +29,8 @@ from pathlib import Path
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
+from metaq_py.program import Program
+from metaq_py.queue.campaign.arrays import index_program
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
@@ -228,16 +230,29 @@ class Queue(Layout):
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
-        verdict = self.judge(dst)
-        spec = verdict.spec
-        if spec is None:
+        # Read whole and judged once: these bytes are what runs, never the path again.
+        verdict = judge_in_queue(dst, root=self.root, config=self.config, trust=self._trust,
+                                 whole=True)
+        program = why = None
+        if verdict.spec is not None:
+            assert verdict.data is not None and verdict.opened is not None
+            program = Program(verdict.data, str(dst), verdict.opened.st_uid)
+            stored = index_program(self.root, task.folder, task.relpath, program,
+                                   trust=self._trust)
+            if isinstance(stored, str):
+                why = f"{task.path}: {stored}"
+            elif stored is not None:
+                program = stored
+        else:
+            why = str(verdict.error)
+        if why is not None or verdict.spec is None or program is None:
             lease_path(dst).unlink(missing_ok=True)
-            self.move(dst, self.path_of(REJECTED, task.folder, task.relpath),
-                      reason=str(verdict.error))
+            self.move(dst, self.path_of(REJECTED, task.folder, task.relpath), reason=why)
             return None
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
-                     attempts=task.attempts, submit=task.submit, spec=spec, has_logbook=has_logbook)
+                     attempts=task.attempts, submit=task.submit, spec=verdict.spec,
+                     has_logbook=has_logbook, program=program)
 
     def heartbeat(self, claim: Claim) -> bool:
         """Renew the lease. ``False`` means the claim is gone (reclaimed by another job as
