@@ -198,7 +198,15 @@ def _walk(q: Queue, top: Path, area: str, trust: Trust) -> Iterator[Anomaly]:
                 continue
             hidden = e.name[0] == "."
             if stat.S_ISLNK(st.st_mode):
-                if not _fine_link(path, area, hidden, q, e.name, names):
+                if _linked_task(area, hidden, e.name, names, q):
+                    # A task, whatever its link points to now: never removed (its script
+                    # may only have moved). A waiting one is rejected as a runner would.
+                    if not _fine_link(path, area, hidden, q, e.name, names):
+                        yield Anomaly(Kind.SYMLINK, path, f"a task linked to "
+                                      f"{_target(path)}, which is not a script there",
+                                      "point the link at its script, or remove it by hand",
+                                      Fix.REJECT if area in q.config.folders else None)
+                elif not _fine_link(path, area, hidden, q, e.name, names):
                     yield Anomaly(Kind.SYMLINK, path, f"a link to {_target(path)}, where the "
                                   f"queue keeps no link", "remove the link", Fix.UNLINK)
                 continue
@@ -261,6 +269,14 @@ def _planted(path: Path, st: os.stat_result) -> Anomaly:
     fix = Fix.UNLINK if harmless else Fix.RMDIR if empty else None
     return Anomaly(Kind.PLANTED, path, "a runner found this where the queue keeps a file or "
                    "folder of its own, and set it aside", "look at it, then remove it", fix)
+
+
+def _linked_task(area: str, hidden: bool, name: str, names: set[str], q: Queue) -> bool:
+    """Whether a link named ``name`` in ``area`` stands where the queue keeps a task (any
+    state): a name that is not hidden and not the ``.reason`` beside a task."""
+    if hidden or area in (JOBS, NOTICES, *_OTHER_TOP):
+        return False
+    return not (name.endswith(REASON_SUFFIX) and name[: -len(REASON_SUFFIX)] in names)
 
 
 def _fine_link(path: Path, area: str, hidden: bool, q: Queue, name: str,

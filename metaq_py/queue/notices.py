@@ -28,7 +28,6 @@ so a runner never reads half a notice and an existing notice is never overwritte
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import math
@@ -44,6 +43,7 @@ from metaq_py.durations import format_duration, format_time
 from metaq_py.errors import MetaqError
 from metaq_py.policy.model import Notice
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular
+from metaq_py.queue.settings.trust import user_name
 
 __all__ = [
     "EXPIRE_AFTER",
@@ -456,7 +456,5 @@ def _generated_name(arrival: float) -> str:
 
 
 def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
+    """Who runs this command: the process's uid, never ``$USER`` (anyone may set that)."""
+    return user_name(os.getuid())

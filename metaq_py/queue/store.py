@@ -324,8 +324,11 @@ class Queue(Layout):
         folder with its attempt count raised, and the dead job's event log says so."""
         moved = self.requeue(claim, reason=reason, count_attempt=True)
         if moved is not None:
-            self.events(claim.jobid).append("reclaimed", task=claim.id, reason=reason,
-                                            to=moved.state, by=socket.gethostname())
+            # A job's folder is its runner's own: a runner of another uid may not write
+            # there, and the task's logbook has the reclaim all the same.
+            with contextlib.suppress(OSError):
+                self.events(claim.jobid).append("reclaimed", task=claim.id, reason=reason,
+                                                to=moved.state, by=socket.gethostname())
         return moved
 
     def tidy_job(self, *, machine: str, jobid: str) -> None:

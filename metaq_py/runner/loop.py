@@ -51,7 +51,7 @@ from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.campaign.deps import RECHECK
-from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.folders import own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -196,7 +196,8 @@ class Runner:
 
     def _start(self) -> None:
         ctx, alloc = self.ctx, self.ctx.alloc
-        make_folders(ctx.queue.root, ctx.job_dir)  # a link planted in jobs/ is moved aside
+        # Its own, or nothing in it is: what stands at jobs/<jobid> already is moved aside.
+        own_folder(ctx.queue.root, ctx.job_dir)
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)

@@ -93,10 +93,11 @@ class Members:
     outsider: Member
     base: Path
 
-    def metaq(self, who: Member, *args: str, **kwargs: object
-              ) -> subprocess.CompletedProcess[str]:
-        """``metaq ARGS`` run as ``who`` (this checkout's code)."""
-        return who.run([sys.executable, "-m", "metaq_py", *args], env=_env(), **kwargs)
+    def metaq(self, who: Member, *args: str, env: dict[str, str] | None = None,
+              **kwargs: object) -> subprocess.CompletedProcess[str]:
+        """``metaq ARGS`` run as ``who`` (this checkout's code), with ``env`` added."""
+        return who.run([sys.executable, "-m", "metaq_py", *args], env={**_env(), **(env or {})},
+                       **kwargs)
 
     def init_queue(self, name: str = "q", *, settings: str = "") -> Path:
         """A queue made by the owner with ``metaq init --group``; ``settings``, when given,

@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["COMPANION_ROOM", "MAX_TASK_NAME", "NAME_MAX", "PATH_MAX", "Refused", "create_new",
-           "name_problem", "read_regular", "replace_file", "write_all"]
+           "name_problem", "read_regular", "replace_file", "umask", "write_all"]
 
 NAME_MAX = 255
 """The longest file name (in bytes) the kernel takes (Linux, every common file system)."""
@@ -122,13 +122,34 @@ def _kind(mode: int) -> str:
 
 
 def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
-    """Make a new file at ``path`` holding ``data``. Raises ``FileExistsError`` when anything
-    is there already, a planted symlink included: nothing is ever written through a link."""
+    """Make a new file at ``path`` holding ``data``, of ``mode`` whatever the umask. Raises
+    ``FileExistsError`` when anything is there already, a planted symlink included: nothing
+    is ever written through a link."""
     fd = os.open(path, _NEW_FLAGS, mode)
     try:
+        if mode & umask():
+            os.fchmod(fd, mode)
         write_all(fd, data)
     finally:
         os.close(fd)
+
+
+_umask: int | None = None
+
+
+def umask() -> int:
+    """This process's umask, read once (from ``/proc``, which changes nothing): what the queue
+    gives back with a ``chmod`` where it would take bits from a fixed mode."""
+    global _umask
+    if _umask is None:
+        try:
+            with open("/proc/self/status", "rb") as f:
+                line = next(x for x in f if x.startswith(b"Umask:"))
+            _umask = int(line.split()[1], 8)
+        except (OSError, StopIteration, ValueError):
+            _umask = os.umask(0o022)  # no /proc: read it by setting it, and put it back
+            os.umask(_umask)
+    return _umask
 
 
 def replace_file(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
