@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 import metaq_py
 from metaq_py.alloc.journal import Journal
 from metaq_py.alloc.policy import Decision, Known, Refuse, Submit, Waiting, decide
@@ -43,6 +41,7 @@ from metaq_py.batch.submit import (
 )
 from metaq_py.errors import MetaqError
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.disk.lock import LockTimeout
 from metaq_py.queue.settings.config import settings_problem
 from metaq_py.queue.store import Queue
 
@@ -116,7 +115,7 @@ class Allocator:
         try:
             with self.journal.lock(timeout=LOCK_TIMEOUT):
                 return self._look(dry_run=False)
-        except filelock.Timeout:
+        except LockTimeout:
             raise MetaqError(f"another metaq alloc has held {self.journal.folder}/.lock for "
                              f"more than {LOCK_TIMEOUT:g} s; is it stuck?") from None
 

@@ -235,21 +235,10 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
     (``None``: whole nodes) and GPU ids."""
     if not e.jobid:
         return None
-    path = q.job_dir(e.jobid) / "events.jsonl"
     last = None
-    try:
-        with open(path) as f:
-            for line in f:
-                if '"start"' in line and e.relpath in line:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue  # a line cut short by a crash
-                    if ev.get("event") == "start" and \
-                            str(ev.get("task", "")).endswith("/" + e.relpath):
-                        last = ev
-    except OSError:
-        return None
+    for ev in q.events(e.jobid):  # read in bounded pieces; a FIFO or a link has no events
+        if ev.get("event") == "start" and str(ev.get("task", "")).endswith("/" + e.relpath):
+            last = ev
     if last is None:
         return None
     return {"hosts": last.get("hosts", []), "cores": last.get("cores"),

@@ -198,7 +198,7 @@ def _walk(q: Queue, top: Path, area: str, trust: Trust) -> Iterator[Anomaly]:
                 continue
             hidden = e.name[0] == "."
             if stat.S_ISLNK(st.st_mode):
-                if _linked_task(area, hidden, e.name, names, q):
+                if _linked_task(area, hidden, e.name, names, q) and not os.path.isdir(path):
                     # A task, whatever its link points to now: never removed (its script
                     # may only have moved). A waiting one is rejected as a runner would.
                     if not _fine_link(path, area, hidden, q, e.name, names):
@@ -273,7 +273,8 @@ def _planted(path: Path, st: os.stat_result) -> Anomaly:
 
 def _linked_task(area: str, hidden: bool, name: str, names: set[str], q: Queue) -> bool:
     """Whether a link named ``name`` in ``area`` stands where the queue keeps a task (any
-    state): a name that is not hidden and not the ``.reason`` beside a task."""
+    state): a name that is not hidden and not the ``.reason`` beside a task. (A link to a
+    folder is never a task: the caller removes it, never what it points to.)"""
     if hidden or area in (JOBS, NOTICES, *_OTHER_TOP):
         return False
     return not (name.endswith(REASON_SUFFIX) and name[: -len(REASON_SUFFIX)] in names)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.queue.disk.fileio import write_all
+from metaq_py.queue.disk.fileio import Refused, read_lines, write_all
 from metaq_py.queue.disk.folders import make_folders, set_aside
 
 __all__ = ["EventLog"]
@@ -87,13 +87,14 @@ class EventLog:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events in the order written; a missing file has none."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return
-        for raw in data.splitlines():
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue  # a line torn by a crash mid-write
-            if isinstance(event, dict):
-                yield event
+            for raw, _ in read_lines(self.path):
+                if raw is None:
+                    continue  # longer than any event
+                try:
+                    event = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue  # a line torn by a crash mid-write
+                if isinstance(event, dict):
+                    yield event
+        except Refused:
+            return  # missing, or not a file of the queue's (a FIFO, a link): no events

@@ -7,6 +7,8 @@ nothing the runner finds there is taken on trust:
   requests, ``metaq.yaml``): opened with ``O_NOFOLLOW | O_NONBLOCK`` so that neither a
   symlink (to ``/dev/zero``, to a private file) nor a FIFO is read, checked with ``fstat`` to
   be a regular file, and capped in size. It raises :class:`Refused`, one sentence.
+  :func:`read_lines` opens the same way and reads a file of any length (an event log) line
+  by line, in pieces of bounded size, never whole.
 - :func:`create_new` and :func:`replace_file` are the writes: a new file is made with
   ``O_CREAT | O_EXCL | O_NOFOLLOW`` (never through a planted link, never over a file), and a
   replacement is written under a fresh name and renamed over the old one, which replaces a
@@ -21,10 +23,12 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["COMPANION_ROOM", "MAX_TASK_NAME", "NAME_MAX", "PATH_MAX", "Refused", "create_new",
-           "name_problem", "read_regular", "replace_file", "umask", "write_all"]
+__all__ = ["COMPANION_ROOM", "LINE_LIMIT", "MAX_TASK_NAME", "NAME_MAX", "PATH_MAX", "PIECE",
+           "Refused", "create_new", "name_problem", "open_regular", "read_lines", "read_regular",
+           "replace_file", "umask", "write_all"]
 
 NAME_MAX = 255
 """The longest file name (in bytes) the kernel takes (Linux, every common file system)."""
@@ -67,14 +71,8 @@ def read_regular(path: str | os.PathLike[str], *, limit: int,
     Refused (:class:`Refused`): a symlink, a FIFO, a device, a folder, a file larger than
     ``limit`` bytes, or one that cannot be opened. ``path`` is relative to ``dir_fd`` when
     given. The read never blocks and never reads more than ``limit + 1`` bytes."""
+    fd, st = open_regular(path, dir_fd=dir_fd)
     try:
-        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError as e:
-        raise _open_refusal(path, e) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(path, f"this is {_kind(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise Refused(path, f"the file is {st.st_size} bytes long, more than the "
                                 f"{limit} bytes such a file may have")
@@ -93,6 +91,65 @@ def read_regular(path: str | os.PathLike[str], *, limit: int,
         if isinstance(e, Refused):
             raise
         raise Refused(path, f"the file cannot be read ({e.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None
+                 ) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at ``path`` and its ``fstat``, opened
+    without following a symlink and without blocking on a FIFO; :class:`Refused` for
+    anything else. The caller closes it; every read of the queue's files starts here."""
+    try:
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        raise _open_refusal(path, e) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(path, f"this is {_kind(st.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+PIECE = 1 << 20
+"""Bytes :func:`read_lines` reads at a time: what a reader of an event log holds at once."""
+
+LINE_LIMIT = 1 << 20
+"""The longest line (bytes) :func:`read_lines` yields; a longer one is skipped."""
+
+
+def read_lines(path: str | os.PathLike[str], *, piece: int = PIECE,
+               line_limit: int = LINE_LIMIT) -> Iterator[tuple[bytes | None, bool]]:
+    """The lines of the regular file at ``path`` (an event log), read in pieces of ``piece``
+    bytes, never whole: ``(line, complete)`` for each, without its newline; ``complete`` is
+    ``False`` only for a last line that has none. A line longer than ``line_limit`` comes as
+    ``(None, complete)``. Only the bytes the file had when it was opened are read, so a file
+    that keeps growing ends too. Opened as :func:`read_regular` opens: a symlink, a FIFO, a
+    device or a folder raises :class:`Refused` (``vanished`` when it is not there)."""
+    fd, st = open_regular(path)
+    try:
+        left = st.st_size
+        held = b""
+        skipping = False
+        while left > 0:
+            try:
+                chunk = os.read(fd, min(piece, left))
+            except OSError as e:
+                raise Refused(path, f"the file cannot be read ({e.strerror})") from None
+            if not chunk:
+                break
+            left -= len(chunk)
+            *lines, held = (held + chunk).split(b"\n")
+            for line in lines:
+                yield (None if skipping or len(line) > line_limit else line), True
+                skipping = False
+            if len(held) > line_limit:
+                held, skipping = b"", True
+        if held or skipping:
+            yield (None if skipping else held), False
     finally:
         os.close(fd)
 
