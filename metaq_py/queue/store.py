@@ -53,7 +53,7 @@ from metaq_py.queue.layout import (
     Layout,
     safe_name,
 )
-from metaq_py.queue.lease import Claim, JobFolder, lease_path, write_lease
+from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
 from metaq_py.queue.premade import Spares
 from metaq_py.queue.settings.trust import Trust
@@ -175,12 +175,17 @@ class Queue(Layout):
         its identity, then one atomic rename to ``working/<machine>/<jobid>/<name>`` (or a
         numbered slot, :func:`~metaq_py.queue.lease.claim_slot`). ``None`` when another job
         took it first (or it was removed). The claim's spec is read again from the claimed
-        file, which is what will run; if it no longer parses it is rejected (``None``)."""
+        file, which is what will run; if it no longer parses it is rejected (``None``). An
+        :class:`OSError` (a full disk, a quota) leaves the task where it was."""
         job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
             (machine, jobid), _job_folder(self.root, machine, jobid))
         dst = job.place(task.relpath.rpartition("/")[2])
-        claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid, host=host,
-                                   pid=pid)
+        try:
+            claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid,
+                                       host=host, pid=pid)
+        except OSError:  # a full disk, a quota: the task stays where it is
+            job.leave(dst)
+            raise
         if claimed is None:
             job.leave(dst)
         return claimed
@@ -255,13 +260,24 @@ class Queue(Layout):
                      has_logbook=has_logbook, program=program)
 
     def heartbeat(self, claim: Claim) -> bool:
-        """Renew the lease. ``False`` means the claim is gone (reclaimed by another job as
-        stale, or cancelled and moved): the runner must stop the task."""
+        """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
+        runner must stop the task."""
+        return self.renew(claim) is None
+
+    def renew(self, claim: Claim) -> str | None:
+        """Renew the lease; ``None`` when renewed, else why the claim is lost: it is gone
+        (reclaimed by another job as stale, cancelled and moved), or its lease is not this
+        runner's to renew (someone put a file of their own in its place)."""
         try:
-            os.utime(claim.lease)
+            os.utime(claim.lease, follow_symlinks=False)
         except FileNotFoundError:
-            return False
-        return os.path.lexists(claim.path)
+            return "its claim was taken back"
+        except OSError as e:
+            return f"its lease {claim.lease} can no longer be renewed ({e.strerror}); " \
+                   f"someone replaced it"
+        if not os.path.lexists(claim.path):
+            return "its claim was taken back"
+        return None
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether someone ran ``metaq cancel`` on this running task."""
@@ -321,8 +337,18 @@ class Queue(Layout):
 
     def reclaim(self, claim: Claim, *, reason: str) -> Moved | None:
         """Take back a claim whose job is dead or whose lease is stale: the task returns to its
-        folder with its attempt count raised, and the dead job's event log says so."""
-        moved = self.requeue(claim, reason=reason, count_attempt=True)
+        folder with its attempt count raised, and the dead job's event log says so. A task
+        that ended and that its runner could not move (:data:`~metaq_py.queue.lease
+        .ENDED_SUFFIX`) is settled with its exit code instead: never run again."""
+        ended = ended_code(claim.path)
+        if ended is not None:  # it ran to its end; its runner could not move it
+            code, marker = ended
+            moved = self.finish(claim, exit_code=code, reason=f"its job {claim.jobid} could "
+                                f"not move it after its end; settled later ({reason})")
+            with contextlib.suppress(OSError):
+                marker.unlink()
+        else:
+            moved = self.requeue(claim, reason=reason, count_attempt=True)
         if moved is not None:
             # A job's folder is its runner's own: a runner of another uid may not write
             # there, and the task's logbook has the reclaim all the same.

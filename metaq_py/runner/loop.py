@@ -160,6 +160,9 @@ class Runner:
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
         self.awaiting: str | None = None
         """The waiting task the runner stays for while its dependency ends elsewhere."""
+        self.watch_until = math.inf
+        """Until when the runner stays for claims of other jobs that may be lost (see
+        :meth:`_done`; ``inf``: it has not stayed for any yet)."""
         self.stop_reason = ""
         self.exit_code = 0
         self.passes = 0
@@ -282,6 +285,17 @@ class Runner:
             return True
         if self.launcher.redecide:
             return False  # the waiting tasks changed since the decision that found none to run
+        if self.decider.claims_paused and self.offers.count:
+            return False  # tasks wait for the queue to be writable again (a full disk)
+        now = self.clock.now()
+        if self.upkeep.sightings.watched and now < self.watch_until:
+            if math.isinf(self.watch_until):
+                # At most one stale_after of its own: a claim judged by a longer one of its
+                # holder's is left to the runners after it.
+                self.watch_until = now + self.ctx.queue.config.stale_after
+                self.say(f"staying to see whether {len(self.upkeep.sightings.watched)} claim(s) "
+                         f"of other jobs are still renewed")
+            return False  # a claim that may be lost: its task would run here
         if self.options.linger:
             return False
         if self.upkeep.notice_due(self.clock.now()):
@@ -421,10 +435,8 @@ class Runner:
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)
-        for live in self.settler.unsettled:
-            self.say(f"{live.id} ended but could not be moved; it stays claimed in "
-                     f"{live.claim.path}, and the next runner (or metaq reset --dead) puts it "
-                     f"back")
+        for sentence in self.settler.park():
+            self.say(sentence)
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.ctx.events.write("runner-stop", reason=reason)
         self.ctx.events.flush()

@@ -19,6 +19,7 @@ nothing the runner finds there is taken on trust:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -187,8 +188,12 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) 
         if mode & umask():
             os.fchmod(fd, mode)
         write_all(fd, data)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):  # half a file (a full disk) is no file
+            os.unlink(path)
+        raise
+    os.close(fd)
 
 
 _umask: int | None = None
