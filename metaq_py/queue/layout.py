@@ -33,6 +33,7 @@ from __future__ import annotations
 import grp
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -50,6 +51,7 @@ from metaq_py.queue.watcher import QueueWatcher
 __all__ = [
     "CANCELLED",
     "DONE_STATES",
+    "FILE_KINDS",
     "FAILED",
     "FINISHED",
     "HOLD",
@@ -61,6 +63,7 @@ __all__ = [
     "SHARED_MODE",
     "STATES",
     "WORKING",
+    "FileKind",
     "Layout",
     "safe_name",
 ]
@@ -80,6 +83,49 @@ stay the group's (setgid), others see nothing."""
 SETTINGS_MODE = 0o644
 """The mode of ``metaq.yaml``, whatever the umask: written by its owner alone (see
 :func:`~metaq_py.queue.settings.config.settings_problem`)."""
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    """One kind of file the queue's readers open: ``name`` (one word), ``path`` (relative to
+    the queue root, with ``{folder}``, ``{task}`` (a task's name), ``{array}``, ``{machine}``,
+    ``{jobid}`` and ``{writer}`` standing for names) and the commands that read it
+    (``readers``: ``run``, ``status``, ``doctor``, ``report``, ``alloc``). Every reader
+    opens each through the one safe reader (:mod:`metaq_py.queue.disk.fileio`): a FIFO, a
+    link, a folder, a huge file or garbage at any of them is refused or skipped, never
+    followed, never waited on, never read whole."""
+
+    name: str
+    path: str
+    readers: tuple[str, ...]
+
+
+FILE_KINDS: tuple[FileKind, ...] = (
+    FileKind("settings", "metaq.yaml", ("run", "status", "doctor", "report", "alloc")),
+    FileKind("task", "{folder}/{task}", ("run", "status", "doctor", "alloc")),
+    FileKind("held-task", "hold/{folder}/{task}", ("status", "doctor")),
+    FileKind("logbook", "{folder}/.{task}.record", ("run", "status")),
+    FileKind("claimed-task", "working/{machine}/{jobid}/{task}", ("run", "status", "doctor")),
+    FileKind("lease", "working/{machine}/{jobid}/.{task}.lease", ("run", "status", "doctor")),
+    FileKind("cancel", "working/{machine}/{jobid}/.{task}.cancel", ("run", "status")),
+    FileKind("ended", "working/{machine}/{jobid}/.{task}.ended-0", ("run",)),
+    FileKind("done-task", "finished/{folder}/{task}", ("status", "doctor")),
+    FileKind("reason", "failed/{folder}/{task}.reason", ("status", "doctor")),
+    FileKind("array", "{folder}/{array}/.array", ("run", "status", "report")),
+    FileKind("array-script", "{folder}/{array}/.script", ("run",)),
+    FileKind("notice", "notices/{task}.json", ("run", "status", "doctor")),
+    FileKind("event-log", "jobs/{jobid}/events.jsonl", ("run", "status", "report")),
+    FileKind("tally", "jobs/.summary/tally/{writer}.000001.jsonl", ("status",)),
+    FileKind("tally-base", "jobs/.summary/base.json", ("status",)),
+    FileKind("tally-lock", "jobs/.summary/base.lock", ("run", "status")),
+    FileKind("status-cache", "jobs/.summary/joblogs.json", ("status",)),
+    FileKind("alloc-log", "alloc/events.jsonl", ("status", "alloc")),
+    FileKind("alloc-seen", "alloc/seen.json", ("status", "alloc")),
+    FileKind("alloc-lock", "alloc/.lock", ("alloc",)),
+)
+"""Every kind of file in a queue that a command reads, in one list: the hostile tests plant
+a FIFO, a link, a folder, a huge file and garbage at each (``tests/hostile``), so a new kind
+cannot be added without being planted."""
+
 
 _L = TypeVar("_L", bound="Layout")
 
