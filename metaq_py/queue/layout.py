@@ -51,8 +51,8 @@ from metaq_py.queue.watcher import QueueWatcher
 __all__ = [
     "CANCELLED",
     "DONE_STATES",
-    "FILE_KINDS",
     "FAILED",
+    "FILE_KINDS",
     "FINISHED",
     "HOLD",
     "JOBS",

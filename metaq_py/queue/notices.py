@@ -424,7 +424,10 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
     if not os.path.lexists(src):
         return None
     folder = src.parent / where
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None  # a full disk, a file in its place: set aside at a later look
     if folder.is_symlink() or not folder.is_dir():
         return None  # a planted link or file in place of the folder: leave the notice be
     dst = folder / src.name
@@ -434,8 +437,8 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
         dst = folder / f"{src.name}.{n}"
     try:
         os.rename(src, dst)
-    except FileNotFoundError:
-        return None
+    except OSError:
+        return None  # moved by someone else first, or a full disk: tried again later
     with contextlib.suppress(OSError):  # a name taken meanwhile: the reason is in the log
         create_new(f"{dst}{REASON_SUFFIX}", (reason.rstrip() + "\n").encode())
     return dst

@@ -143,7 +143,8 @@ class Queue(Layout):
             if fresh is None:
                 self.index.forget(bad.path)
                 continue
-            self.reject(bad.path, fresh if bad.content else bad.reason)
+            with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
+                self.reject(bad.path, fresh if bad.content else bad.reason)
         return scan
 
     def _problem(self, path: Path) -> str | None:

@@ -46,8 +46,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from metaq_py.queue.disk.fileio import Refused, open_regular, read_regular
-from metaq_py.queue.disk.folders import make_folders, relative_parts, subfolders, task_files
+from metaq_py.queue.disk.fileio import Refused, open_append, open_regular, read_regular
+from metaq_py.queue.disk.folders import (
+    make_folders,
+    relative_parts,
+    set_aside,
+    subfolders,
+    task_files,
+)
 from metaq_py.queue.disk.lock import FolderLock
 from metaq_py.queue.judge import judge
 from metaq_py.task_spec import TaskSpec
@@ -175,7 +181,13 @@ class _Writer:
         self.generation += 1 if self.fd is not None else 0
         path = self.path(self.generation)
         make_folders(self.root, path.parent)
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o664)
+        try:
+            self.fd = open_append(path, mode=0o664)
+        except Refused as e:
+            if not e.planted:
+                raise
+            set_aside(path)  # planted where this writer's file goes
+            self.fd = open_append(path, mode=0o664)
         self.size = 0
         self._write({"s": _rows(self.counts)})
         if old[0] is not None:

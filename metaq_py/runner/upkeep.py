@@ -47,6 +47,8 @@ class Upkeep:
         self.settler = settler
         self.next_heartbeat = ctx.clock.now() + ctx.queue.config.heartbeat
         self.notice_ids: set[str] = set()
+        self.unreclaimed: set[str] = set()
+        """The lost claims that could not be taken back, said once each."""
         self.sightings = Sightings()
         """The leases of other jobs as this runner has seen them (see
         :class:`~metaq_py.runner.reclaim.Sightings`)."""
@@ -101,7 +103,15 @@ class Upkeep:
         ctx = self.ctx
         for lost in lost_claims(ctx.queue, ctx.batch, machine=ctx.machine, now=now,
                                 own_jobid=ctx.jobid, sightings=self.sightings):
-            moved = ctx.queue.reclaim(lost.claim, reason=lost.reason)
+            try:
+                moved = ctx.queue.reclaim(lost.claim, reason=lost.reason)
+            except OSError as e:  # a full disk, a name that cannot take its logbook
+                key = str(lost.claim.path)
+                if key not in self.unreclaimed:
+                    self.unreclaimed.add(key)
+                    ctx.say(f"cannot take back {lost.claim.id} from job {lost.claim.jobid} "
+                            f"({e.strerror or e}); tried again at each heartbeat")
+                continue
             if moved is not None:
                 ctx.say(f"took back {lost.claim.id} from job {lost.claim.jobid}: {lost.reason}")
                 ctx.events.write("reclaim", task=lost.claim.id, jobid=lost.claim.jobid,

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["COMPANION_ROOM", "LINE_LIMIT", "MAX_TASK_NAME", "NAME_MAX", "PATH_MAX", "PIECE",
-           "Refused", "create_new", "name_problem", "open_regular", "read_lines", "read_regular",
-           "replace_file", "umask", "write_all"]
+           "Refused", "create_new", "name_problem", "open_append", "open_regular", "read_lines",
+           "read_regular", "replace_file", "umask", "write_all"]
 
 NAME_MAX = 255
 """The longest file name (in bytes) the kernel takes (Linux, every common file system)."""
@@ -54,12 +54,15 @@ class Refused(OSError):
     """A file that :func:`read_regular` will not read: ``str()`` is one sentence naming the
     file. ``vanished`` is set when it was simply not there (someone moved it)."""
 
-    def __init__(self, path: str | os.PathLike[str], why: str, *, vanished: bool = False
-                 ) -> None:
+    def __init__(self, path: str | os.PathLike[str], why: str, *, vanished: bool = False,
+                 planted: bool = False) -> None:
         super().__init__(errno.ENOENT if vanished else errno.EPERM, why)
         self.path = str(path)
         self.why = why
         self.vanished = vanished
+        self.planted = planted
+        """Something other than a regular file stands there (a link, a FIFO, a folder):
+        what the queue never made, to be set aside by a writer that needs the name."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.why}"
@@ -108,11 +111,37 @@ def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(path, f"this is {_kind(st.st_mode)}, not a regular file")
+            raise Refused(path, f"this is {_kind(st.st_mode)}, not a regular file",
+                          planted=True)
     except BaseException:
         os.close(fd)
         raise
     return fd, st
+
+
+_APPEND_FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                 | os.O_CLOEXEC)
+
+
+def open_append(path: str | os.PathLike[str], *, mode: int = 0o644) -> int:
+    """A descriptor appending to the regular file at ``path`` (made, of ``mode``, when it is
+    not there). Never through a link, never waiting for a FIFO's reader: what is not a
+    regular file raises :class:`Refused` (``vanished`` when its folder is gone), for the
+    caller to set it aside."""
+    try:
+        fd = os.open(path, _APPEND_FLAGS, mode)
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a FIFO without a reader
+            raise Refused(path, "this is a FIFO (named pipe), not a regular file",
+                          planted=True) from None
+        if e.errno == errno.EISDIR:
+            raise Refused(path, "this is a folder, not a regular file", planted=True) from None
+        raise _open_refusal(path, e) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise Refused(path, f"this is {_kind(st.st_mode)}, not a regular file", planted=True)
+    return fd
 
 
 PIECE = 1 << 20
@@ -159,7 +188,8 @@ def _open_refusal(path: str | os.PathLike[str], e: OSError) -> Refused:
     if e.errno == errno.ENOENT:
         return Refused(path, "the file is not there", vanished=True)
     if e.errno == errno.ELOOP:
-        return Refused(path, "this is a symlink, which the queue never follows here")
+        return Refused(path, "this is a symlink, which the queue never follows here",
+                       planted=True)
     if e.errno == errno.ENAMETOOLONG:
         return Refused(path, "the name is too long for the file system")
     return Refused(path, f"the file cannot be opened ({e.strerror})")
