@@ -288,13 +288,14 @@ class Runner:
         if self.decider.claims_paused and self.offers.count:
             return False  # tasks wait for the queue to be writable again (a full disk)
         now = self.clock.now()
-        if self.upkeep.sightings.watched and now < self.watch_until:
+        soon = [d for d in self.upkeep.sightings.watched.values() if d < self._stop_at()]
+        if soon and now < self.watch_until:
             if math.isinf(self.watch_until):
                 # At most one stale_after of its own: a claim judged by a longer one of its
                 # holder's is left to the runners after it.
                 self.watch_until = now + self.ctx.queue.config.stale_after
-                self.say(f"staying to see whether {len(self.upkeep.sightings.watched)} claim(s) "
-                         f"of other jobs are still renewed")
+                self.say(f"staying to see whether {len(soon)} claim(s) of other jobs are "
+                         f"still renewed")
             return False  # a claim that may be lost: its task would run here
         if self.options.linger:
             return False

@@ -59,7 +59,9 @@ class Sightings:
         self._seen: dict[str, tuple[float, float]] = {}
         self.renewed: set[str] = set()
         """Claims whose lease this runner has seen change: alive by their own record."""
-        self.watched: set[str] = set()
+        self.watched: dict[str, float] = {}
+        """The claims that may be lost, and when each will be if it stays unrenewed (on the
+        runner's clock)."""
 
     def unchanged_for(self, claim: Claim, now: float) -> float:
         """Seconds (on the runner's clock ``now``) ``claim``'s lease has been seen as it is."""
@@ -76,7 +78,8 @@ class Sightings:
         for key in [k for k in self._seen if k not in keys]:
             del self._seen[key]
         self.renewed &= keys
-        self.watched &= keys
+        for key in [k for k in self.watched if k not in keys]:
+            del self.watched[key]
 
 
 def view_leases(queue: Queue, batch: BatchSystem | None, *, machine: str | None, now: float,
@@ -117,9 +120,9 @@ def view_leases(queue: Queue, batch: BatchSystem | None, *, machine: str | None,
         if sightings is not None:
             key = str(claim.path)
             if alive is not True and lost is None and key not in sightings.renewed:
-                sightings.watched.add(key)
+                sightings.watched[key] = now - age + queue.stale_after(claim)
             else:
-                sightings.watched.discard(key)
+                sightings.watched.pop(key, None)
         out.append(LeaseView(claim, alive, age, lost))
     return out
 
