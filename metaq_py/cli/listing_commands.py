@@ -88,11 +88,17 @@ def status(
         for table in count_tables(q, counts):
             console.print(table)
         print_live(live, console)
-        for item in counts.invalid:
+        for item in counts.invalid[:INVALID_SHOWN]:
             typer.echo(f"invalid: {printable(item['reason'])}", err=True)
+        if len(counts.invalid) > INVALID_SHOWN:
+            typer.echo(f"invalid: and {len(counts.invalid) - INVALID_SHOWN} more files that "
+                       f"are not tasks ('metaq ls pending' lists them)", err=True)
         for problem in live["problems"]:
             typer.echo(f"warning: {printable(problem)}", err=True)
 
+
+INVALID_SHOWN = 10
+"""Invalid waiting files ``status`` names one by one; junk never floods it."""
 
 LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
 LS_PAGE = 50

@@ -87,7 +87,7 @@ class Invalid:
 
     folder: str
     relpath: str
-    path: Path
+    file: str
     error: TaskError
     mtime: float = 0.0
     """When the file (or link) last changed: a file still being copied in is not rejected
@@ -99,6 +99,11 @@ class Invalid:
     @property
     def id(self) -> str:
         return f"{self.folder}/{self.relpath}"
+
+    @property
+    def path(self) -> Path:
+        """The file (made on demand: a scan of 100,000 junk files makes no Path)."""
+        return Path(self.file)
 
     @property
     def reason(self) -> str:
@@ -324,7 +329,7 @@ class Index:
         for rel, path, st, error, has_logbook in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
-                invalid.append(Invalid(folder, rel, Path(path), error, _mtime(path)))
+                invalid.append(Invalid(folder, rel, path, error, _mtime(path)))
                 continue
             if isinstance(st, CachedFile):
                 entry = st  # unchanged since it was read (see _walk_one)
@@ -334,8 +339,8 @@ class Index:
                 first = self._first_look(path, problem)
                 if first is None:
                     continue  # vanished between the listing and the read
-                if isinstance(first, TaskError):
-                    invalid.append(Invalid(folder, rel, Path(path), first, _mtime(path)))
+                if isinstance(first, tuple):
+                    invalid.append(Invalid(folder, rel, path, *first))
                     continue
                 entry = first
             else:
@@ -347,7 +352,7 @@ class Index:
                 entry = known
             cache[path] = entry
             if isinstance(entry.result, TaskError):
-                invalid.append(Invalid(folder, rel, Path(path), entry.result, entry.mtime,
+                invalid.append(Invalid(folder, rel, path, entry.result, entry.mtime,
                                        content=True))
                 continue
             task = self._task(entry, folder, rel, path, rank, has_logbook)
@@ -362,16 +367,20 @@ class Index:
             return None
         return self.trust.problem(st, what)
 
-    def _first_look(self, path: str, problem: str | None) -> CachedFile | TaskError | None:
+    def _first_look(self, path: str, problem: str | None
+                    ) -> CachedFile | tuple[TaskError, float] | None:
         """Judge a file never seen, its trust included (under a folder with a trust
         ``problem``, it is refused). ``None`` if it vanished; a :class:`TaskError` not worth
-        remembering (the file could not be read, or is not trusted); else what the cache keeps,
-        stamped with the read's own stat."""
+        remembering (the file could not be read, or is not trusted) with the file's mtime;
+        else what the cache keeps, stamped with the read's own stat."""
         self.parsed += 1
         verdict = judge(path, root=self.root, config=self.config, trust=self.trust,
                         folder_problem=problem)
         if verdict.error is not None and not verdict.content:
-            return None if isinstance(verdict.error, TaskVanished) else verdict.error
+            if isinstance(verdict.error, TaskVanished):
+                return None
+            opened = verdict.opened
+            return verdict.error, opened.st_mtime if opened is not None else _mtime(path)
         return remembered(verdict)
 
     def _parse(self, path: str, st: os.stat_result) -> CachedFile | None:

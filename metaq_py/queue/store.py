@@ -65,6 +65,11 @@ __all__ = ["Claim", "Moved", "Queue", "Task"]
 SETTLE = 2.0
 """Seconds an invalid file must stay unchanged before ``pending`` rejects it."""
 
+REJECT_EACH = 64
+"""At most this many invalid files are rejected by one scan (a few tens of milliseconds):
+100,000 junk files in ``todo/`` delay no decision by the minutes rejecting them takes, and
+leave at the pace of the runner's passes."""
+
 
 @dataclass(frozen=True, slots=True)
 class Moved:
@@ -122,7 +127,7 @@ class Queue(Layout):
         more nodes before the submit time; see :func:`~metaq_py.queue.index.order_key`). Invalid or
         untrusted files found on the way are moved to ``rejected/`` with their reason, once
         they have not changed for :data:`SETTLE` seconds (a file being copied in by hand is
-        half-written for a moment)."""
+        half-written for a moment), at most :data:`REJECT_EACH` at a time."""
         return list(self.settled_scan().tasks)
 
     def settled_scan(self) -> Scan:
@@ -130,9 +135,14 @@ class Queue(Layout):
         :meth:`pending`)."""
         scan = self.index.scan()
         now = self.clock.now()
+        budget = REJECT_EACH
         for bad in scan.invalid:
+            if budget <= 0:
+                break  # junk never holds up real work: the rest at the next scans
+            if now - bad.mtime < SETTLE:
+                continue  # changed when it was listed: not settled yet
             try:
-                st = os.lstat(bad.path)
+                st = os.lstat(bad.file)
             except OSError:
                 continue  # gone already
             if now - st.st_mtime < SETTLE or stat.S_ISDIR(st.st_mode):
@@ -143,6 +153,7 @@ class Queue(Layout):
             if fresh is None:
                 self.index.forget(bad.path)
                 continue
+            budget -= 1
             with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
                 self.reject(bad.path, fresh if bad.content else bad.reason)
         return scan

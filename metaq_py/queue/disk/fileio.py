@@ -268,7 +268,10 @@ def name_problem(name: str, *, path: str | os.PathLike[str] | None = None) -> st
                 f"{MAX_TASK_NAME} bytes (it adds up to {COMPANION_ROOM} to make the names of "
                 f"the files beside a task); rename it")
     if path is not None:
-        full = len(os.fsencode(os.path.abspath(path))) + COMPANION_ROOM + 64
+        where = os.fspath(path)
+        if not where.startswith("/"):  # an absolute path is its own length (no normpath)
+            where = os.path.abspath(where)
+        full = len(os.fsencode(where)) + COMPANION_ROOM + 64
         if full > PATH_MAX:
             return (f"the path is too deep: with the folders the queue adds, it would be "
                     f"longer than the {PATH_MAX} bytes a path may have; use fewer or shorter "
