@@ -74,6 +74,7 @@ class Fix(enum.Enum):
     REJECT = "move the task to rejected/ with its reason, as a runner would"
     CHMOD = "take write permission from group and others"
     SET_ASIDE = "rename it aside (<name>.planted-<hex>) so the queue makes its own"
+    STICKY = "set its sticky bit (chmod +t)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +122,26 @@ def repair(q: Queue, anomalies: list[Anomaly]) -> list[tuple[Anomaly, str]]:
 # --- the top of the queue ------------------------------------------------------------------
 
 
+def _sticky(path: Path, what: str) -> list[Anomaly]:
+    """A folder the group may write, without the sticky bit: any member may rename or
+    remove what another made in it (``metaq.yaml``, a runner's job folder) and put their
+    own in its place."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o022 or st.st_mode & stat.S_ISVTX:
+        return []
+    mine = st.st_uid == os.geteuid()
+    return [Anomaly(Kind.MODE, path, f"{what} lets any member rename or remove what another "
+                    f"made in it, and put their own in its place",
+                    "run chmod +t on it (metaq init --group sets it)" if mine else
+                    "ask its owner to run chmod +t on it", Fix.STICKY if mine else None)]
+
+
 def _top(q: Queue, trust: Trust) -> list[Anomaly]:
-    out: list[Anomaly] = []
+    out: list[Anomaly] = [*_sticky(q.root, "the queue folder"),
+                          *_sticky(q.root / JOBS, "the jobs/ folder")]
     known = {*q.config.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS, *_OTHER_TOP}
     for e in _entries(q.root):
         path = Path(e.path)
@@ -391,6 +410,10 @@ def _apply(q: Queue, a: Anomaly) -> str:
         return "removed the empty folder"
     if a.fix is Fix.SET_ASIDE:
         return f"set aside as {Path(set_aside(a.path)).name}"
+    if a.fix is Fix.STICKY:
+        mode = stat.S_IMODE(os.lstat(a.path).st_mode)
+        os.chmod(a.path, mode | stat.S_ISVTX, follow_symlinks=False)
+        return f"mode {mode:o} -> {mode | stat.S_ISVTX:o}"
     if a.fix is Fix.CHMOD:
         mode = stat.S_IMODE(os.lstat(a.path).st_mode)
         os.chmod(a.path, mode & ~0o022, follow_symlinks=False)
