@@ -26,6 +26,7 @@ reader that keeps its own view (the runner's policy jobs).
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import stat
 from collections import deque
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import TaskError, TaskVanished
+from metaq_py.queue.disk.fileio import PATH_MAX
 from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
@@ -268,7 +270,9 @@ class Index:
                 path, prefix, parent_problem = stack.pop()
                 try:
                     st = os.lstat(path)  # a task folder that is a symlink is not walked
-                except OSError:
+                except OSError as e:
+                    if e.errno == errno.ENAMETOOLONG:  # never silently: every listing says
+                        invalid.append(_too_deep(path, prefix, folder))
                     continue
                 if not stat.S_ISDIR(st.st_mode):
                     continue
@@ -445,6 +449,14 @@ class Index:
                     submit=submit, attempts=attempts, walltime=wc,
                     order=order_key(rank, spec, submit, f"{folder}/{rel}",
                                     largest_first=self.largest_first))
+
+
+def _too_deep(path: str, prefix: str, folder: str) -> Invalid:
+    """A folder whose path is past ``PATH_MAX``: nothing below it can be named, so nothing
+    can run or be moved; it is listed with why."""
+    why = (f"the path is longer than the {PATH_MAX} bytes a path may have, so no task below "
+           f"it can run; move its folders higher up")
+    return Invalid(folder, prefix.rstrip("/"), path, TaskError(path, None, why))
 
 
 WATCH_EACH = 256
