@@ -185,7 +185,6 @@ def test_10_an_ended_task_that_cannot_be_moved_is_never_run_again(small_disk: Pa
     err2 = second.end()
     assert second.proc.returncode == 0 and "Traceback" not in err2, err2[-3000:]
     assert _counts(out) == {f"t{i}.sh": 1 for i in range(1, 5)}, (_counts(out), err2[-2000:])
-    print(err, err2, sorted(str(p.relative_to(q.root)) for p in q.root.rglob("*t2.sh*")))
     assert sorted(p.name for p in (q.root / "finished/todo").glob("t*")) == \
         [f"t{i}.sh" for i in range(1, 5)]
 
