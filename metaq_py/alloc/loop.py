@@ -42,7 +42,7 @@ from metaq_py.batch.submit import (
 from metaq_py.errors import MetaqError
 from metaq_py.queue.campaign.deps import Dependencies
 from metaq_py.queue.disk.lock import LockTimeout
-from metaq_py.queue.settings.config import settings_problem
+from metaq_py.queue.settings.trust import settings_problem
 from metaq_py.queue.store import Queue
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]

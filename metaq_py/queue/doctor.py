@@ -36,8 +36,8 @@ from metaq_py.queue.notices import (
     read_notice_file,
     set_notice_aside,
 )
-from metaq_py.queue.settings.config import CONFIG_NAME, settings_problem
-from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.settings.config import CONFIG_NAME
+from metaq_py.queue.settings.trust import Trust, settings_problem
 from metaq_py.queue.store import Queue
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]

@@ -80,9 +80,9 @@ class Moved:
     path: Path
 
 
-# Over 300 lines (311): every move a runner makes on the queue (claim, finish, requeue,
-# reclaim, reject, cancel) is one short method here, so that the rules of a move (the
-# lease, the logbook, the tally, the own-moves note) are kept in one place.
+# Over 300 lines: every move a runner makes on the queue (claim, finish, requeue, reclaim,
+# reject, cancel) is one short method here, so that the rules of a move (the lease, the
+# logbook, the tally, the own-moves note) are kept in one place.
 class Queue(Layout):
     """One queue directory, with the moves a batch job's runner makes on it. Cheap to create;
     it reads ``metaq.yaml`` once. The people's commands are :class:`~metaq_py.queue.admin

@@ -10,7 +10,6 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,11 +20,11 @@ import yaml
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
-from metaq_py.queue.settings.trust import private_group, user_name
+from metaq_py.queue.settings.trust import settings_problem
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
            "AllocSettings", "Caps", "Defaults", "QueueConfig", "default_folder",
-           "load_config", "settings_problem"]
+           "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
 
@@ -310,26 +309,6 @@ class _Reader:
         if most is not None and seconds > most:
             raise self.fail(node, key, f"must be at most {most:g} seconds")
         return seconds
-
-
-def settings_problem(st: os.stat_result, *, owner: int, reader: int | None = None
-                     ) -> str | None:
-    """Why a ``metaq.yaml`` of status ``st`` may not decide a queue's trust and commands,
-    ``None`` if it may. ``owner`` is the uid of the queue (its root folder's owner); a file
-    of ``reader`` (the process reading, a runner trusting its own file) or of root is taken
-    too. Whoever may write the settings decides whose code runs as the runner's owner and
-    which batch script ``metaq alloc`` submits, so the file must belong to one of those and be
-    writable by no one else (a group-writable file only when the group is its owner's
-    private group)."""
-    if st.st_uid not in (owner, reader, 0):
-        return (f"it belongs to {user_name(st.st_uid)}, not to the queue's owner "
-                f"{user_name(owner)}; what decides trust and commands is taken only from a "
-                f"file of the queue's owner")
-    mode = st.st_mode
-    if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and not private_group(st.st_gid, st.st_uid)):
-        return (f"it is writable by others (mode {stat.filemode(mode)}), so any of them "
-                f"could decide whose code runs; its owner must run chmod go-w on it")
-    return None
 
 
 def load_config(root: str | os.PathLike[str]) -> QueueConfig:

@@ -1,4 +1,5 @@
-"""Who may write a task: tasks are code that runs under the batch job owner's account.
+"""Who may write a task, and the settings: tasks are code that runs under the batch job
+owner's account, and ``metaq.yaml`` decides whose.
 
 A task file, and every folder from the queue root down to it, must be writable only by its
 owner and the queue's configured group. A group-writable path is also accepted when the group
@@ -17,7 +18,7 @@ import pwd
 import stat
 from functools import lru_cache
 
-__all__ = ["Trust", "private_group", "user_name"]
+__all__ = ["Trust", "private_group", "settings_problem", "user_name"]
 
 
 @lru_cache(maxsize=256)
@@ -77,3 +78,23 @@ class Trust:
             return (f"{what} belongs to {user_name(st.st_uid)}, who is not in the queue's "
                     f"trusted_users")
         return None
+
+
+def settings_problem(st: os.stat_result, *, owner: int, reader: int | None = None
+                     ) -> str | None:
+    """Why a ``metaq.yaml`` of status ``st`` may not decide a queue's trust and commands,
+    ``None`` if it may. ``owner`` is the uid of the queue (its root folder's owner); a file
+    of ``reader`` (the process reading, a runner trusting its own file) or of root is taken
+    too. Whoever may write the settings decides whose code runs as the runner's owner and
+    which batch script ``metaq alloc`` submits, so the file must belong to one of those and be
+    writable by no one else (a group-writable file only when the group is its owner's
+    private group)."""
+    if st.st_uid not in (owner, reader, 0):
+        return (f"it belongs to {user_name(st.st_uid)}, not to the queue's owner "
+                f"{user_name(owner)}; what decides trust and commands is taken only from a "
+                f"file of the queue's owner")
+    mode = st.st_mode
+    if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and not private_group(st.st_gid, st.st_uid)):
+        return (f"it is writable by others (mode {stat.filemode(mode)}), so any of them "
+                f"could decide whose code runs; its owner must run chmod go-w on it")
+    return None
