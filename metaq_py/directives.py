@@ -42,6 +42,7 @@ __all__ = [
     "format_directives",
     "late_directives",
     "miscased_directives",
+    "not_executable",
     "parse_header",
     "read_head",
     "read_script",
@@ -329,7 +330,7 @@ def _read_task(name: str, limit: int) -> tuple[bytes, os.stat_result]:
         if not stat.S_ISREG(st.st_mode):
             raise TaskError(name, None, "this is not a regular file, so it cannot be a task")
         if not st.st_mode & 0o111:
-            raise TaskError(name, None, f"the script is not executable; run chmod +x {name}")
+            raise TaskError(name, None, not_executable(name))
         chunks = []
         size = 0
         while size <= limit:
@@ -345,6 +346,11 @@ def _read_task(name: str, limit: int) -> tuple[bytes, os.stat_result]:
     finally:
         os.close(fd)
     return b"".join(chunks), st
+
+
+def not_executable(name: str) -> str:
+    """The sentence for a task file ``name`` without an execute bit."""
+    return f"the script is not executable; run chmod +x {name}"
 
 
 def _open_problem(name: str, e: OSError) -> str:

@@ -351,7 +351,8 @@ class Index:
         for rel, path, st, error, has_logbook in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
-                invalid.append(Invalid(folder, rel, path, error, _mtime(path)))
+                mtime = st.st_mtime if isinstance(st, os.stat_result) else _mtime(path)
+                invalid.append(Invalid(folder, rel, path, error, mtime))
                 continue
             if isinstance(st, CachedFile):
                 entry = st  # unchanged since it was read (see _walk_one)

@@ -89,6 +89,23 @@ def deep_path_rejected(w: World) -> None:
     assert any("longer than the 4096 bytes a path may have" in r for r in said), said
 
 
+def junk_by_the_thousand(w: World) -> None:  # issue 28: junk never starves real work
+    from metaq_py.queue.disk.walk import BIG_FOLDER
+
+    for i in range(BIG_FOLDER + 100):  # past the size where junk is told by its lstat
+        (w.q.root / "todo" / f"junk-{i:05d}.txt").write_bytes(b"#!/bin/sh\n")
+    good_task(w.q, "late.sh", w.tmp / "out")  # a real task among them, made last
+
+
+def junk_rejected_bit_by_bit(w: World) -> None:
+    from metaq_py.queue.store import REJECT_EACH
+
+    assert w.ran("late.sh")
+    rejected = list((w.q.root / "rejected/todo").glob("junk-*.reason"))
+    assert rejected and len(rejected) % REJECT_EACH == 0, len(rejected)
+    assert "not executable" in rejected[0].read_text()
+
+
 def untrusted_link(w: World) -> None:  # finding 5: a link made by another user
     private = w.victim / "p.sh"
     private.write_text(f"#!/bin/bash\ntouch {w.tmp}/out/p.sh\n")
@@ -232,6 +249,7 @@ CASES: list[tuple[str, Plant, Expect]] = [
     ("11 lease of garbage fields", garbage_lease, garbage_lease_reclaimed_in_place),
     ("13 SIGNAL beyond any bound", bounded_signal, bounded_signal_refused),
     ("28 a path past PATH_MAX", deep_path, deep_path_rejected),
+    ("28 junk by the thousand", junk_by_the_thousand, junk_rejected_bit_by_bit),
     ("a link in place of finished/", planted_folders, planted_folder_moved_aside),
 ]
 
