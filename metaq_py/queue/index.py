@@ -4,17 +4,17 @@ A scan walks the task folders with ``os.scandir``. Each file's parsed header is 
 its path and keyed by (inode, size, mtime, mode, owner, group): when none of these changed,
 the file is not opened again, so a rescan of an unchanged queue costs one ``stat`` per task.
 The key includes the mode and owners because the trust check depends on them, and ``chmod``
-does not change the mtime. Nor does it change its folder's: so the few invalid files (such as
-one a METAQ generator has written in place and not yet made executable) are ``stat``-ed again
-at every scan, and the one that changed is judged again at once.
+does not change the mtime. Nor does it change its folder's: so invalid files (such as one a
+METAQ generator has written and not yet made executable) are ``stat``-ed again, a few hundred
+per folder at each scan in turn, and one that changed is judged again at once.
 
 Hidden files and folders (names starting with a dot) are skipped; they hold logbooks, leases
 and half-written submissions. A symlink to a task file is a task when both the link (its
 owner) and its target are trusted; a symlink to a folder is never followed (it is rejected),
 so no scan ever walks, or moves files out of, a folder outside the queue.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
-of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.disk.walk`; each file
-read is judged by :func:`~metaq_py.queue.judge.judge`.
+of one folder is :mod:`metaq_py.queue.disk.walk`; each file read is judged by
+:func:`~metaq_py.queue.judge.judge`.
 
 The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
 contributes only the tasks that appeared in it or left it, each put in (or taken out of) its
@@ -36,7 +36,14 @@ from pathlib import Path
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.queue.disk.fileio import PATH_MAX
-from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
+from metaq_py.queue.disk.walk import (
+    CachedFile,
+    lstat_key,
+    mtime_of,
+    remembered,
+    stat_key,
+    walk_folder,
+)
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
 from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
@@ -102,10 +109,7 @@ class Invalid:
     def id(self) -> str:
         return f"{self.folder}/{self.relpath}"
 
-    @property
-    def path(self) -> Path:
-        """The file (made on demand: a scan of 100,000 junk files makes no Path)."""
-        return Path(self.file)
+    path = Task.path  # made on demand: a scan of 100,000 junk files makes no Path
 
     @property
     def reason(self) -> str:
@@ -134,25 +138,22 @@ class _Dir:
         self.invalid = invalid
         self.subdirs = subdirs
         self.watched: list[tuple[str, tuple | None]] = [
-            (bad.file, _lstat_key(bad.file) if i < WATCH_EACH else _UNSEEN)
+            (bad.file, lstat_key(bad.file) if i < WATCH_EACH else _UNSEEN)
             for i, bad in enumerate(invalid)]
-        """The invalid files and their stat keys when last looked at: a ``chmod`` or an edit
-        in place changes no folder's key, so they are looked at again, :data:`WATCH_EACH` of
-        them at each scan in turn (junk by the 100,000 costs no scan 100,000 ``lstat``; a
-        file of it made valid in place is seen at its turn, or when it is rejected, which
-        judges it afresh)."""
+        """The invalid files and their stat keys when last looked at: a ``chmod`` in place
+        changes no folder's key, so :data:`WATCH_EACH` of them are looked at again in turn
+        at each scan (100,000 junk files cost no scan 100,000 ``lstat``)."""
         self.next = 0
 
     def changed(self) -> bool:
-        """Whether one of the invalid files looked at in this scan has changed since the last
-        look at it."""
+        """Whether an invalid file looked at in this scan changed since the last look."""
         watched = self.watched
         n = len(watched)
         for _ in range(min(n, WATCH_EACH)):
             i = self.next
             self.next = (i + 1) % n
             path, key = watched[i]
-            now = _lstat_key(path)
+            now = lstat_key(path)
             if key is _UNSEEN:
                 watched[i] = (path, now)
             elif now != key:
@@ -233,6 +234,21 @@ class Index:
         self._order = None
         self.serial += 1
         self._feed.append((self.serial, (task,), ()))
+
+    def rejected(self, folder_path: str, files: set[str], before: os.stat_result,
+                 after: os.stat_result) -> None:
+        """This process just moved the invalid ``files`` out of the folder at ``folder_path``
+        (between its stats ``before`` and ``after``): as for :meth:`claimed`, the folder
+        keeps its listing, without them, so junk rejected a few at a time costs no relist."""
+        folder = self._dirs.get(folder_path)
+        if folder is None or folder.key is None or folder.key[1:4] != (
+                before.st_ino, before.st_mtime_ns, before.st_ctime_ns):
+            return
+        folder.invalid = [b for b in folder.invalid if b.file not in files]
+        folder.watched = [w for w in folder.watched if w[0] not in files]
+        folder.next = 0
+        rank, _ino, _mtime, _ctime, problem = folder.key
+        folder.key = (rank, after.st_ino, after.st_mtime_ns, after.st_ctime_ns, problem)
 
     def changes_since(self, serial: int) -> list[tuple[tuple[Task, ...], tuple[Task, ...]]] | None:
         """The changes to the waiting tasks since the scan that left :attr:`serial` at
@@ -351,7 +367,7 @@ class Index:
         for rel, path, st, error, has_logbook in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
-                mtime = st.st_mtime if isinstance(st, os.stat_result) else _mtime(path)
+                mtime = st.st_mtime if isinstance(st, os.stat_result) else mtime_of(path)
                 invalid.append(Invalid(folder, rel, path, error, mtime))
                 continue
             if isinstance(st, CachedFile):
@@ -403,7 +419,7 @@ class Index:
             if isinstance(verdict.error, TaskVanished):
                 return None
             opened = verdict.opened
-            return verdict.error, opened.st_mtime if opened is not None else _mtime(path)
+            return verdict.error, opened.st_mtime if opened is not None else mtime_of(path)
         return remembered(verdict)
 
     def _parse(self, path: str, st: os.stat_result) -> CachedFile | None:
@@ -453,8 +469,7 @@ class Index:
 
 
 def _too_deep(path: str, prefix: str, folder: str) -> Invalid:
-    """A folder whose path is past ``PATH_MAX``: nothing below it can be named, so nothing
-    can run or be moved; it is listed with why."""
+    """A folder past ``PATH_MAX``: nothing below it can be named (run or moved)."""
     why = (f"the path is longer than the {PATH_MAX} bytes a path may have, so no task below "
            f"it can run; move its folders higher up")
     return Invalid(folder, prefix.rstrip("/"), path, TaskError(path, None, why))
@@ -463,23 +478,7 @@ def _too_deep(path: str, prefix: str, folder: str) -> Invalid:
 WATCH_EACH = 256
 """Invalid files of one folder looked at again by each scan (see ``_Dir.watched``)."""
 
-_UNSEEN: tuple = ("not looked at",)
-"""The key of an invalid file not looked at since it was listed."""
-
-
-def _lstat_key(path: str | os.PathLike[str]) -> tuple | None:
-    """:func:`~metaq_py.queue.disk.walk.stat_key` of ``path`` itself, or ``None`` if gone."""
-    try:
-        return stat_key(os.lstat(path))
-    except OSError:
-        return None
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
+_UNSEEN: tuple = ("not looked at",)  # the key of an invalid file not looked at since listed
 
 
 def order_key(rank: int, spec: TaskSpec, submit: float, task_id: str, *,

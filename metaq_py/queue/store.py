@@ -40,7 +40,7 @@ from metaq_py.queue.disk.folders import (
     relative_parts,
 )
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
-from metaq_py.queue.index import Index, Scan, Task
+from metaq_py.queue.index import Index, Invalid, Scan, Task
 from metaq_py.queue.judge import Verdict, judge_in_queue
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -135,9 +135,9 @@ class Queue(Layout):
         :meth:`pending`)."""
         scan = self.index.scan()
         now = self.clock.now()
-        budget = REJECT_EACH
+        due: dict[str, list[tuple[Invalid, str]]] = {}
         for bad in scan.invalid:
-            if budget <= 0:
+            if sum(map(len, due.values())) >= REJECT_EACH:
                 break  # junk never holds up real work: the rest at the next scans
             if now - bad.mtime < SETTLE:
                 continue  # changed when it was listed: not settled yet
@@ -153,9 +153,17 @@ class Queue(Layout):
             if fresh is None:
                 self.index.forget(bad.path)
                 continue
-            budget -= 1
-            with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
-                self.reject(bad.path, fresh if bad.content else bad.reason)
+            due.setdefault(os.path.dirname(bad.file), []).append(
+                (bad, fresh if bad.content else bad.reason))
+        for folder, bads in due.items():
+            before = _stat_or_none(folder)
+            for bad, why in bads:
+                with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
+                    self.reject(bad.path, why)
+            after = _stat_or_none(folder)
+            if before is not None and after is not None:
+                # Its own moves only: the folder is not listed again for them.
+                self.index.rejected(folder, {b.file for b, _ in bads}, before, after)
         return scan
 
     def _problem(self, path: Path) -> str | None:

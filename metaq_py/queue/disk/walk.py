@@ -26,7 +26,8 @@ from metaq_py.task_spec import TaskSpec
 if TYPE_CHECKING:
     from metaq_py.queue.index import Task
 
-__all__ = ["CachedFile", "remembered", "stat_key", "walk_folder"]
+__all__ = ["BIG_FOLDER", "CachedFile", "lstat_key", "mtime_of", "remembered", "stat_key",
+           "walk_folder"]
 
 
 class CachedFile:
@@ -57,6 +58,22 @@ def stat_key(st: os.stat_result) -> tuple:
     """What must not change for a file's remembered verdict to hold: inode, size, mtime, and
     the mode and owners its trust depends on (``chmod`` does not change the mtime)."""
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_gid)
+
+
+def lstat_key(path: str | os.PathLike[str]) -> tuple | None:
+    """:func:`stat_key` of ``path`` itself, or ``None`` if it is gone."""
+    try:
+        return stat_key(os.lstat(path))
+    except OSError:
+        return None
+
+
+def mtime_of(path: str) -> float:
+    """When ``path`` itself last changed; 0 if it is gone."""
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 BIG_FOLDER = 4096
