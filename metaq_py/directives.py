@@ -38,16 +38,23 @@ from metaq_py.task_spec import TaskShape, TaskSpec
 
 __all__ = [
     "HEADER_LIMIT",
+    "SCRIPT_LIMIT",
     "format_directives",
     "late_directives",
     "miscased_directives",
+    "not_executable",
     "parse_header",
     "read_head",
+    "read_script",
     "read_task",
 ]
 
 HEADER_LIMIT = 64 * 1024
 """At most this many bytes are read from a task script to find its header."""
+
+SCRIPT_LIMIT = 16 * 1024 * 1024
+"""The largest task file (bytes) a runner runs: it reads the whole file once, checks it, and
+runs those very bytes (see :mod:`metaq_py.program`)."""
 
 PREFIX = "#METAQ"
 
@@ -291,7 +298,25 @@ def read_task(path: str | os.PathLike[str]) -> TaskSpec:
 def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result]:
     """The first :data:`HEADER_LIMIT` bytes of a task file, whether it goes on past them, and
     the ``stat`` of the opened file (so callers check the same file they read)."""
+    data, st = _read_task(str(path), HEADER_LIMIT)
+    return data[:HEADER_LIMIT], len(data) > HEADER_LIMIT, st
+
+
+def read_script(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """The whole task file at ``path`` (at most :data:`SCRIPT_LIMIT` bytes) and the ``stat``
+    of the opened file, with the checks and sentences of :func:`read_head`: the bytes a
+    runner checks and then runs, never the path again."""
     name = str(path)
+    data, st = _read_task(name, SCRIPT_LIMIT)
+    if len(data) > SCRIPT_LIMIT:
+        raise TaskError(name, None, f"the file is more than {SCRIPT_LIMIT >> 20} MiB; a task "
+                                    f"is a script, which may run a large program by its path")
+    return data, st
+
+
+def _read_task(name: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """At most ``limit + 1`` bytes of the task file ``name`` (a regular, executable file;
+    never blocking on a FIFO) and its ``fstat``."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -305,11 +330,11 @@ def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result
         if not stat.S_ISREG(st.st_mode):
             raise TaskError(name, None, "this is not a regular file, so it cannot be a task")
         if not st.st_mode & 0o111:
-            raise TaskError(name, None, f"the script is not executable; run chmod +x {name}")
+            raise TaskError(name, None, not_executable(name))
         chunks = []
         size = 0
-        while size <= HEADER_LIMIT:
-            chunk = os.read(fd, HEADER_LIMIT + 1 - size)
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -320,9 +345,12 @@ def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result
         raise TaskError(name, None, _open_problem(name, e)) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    truncated = len(data) > HEADER_LIMIT
-    return data[:HEADER_LIMIT], truncated, st
+    return b"".join(chunks), st
+
+
+def not_executable(name: str) -> str:
+    """The sentence for a task file ``name`` without an execute bit."""
+    return f"the script is not executable; run chmod +x {name}"
 
 
 def _open_problem(name: str, e: OSError) -> str:

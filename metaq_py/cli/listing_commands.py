@@ -25,7 +25,16 @@ from typing import Annotated, Any
 import typer
 
 from metaq_py.cli.live_view import count_tables, live_section, print_live, watch
-from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
+from metaq_py.cli.shared import (
+    JsonOpt,
+    QueueOpt,
+    TaskArg,
+    app,
+    console,
+    open_queue,
+    printable,
+    reported,
+)
 from metaq_py.cli.task_view import entry_json, print_history, print_spec
 from metaq_py.directive_keys import format_indices
 from metaq_py.durations import format_duration
@@ -79,11 +88,17 @@ def status(
         for table in count_tables(q, counts):
             console.print(table)
         print_live(live, console)
-        for item in counts.invalid:
-            typer.echo(f"invalid: {item['reason']}", err=True)
+        for item in counts.invalid[:INVALID_SHOWN]:
+            typer.echo(f"invalid: {printable(item['reason'])}", err=True)
+        if len(counts.invalid) > INVALID_SHOWN:
+            typer.echo(f"invalid: and {len(counts.invalid) - INVALID_SHOWN} more files that "
+                       f"are not tasks ('metaq ls pending' lists them)", err=True)
         for problem in live["problems"]:
-            typer.echo(f"warning: {problem}", err=True)
+            typer.echo(f"warning: {printable(problem)}", err=True)
 
+
+INVALID_SHOWN = 10
+"""Invalid waiting files ``status`` names one by one; junk never floods it."""
 
 LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
 LS_PAGE = 50
@@ -172,6 +187,7 @@ def _array_rows(entries: Iterator[Entry], root: Path) -> Iterator[tuple[str, ...
 def _stream_rows(rows: Iterator[tuple[str, ...]], header: tuple[str, ...]) -> None:
     """Print ``rows`` under ``header`` in aligned columns, as they come: the widths are
     those of the first :data:`LS_PAGE` rows (a longer cell later pushes its row along)."""
+    rows = (tuple(map(printable, row)) for row in rows)  # a newline in a name stays \n
     page = list(itertools.islice(rows, LS_PAGE))
     widths = [max(len(c) for c in col) for col in zip(header, *page, strict=False)]
 
@@ -220,9 +236,9 @@ def show(
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
-        typer.echo(f"{found.id}: {found.state} ({found.path})")
+        typer.echo(printable(f"{found.id}: {found.state} ({found.path})"))
         if found.reason:
-            typer.echo(f"reason: {found.reason}")
+            typer.echo(f"reason: {printable(found.reason)}")
         if found.spec is not None:
             print_spec(found.spec, header=False, words=True)
         if data["running"]:
@@ -235,21 +251,10 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
     (``None``: whole nodes) and GPU ids."""
     if not e.jobid:
         return None
-    path = q.job_dir(e.jobid) / "events.jsonl"
     last = None
-    try:
-        with open(path) as f:
-            for line in f:
-                if '"start"' in line and e.relpath in line:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue  # a line cut short by a crash
-                    if ev.get("event") == "start" and \
-                            str(ev.get("task", "")).endswith("/" + e.relpath):
-                        last = ev
-    except OSError:
-        return None
+    for ev in q.events(e.jobid):  # read in bounded pieces; a FIFO or a link has no events
+        if ev.get("event") == "start" and str(ev.get("task", "")).endswith("/" + e.relpath):
+            last = ev
     if last is None:
         return None
     return {"hosts": last.get("hosts", []), "cores": last.get("cores"),

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from metaq_py.alloc.journal import allocations as alloc_made
+from metaq_py.cli.shared import cell
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.layout import FAILED, HOLD, PENDING, STATES, WORKING
 from metaq_py.queue.notices import read_notices
@@ -107,8 +108,8 @@ def live_tables(section: dict[str, Any]) -> list[Table]:
             t.add_column(col)
         for r in section["running"]:
             job = f"{r['job']} on {r['machine']}" + ("" if r["live"] else " (not live)")
-            t.add_row(r["task"], job, ",".join(r["hosts"]) or "?", format_time(r["start"]),
-                      format_duration(round(r["time_left"])))
+            t.add_row(cell(r["task"]), cell(job), ",".join(r["hosts"]) or "?",
+                      format_time(r["start"]), format_duration(round(r["time_left"])))
         tables.append(t)
     if section["allocations"]:
         t = Table(title="live allocations")
@@ -118,7 +119,7 @@ def live_tables(section: dict[str, Any]) -> list[Table]:
             left = "no limit" if a["time_left"] is None else format_duration(
                 round(a["time_left"]))
             reserved = "; ".join(f"{n}: {','.join(hs)}" for n, hs in a["reserved"].items())
-            lent = "; ".join(f"{x['task']} -> {x['to']}: {','.join(x['hosts'])}"
+            lent = "; ".join(cell(f"{x['task']} -> {x['to']}: {','.join(x['hosts'])}")
                              for x in a["lent"])
             t.add_row(f"{a['job']} on {a['machine']}", str(a["nodes"]), str(a["idle"]), left,
                       a["mechanism"] or "", reserved, lent)
@@ -128,8 +129,8 @@ def live_tables(section: dict[str, Any]) -> list[Table]:
         for col in ("name", "nodes", "arrival", "walltime", "who", "state"):
             t.add_column(col)
         for n in section["notices"]:
-            t.add_row(n["name"], str(n["nodes"]), format_time(n["arrival"]),
-                      format_duration(n["walltime"]), n["who"], n["state"])
+            t.add_row(cell(n["name"]), str(n["nodes"]), format_time(n["arrival"]),
+                      format_duration(n["walltime"]), cell(n["who"]), n["state"])
         tables.append(t)
     if section["alloc"]:
         tables.append(_alloc_table(section["alloc"]))
@@ -170,7 +171,7 @@ def count_tables(q: Queue, counts: QueueCounts) -> list[Table]:
         for s in STATES:
             pt.add_column(s, justify="right")
         for p, c in sorted(counts.projects.items()):
-            pt.add_row(p, *(str(c[s] or "") for s in STATES))
+            pt.add_row(cell(p), *(str(c[s] or "") for s in STATES))
         tables.append(pt)
     return tables
 
@@ -191,7 +192,7 @@ def campaign_table(counts: QueueCounts, *, rows: int = CAMPAIGN_ROWS) -> Table |
     for col in ("folder", "progress", "done", "running", "waiting", "failed"):
         t.add_column(col, justify="left" if col in ("folder", "progress") else "right")
     for _complete, name, done, total, c in items[:rows]:
-        t.add_row(name, ProgressBar(total=total, completed=done, width=30),
+        t.add_row(cell(name), ProgressBar(total=total, completed=done, width=30),
                   f"{done}/{total}", str(c[WORKING] or ""), str(c[PENDING] + c[HOLD] or ""),
                   str(c[FAILED] or ""))
     if len(items) > rows:

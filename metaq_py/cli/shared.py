@@ -48,6 +48,23 @@ console = Console(highlight=False, soft_wrap=True)
 """Standard output for tables and text meant for people (no colour guessing in pipes)."""
 
 
+def printable(text: str) -> str:
+    """``text`` with each control or other unprintable character escaped as Python writes it
+    (``\\n``, ``\\t``, ``\\x1b``): a task named with a newline or a terminal escape never
+    breaks a listing nor reaches the terminal as itself."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
+                   .decode("ascii") for c in text)
+
+
+def cell(text: str) -> str:
+    """:func:`printable` ``text`` for a rich table, its ``[`` never taken for markup."""
+    from rich.markup import escape
+
+    return escape(printable(text))
+
+
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn a MetaqError into one line on standard error and exit status 1."""

@@ -121,6 +121,11 @@ class _Child:
     """Whether the runner sent it a signal: its exit then takes every marked process along."""
 
 
+def _second(fds: list[int]) -> int | None:
+    """The checked program's descriptor, sent after the output's when there is one."""
+    return fds[1] if len(fds) > 1 else None
+
+
 @dataclass(slots=True)
 class _Held:
     """A follow-on start waiting for the end of the task ``after`` (see the module text),
@@ -132,6 +137,13 @@ class _Held:
     start: tuple[Any, ...]
     """The start's fields, as :meth:`Agent._start` takes them."""
     output: int
+    program: int | None = None
+
+    def close(self) -> None:
+        """Close the descriptors of a start that will not come."""
+        os.close(self.output)
+        if self.program is not None:
+            os.close(self.program)
 
 
 class Agent:
@@ -177,7 +189,7 @@ class Agent:
             # Close-on-exec from the start: a descriptor received here must reach only the
             # task it is for, through the start's dup2.
             data, ancillary, flags, _ = self.sock.recvmsg(
-                MESSAGE_MOST, socket.CMSG_SPACE(_FD_SIZE), socket.MSG_CMSG_CLOEXEC)
+                MESSAGE_MOST, socket.CMSG_SPACE(2 * _FD_SIZE), socket.MSG_CMSG_CLOEXEC)
         except ConnectionError:
             return False
         fds = [int.from_bytes(cmsg[2][i:i + _FD_SIZE], sys.byteorder)
@@ -191,14 +203,17 @@ class Agent:
             return True
         message = marshal.loads(data)
         kind = message[0]
-        if kind in (START, FOLLOW) and not fds:
-            # The kernel dropped the descriptor (MSG_CTRUNC): this agent has too many open.
+        if kind in (START, FOLLOW) and len(fds) < 1 + bool(message[-1]):
+            # The kernel dropped a descriptor (MSG_CTRUNC): this agent has too many open. A
+            # start whose checked program is missing never runs its script's path instead.
+            for fd in fds:
+                os.close(fd)
             self._send((REFUSED, message[1], errno.EMFILE, os.strerror(errno.EMFILE), None))
         elif kind == START:
             self._flush()  # the exits noticed so far must not wait for this spawn
-            self._start(*message[1:], output=fds[0])
+            self._start(*message[1:], output=fds[0], program=_second(fds))
         elif kind == FOLLOW:
-            self._follow(message, output=fds[0])
+            self._follow(message, output=fds[0], program=_second(fds))
         elif kind == WITHDRAW:
             self._withdraw(message[1])
         elif kind == SIGNAL:
@@ -220,14 +235,17 @@ class Agent:
             self.answers = []
 
     def _start(self, token: int, argv: list[str], env: dict[str, str], mark: str,
-               cpus: list[int] | None, *, output: int) -> None:
+               cpus: list[int] | None, checked: bool, *, output: int,
+               program: int | None) -> None:
         try:
-            pid = spawn(argv, output=output, env=env)
+            pid = spawn(argv, output=output, env=env, program=program)
         except OSError as e:
             self._send((REFUSED, token, e.errno, e.strerror, e.filename))
             return
         finally:
             os.close(output)
+            if program is not None:
+                os.close(program)
         try:
             cgroup, contained = contain_started(pid, mark=mark, cpus=cpus)
         except OSError as e:
@@ -244,11 +262,12 @@ class Agent:
         self.epoll.register(pidfd, select.EPOLLIN)
         self._send((STARTED, token, pid, None if cgroup is None else str(cgroup)))
 
-    def _follow(self, message: Message, *, output: int) -> None:
+    def _follow(self, message: Message, *, output: int, program: int | None) -> None:
         """Hold a follow-on start until the end of the task it follows; start it now if that
         has just ended, and withdraw it if that never started."""
         token, after, hold = message[1], message[2], message[3]
-        held = _Held(token, after, time.monotonic() + hold, (token, *message[4:]), output)
+        held = _Held(token, after, time.monotonic() + hold, (token, *message[4:]), output,
+                     program)
         if after in self.by_token or after in self.held_tokens:
             if after in self.held:  # one follow-on per start: the runner never sends two
                 self._withdraw(self.held[after].token)
@@ -257,12 +276,12 @@ class Agent:
             self._flush()
             self._start_held(held)
         else:
-            os.close(output)
+            held.close()
             self._send((WITHDRAWN, token))
 
     def _start_held(self, held: _Held) -> None:
         """Start a follow-on; a chain behind it goes back if it cannot be started."""
-        self._start(*held.start, output=held.output)
+        self._start(*held.start, output=held.output, program=held.program)
         if held.token not in self.by_token:
             self._withdraw_after(held.token)
 
@@ -271,7 +290,7 @@ class Agent:
         if held is None:
             return  # started already, or refused: its answer went out before
         del self.held[held.after]
-        os.close(held.output)
+        held.close()
         self._send((WITHDRAWN, token))
         self._withdraw_after(token)
 

@@ -169,7 +169,7 @@ class AgentLink:
               on_exit: Callable[[TaskProcess], object] | None) -> int | None:
         token = next(self._tokens)
         data = marshal.dumps((kind, token, *extra, ready.command, ready.env, ready.mark,
-                              ready.cpus))
+                              ready.cpus, ready.program is not None))
         if len(data) > agent.MESSAGE_MOST:
             return None
         with self._lock:
@@ -177,12 +177,14 @@ class AgentLink:
                 return None
             self._pending[token] = _Pending(ready, done, on_exit)
         try:
-            socket.send_fds(self._sock, [data], [ready.output])
+            fds = [ready.output] if ready.program is None else [ready.output, ready.program]
+            socket.send_fds(self._sock, [data], fds)
         except OSError:
             with self._lock:
                 self._pending.pop(token, None)
             return None
         os.close(ready.output)
+        ready.close_program()
         return token
 
     def send(self, message: agent.Message) -> bool:

@@ -361,12 +361,13 @@ def start_prepared(ready: Prepared, *, on_exit: Callable[[TaskProcess], object] 
     share."""
     spec, command, tee, cpus = ready.spec, ready.command, ready.tee, ready.cpus
     try:
-        pid = spawn(command, output=ready.output, env=ready.env)
+        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program)
     except OSError as e:
         ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
+    ready.close_program()
     started_at = clock()
     try:
         cgroup, contained = contain_started(pid, mark=ready.mark, cpus=cpus)

@@ -15,7 +15,6 @@ task has it. What is found is an :class:`~metaq_py.queue.finding.Entry`
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import secrets
 import time
@@ -24,12 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metaq_py.directive_keys import INDEX, parse_indices
-from metaq_py.directives import read_head
+from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
-from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, write_all
-from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, read_reason
+from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, replace_file, write_all
+from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
 from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.finding import STATE_WORDS, Entry, by_name, files_in, tasks_named
 from metaq_py.queue.judge import Head, judge
@@ -45,6 +44,7 @@ from metaq_py.queue.layout import (
     WORKING,
 )
 from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec
 
@@ -159,7 +159,7 @@ class QueueAdmin:
     def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
         q = self.queue
         dst = q.path_of(HOLD if hold else PENDING, p.folder, p.rel)
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(q.root, dst.parent)  # a link planted at --folder's name is set aside
         mode = (os.stat(p.src).st_mode & 0o755) | 0o700
 
         def resolved(names: tuple[str, ...], index: int | None) -> tuple[str, ...]:
@@ -217,7 +217,8 @@ class QueueAdmin:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.queue.clock.now()))
         reason = f"cancelled by {_user()} at {when}"
         if e.state == WORKING:
-            companion(e.path, CANCEL_SUFFIX).write_text(reason + "\n", encoding="utf-8")
+            # Never through a link planted at the request's name (replaced, not followed).
+            replace_file(companion(e.path, CANCEL_SUFFIX), (reason + "\n").encode())
             return Moved(WORKING, e.path)
         return self._relocate(e, CANCELLED, CANCELLED, reason=reason)
 
@@ -364,10 +365,8 @@ class QueueAdmin:
 
 
 def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
+    """Who runs this command: the process's uid, never ``$USER`` (anyone may set that)."""
+    return user_name(os.getuid())
 
 
 MAX_FOLDER_NAME = NAME_MAX - len(".planted-000000")
@@ -401,15 +400,5 @@ def _relpath(sub: str | None, name: str) -> str:
 def _read_whole(src: Path) -> tuple[bytes, Head]:
     """The whole script, with the same checks (and messages) as a task in the queue, and its
     header as :func:`~metaq_py.directives.read_head` read it."""
-    head = read_head(src)
-    data, truncated, _ = head
-    if not truncated:
-        return data, head
-    try:
-        with open(src, "rb") as f:
-            whole = f.read()
-    except OSError as e:
-        raise TaskError(str(src), None, f"the file cannot be read ({e.strerror})") from None
-    if not whole.startswith(data):
-        raise TaskError(str(src), None, "the file changed while being read; submit it again")
-    return whole, head
+    whole, st = read_script(src)
+    return whole, (whole[:HEADER_LIMIT], len(whole) > HEADER_LIMIT, st)

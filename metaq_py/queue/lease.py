@@ -27,9 +27,10 @@ import math
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from metaq_py.program import Program
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
@@ -76,6 +77,9 @@ class Claim:
     """How long its holder said the lease may go unrenewed before it is lost (the holder's
     ``stale_after`` when it claimed): another runner judges the lease by this, never by its
     own setting. ``None`` for a lease that does not say (then the reader's own counts)."""
+    program: Program | None = field(default=None, compare=False, repr=False)
+    """What the claiming runner checked and will run (:class:`~metaq_py.program.Program`);
+    ``None`` for claims read back from their leases."""
 
     @property
     def id(self) -> str:
@@ -92,6 +96,37 @@ def lease_path(task: str | os.PathLike[str]) -> Path:
     """Where the lease of the claimed task at ``task`` is kept."""
     p = task if isinstance(task, Path) else Path(task)
     return p.with_name(f".{p.name}{LEASE_SUFFIX}")
+
+
+ENDED_SUFFIX = ".ended-"
+"""A claim whose task ended but could not be moved (a full disk) has its lease renamed to
+``.<name>.ended-<exit code>`` by its runner: a rename needs no room a full disk lacks, and
+whoever takes the claim back (:meth:`~metaq_py.queue.store.Queue.reclaim`) settles it with
+that exit code, never runs it again."""
+
+
+def mark_ended(task: Path, exit_code: int) -> bool:
+    """Record that the claimed task at ``task`` ended with ``exit_code`` (see
+    :data:`ENDED_SUFFIX`); whether that could be done."""
+    try:
+        os.rename(lease_path(task), task.with_name(f".{task.name}{ENDED_SUFFIX}{exit_code}"))
+    except OSError:
+        return False
+    return True
+
+
+def ended_code(task: Path) -> tuple[int, Path] | None:
+    """The exit code :func:`mark_ended` recorded for the claimed task at ``task``, and the
+    marker's path; ``None`` when it has none."""
+    prefix = f".{task.name}{ENDED_SUFFIX}"
+    try:
+        with os.scandir(task.parent) as it:
+            for e in it:
+                if e.name.startswith(prefix) and e.name[len(prefix):].lstrip("-").isdigit():
+                    return int(e.name[len(prefix):]), Path(e.path)
+    except OSError:
+        pass
+    return None
 
 
 def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: str, host: str,

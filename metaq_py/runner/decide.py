@@ -41,6 +41,11 @@ from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Decider"]
 
+class CannotClaim(Exception):
+    """A claim that could not write the queue (its lease or its rename failed: a full disk,
+    a quota, a read-only file system): the task stays where it was, to be claimed later."""
+
+
 _MAX_REDECIDE = 8
 """Decisions made again in one pass after a lost claim, at most."""
 
@@ -60,6 +65,10 @@ class Decider:
         self.scheduler = scheduler
         self.max_tasks = max_tasks
         self.wake: float | None = None
+        self.claims_after = float("-inf")
+        """No claim is tried before this time: the last one could not write the queue."""
+        self.claims_paused = False
+        """Whether that was said (once, until a claim goes through again)."""
         self.follow_ons: FollowOns | None = None
         """The runner's follow-ons: withdrawn before a decision that may stop a task for
         another (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
@@ -69,6 +78,9 @@ class Decider:
         claim (a few times at most: then at the next pass)."""
         self.wake = None
         ctx = self.ctx
+        if now < self.claims_after:
+            self.wake = self.claims_after  # the queue could not be written a moment ago
+            return
         end = ctx.end - ctx.options.margin - ctx.options.grace
         follow_ons = self.follow_ons
         for _ in range(_MAX_REDECIDE):
@@ -122,6 +134,16 @@ class Decider:
                             return self._give_back(claimed)
                         claimed[for_job] = ahead
                 r = self.cluster.apply(action, now=now, job=job)
+            except CannotClaim as e:
+                # A full disk, a quota, a read-only queue: no claim now, never a crash.
+                self._give_back(claimed)
+                self.claims_after = now + self.ctx.queue.config.poll_interval
+                self.wake = self.claims_after
+                if not self.claims_paused:
+                    self.ctx.say(f"cannot claim now: {e}; claims wait until the queue can "
+                                 f"be written again")
+                self.claims_paused = True
+                return True
             except ClusterError as e:
                 # A policy bug or a stale view: never act on it, decide again next pass.
                 self.ctx.say(f"the {self.scheduler.name} scheduler's {action!r} was refused: "
@@ -180,8 +202,14 @@ class Decider:
     def claim(self, task: Task, job: Job) -> LiveTask | None:
         """Claim ``task`` in the queue; ``None`` when another runner took it first."""
         ctx = self.ctx
-        claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
-                                pid=os.getpid())
+        try:
+            claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
+                                    pid=os.getpid())
+        except OSError as e:
+            raise CannotClaim(f"{task.id} ({e.strerror or e})") from None
+        if self.claims_paused:
+            self.claims_paused = False
+            ctx.say("claims go on: the queue can be written again")
         if claim is None:
             self.offers.claim_lost(task.id)
             return None

@@ -51,7 +51,7 @@ from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.campaign.deps import RECHECK
-from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.folders import own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -160,6 +160,9 @@ class Runner:
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
         self.awaiting: str | None = None
         """The waiting task the runner stays for while its dependency ends elsewhere."""
+        self.watch_until = math.inf
+        """Until when the runner stays for claims of other jobs that may be lost (see
+        :meth:`_done`; ``inf``: it has not stayed for any yet)."""
         self.stop_reason = ""
         self.exit_code = 0
         self.passes = 0
@@ -196,7 +199,8 @@ class Runner:
 
     def _start(self) -> None:
         ctx, alloc = self.ctx, self.ctx.alloc
-        make_folders(ctx.queue.root, ctx.job_dir)  # a link planted in jobs/ is moved aside
+        # Its own, or nothing in it is: what stands at jobs/<jobid> already is moved aside.
+        own_folder(ctx.queue.root, ctx.job_dir)
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)
@@ -281,6 +285,18 @@ class Runner:
             return True
         if self.launcher.redecide:
             return False  # the waiting tasks changed since the decision that found none to run
+        if self.decider.claims_paused and self.offers.count:
+            return False  # tasks wait for the queue to be writable again (a full disk)
+        now = self.clock.now()
+        soon = [d for d in self.upkeep.sightings.watched.values() if d < self._stop_at()]
+        if soon and now < self.watch_until:
+            if math.isinf(self.watch_until):
+                # At most one stale_after of its own: a claim judged by a longer one of its
+                # holder's is left to the runners after it.
+                self.watch_until = now + self.ctx.queue.config.stale_after
+                self.say(f"staying to see whether {len(soon)} claim(s) of other jobs are "
+                         f"still renewed")
+            return False  # a claim that may be lost: its task would run here
         if self.options.linger:
             return False
         if self.upkeep.notice_due(self.clock.now()):
@@ -420,10 +436,8 @@ class Runner:
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)
-        for live in self.settler.unsettled:
-            self.say(f"{live.id} ended but could not be moved; it stays claimed in "
-                     f"{live.claim.path}, and the next runner (or metaq reset --dead) puts it "
-                     f"back")
+        for sentence in self.settler.park():
+            self.say(sentence)
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.ctx.events.write("runner-stop", reason=reason)
         self.ctx.events.flush()

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from metaq_py.directives import not_executable
 from metaq_py.errors import TaskError
 from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.judge import Verdict
@@ -25,7 +26,8 @@ from metaq_py.task_spec import TaskSpec
 if TYPE_CHECKING:
     from metaq_py.queue.index import Task
 
-__all__ = ["CachedFile", "remembered", "stat_key", "walk_folder"]
+__all__ = ["BIG_FOLDER", "CachedFile", "lstat_key", "mtime_of", "remembered", "stat_key",
+           "walk_folder"]
 
 
 class CachedFile:
@@ -58,13 +60,37 @@ def stat_key(st: os.stat_result) -> tuple:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_gid)
 
 
+def lstat_key(path: str | os.PathLike[str]) -> tuple | None:
+    """:func:`stat_key` of ``path`` itself, or ``None`` if it is gone."""
+    try:
+        return stat_key(os.lstat(path))
+    except OSError:
+        return None
+
+
+def mtime_of(path: str) -> float:
+    """When ``path`` itself last changed; 0 if it is gone."""
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+BIG_FOLDER = 4096
+"""Entries past which a folder's never-seen files are first told apart by their ``lstat``
+(see :func:`walk_folder`): below it, each is opened at once, which spares that call."""
+
+
 def walk_folder(folder: str, prefix: str, trust: Trust, problem: str | None,
                 subdirs: list[tuple[str, str, str | None]], known: dict[str, CachedFile]
                 ) -> Iterable[tuple[str, str, os.stat_result | CachedFile | None,
                                     TaskError | None, bool]]:
     """Yield (relpath, path, stat, error, has_logbook) for every non-hidden file directly in
-    ``folder``; ``error`` is set, and ``stat`` is ``None``, for a file that cannot be a task.
-    A plain file not in ``known`` comes with neither (the caller reads it at once). A plain
+    ``folder``; ``error`` is set, and ``stat`` is ``None`` (but see below), for a file that
+    cannot be a task.
+    A plain file not in ``known`` comes with neither (the caller reads it at once), except in
+    a folder of more than :data:`BIG_FOLDER` entries, where one that is not executable comes
+    with its stat and its error: junk by the thousand is never opened. A plain
     file whose stat matches its ``known`` entry comes with that entry in place of the stat
     (same mode and owners: the same trust verdict, and nothing more to check).
     Sub-folders are appended to ``subdirs`` as (path, prefix, inherited problem)."""
@@ -97,6 +123,7 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
                TaskError(folder, None, f"the folder cannot be read ({err.strerror})"), False)
         return
     base = os.path.join(folder, "")
+    big = len(entries) > BIG_FOLDER
     # Which tasks here have a logbook, known from the listing without another stat.
     logbooks = {e.name[1:-len(LOGBOOK_SUFFIX)] for e in entries
                if e.name[0] == "." and e.name.endswith(LOGBOOK_SUFFIX)}
@@ -126,6 +153,16 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
                 yield rel, path, None, TaskError(path, None, why), False
                 continue
         if path not in known and not link:
+            if big:
+                # Junk by the thousand: a plain file that is not executable is told by its
+                # lstat alone, never opened (a task is opened once, as below).
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # vanished: claimed or moved by someone else
+                if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o111:
+                    yield rel, path, st, TaskError(path, None, not_executable(path)), False
+                    continue
             yield rel, path, None, None, name in logbooks
             continue
         try:

@@ -20,6 +20,7 @@ import yaml
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
+from metaq_py.queue.settings.trust import settings_problem
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
            "AllocSettings", "Caps", "Defaults", "QueueConfig", "default_folder",
@@ -311,17 +312,26 @@ class _Reader:
 
 
 def load_config(root: str | os.PathLike[str]) -> QueueConfig:
-    """The settings of the queue at ``root``: its ``metaq.yaml``, or the defaults without one."""
+    """The settings of the queue at ``root``: its ``metaq.yaml``, or the defaults without one.
+    A file that fails :func:`settings_problem` is refused (:class:`ConfigError`)."""
     root = Path(root)
     path = root / CONFIG_NAME
     try:
-        text = read_regular(path, limit=CONFIG_LIMIT)[0].decode("utf-8")
+        raw, st = read_regular(path, limit=CONFIG_LIMIT)
+        text = raw.decode("utf-8")
     except Refused as e:
         if e.vanished:
             return _with_roots(QueueConfig(), root)
         raise ConfigError(str(path), None, None, e.why) from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), None, None, "the file is not UTF-8 text") from None
+    try:
+        owner = os.stat(root).st_uid
+    except OSError:
+        owner = st.st_uid
+    why = settings_problem(st, owner=owner, reader=os.geteuid())
+    if why is not None:
+        raise ConfigError(str(path), None, None, f"refused: {why}")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except RecursionError:

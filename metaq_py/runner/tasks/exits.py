@@ -18,6 +18,7 @@ from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.usage import Usage
 from metaq_py.queue.layout import FAILED, FINISHED
+from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import gpu_ids_for
 from metaq_py.runner.tasks.follow_ons import FollowOns
@@ -94,6 +95,28 @@ class Settler:
             self.ctx.say(f"{live.id} is settled now: {outcome}")
         self._write_end(live, outcome)
         return True
+
+    def park(self) -> list[str]:
+        """At the runner's stop: try once more to settle each task that could not be moved,
+        and record the exit of each that still cannot (:func:`~metaq_py.queue.lease
+        .mark_ended`), so that whoever takes its claim back settles it rather than runs it
+        again. A sentence for each left so."""
+        said = []
+        for live in list(self.unsettled):
+            if self.settle_or_keep(live, stopping=None):
+                continue
+            status = live.process.status if live.process is not None else None
+            code = status.returncode if status is not None else 0
+            code = 128 - code if code < 0 else code
+            if live.why is None and mark_ended(live.claim.path, code):
+                said.append(f"{live.id} ended (exit code {code}) but could not be moved; "
+                            f"its exit is recorded beside it in {live.claim.path.parent}, and "
+                            f"the runner that takes it back settles it, never runs it again")
+            else:
+                said.append(f"{live.id} ended but could not be moved; it stays claimed in "
+                            f"{live.claim.path}, and the next runner (or metaq reset --dead) "
+                            f"puts it back")
+        return said
 
     def usage(self, live: LiveTask) -> Usage | None:
         """What ``live``'s run used: SLURM's figures for a task in a step of its own (the

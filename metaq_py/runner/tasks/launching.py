@@ -181,7 +181,9 @@ class Launcher:
                 tee = self.ctx.queue.log_path(claim)
                 # Checked against the task's owner and made (with its folders) without
                 # following a link; launch then opens the file made here (O_NOFOLLOW).
-                os.close(open_log(tee, os.stat(claim.path).st_uid))
+                owner = claim.program.owner if claim.program is not None \
+                    else os.stat(claim.path).st_uid
+                os.close(open_log(tee, owner))
             except (MetaqError, LogRefused) as e:
                 self._failed(live, str(e))
                 return None
@@ -200,7 +202,8 @@ class Launcher:
                 resume=live.resume, gpus=live.gpu_ids, cores=live.cores,
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
-                srun_wrap=options.srun, srun_args=options.srun_args)
+                srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
+                env=claim.program.env if claim.program is not None else {})
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))

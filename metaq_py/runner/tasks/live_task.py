@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from metaq_py.launch import LaunchSpec, TaskProcess
 from metaq_py.policy.model import Job
+from metaq_py.queue.disk.fileio import replace_file
 from metaq_py.queue.lease import Claim
 
 if TYPE_CHECKING:
@@ -195,10 +196,8 @@ class LiveTask:
         # A shared hostfile belongs to other tasks too and never changes (the runner gives a
         # task that may be resized in place one of its own).
         own = () if self.spec.shared_hostfile is not None else (self.spec.hostfile,)
-        for target in (resize, *own):
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, target)
+        for target in (resize, *own):  # never through a link planted at either
+            replace_file(target, text.encode())
         self.node_ids, self.hosts = node_ids, hosts
         self.resizing = Resizing(verb, released, now + self.grace, for_task)
         self.process.send_signal(sig)
