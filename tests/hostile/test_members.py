@@ -181,3 +181,36 @@ def test_3_a_claimed_task_swapped_before_its_start_runs_as_checked(members: Memb
     assert int(count.read_text()) >= 2  # the member swapped files the runner had checked
     ran = sorted(p.name for p in out.iterdir())
     assert ran == ["owner-t1.sh", "owner-t2.sh", "owner-t3.sh"], ran
+
+
+# --- a trusted user's file the group may write ---------------------------------------------
+
+
+def test_a_member_cannot_edit_a_trusted_users_task_in_place(members: Members) -> None:
+    """With trusted_users set, the trusted owner's script made under umask 002 is writable by
+    the group; a member appends their own line to it, keeping its owner. It must not run as
+    the owner: it is rejected, saying why, while a script of mode 0755 runs."""
+    q = members.init_queue(settings=f"trusted_users: [{OWNER}]\n")
+    out = _out(members)
+
+    def write() -> None:
+        for name, mode in (("shared.sh", 0o775), ("private.sh", 0o755)):
+            _script(q / "todo" / name, f"touch {out}/owner-{name}")
+            (q / "todo" / name).chmod(mode)
+
+    members.owner.do(write)
+
+    def edit() -> None:
+        with open(q / "todo" / "shared.sh", "a") as f:
+            f.write(f"touch {out}/member-was-here\n")
+
+    members.member.do(edit)
+    assert os.stat(q / "todo" / "shared.sh").st_uid == members.owner.uid  # still the owner's
+    _run(members, q)
+    ran = sorted(p.name for p in out.iterdir())
+    assert ran == ["owner-private.sh"], ran
+    # Just edited, it has not settled long enough to be moved to rejected/; status says why
+    # it waits there.
+    done = members.metaq(members.owner, "status", "-q", str(q))
+    said = done.stdout + done.stderr
+    assert "shared.sh" in said and "chmod g-w" in said, said

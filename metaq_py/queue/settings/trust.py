@@ -4,7 +4,9 @@ owner's account, and ``metaq.yaml`` decides whose.
 A task file, and every folder from the queue root down to it, must be writable only by its
 owner and the queue's configured group. A group-writable path is also accepted when the group
 is its owner's private group (the user-private-group scheme of Debian and Red Hat, where umask
-002 is the default). With ``trusted_users`` set, the owner must be one of them.
+002 is the default). With ``trusted_users`` set, the owner must be one of them, and the task
+file itself must not be writable by the queue's group: any member could otherwise edit a
+trusted user's script in place.
 
 :class:`Trust` answers with a reason string, or ``None`` when the path is trusted; it never
 raises, and it caches the (cheap but repeated) group look-ups.
@@ -70,10 +72,17 @@ class Trust:
         if mode & stat.S_IWOTH:
             return (f"{what} is writable by every user (mode {stat.filemode(mode)}), so anyone "
                     f"could change the code; run chmod o-w on it")
-        if (mode & stat.S_IWGRP and st.st_gid != self.gid
-                and not private_group(st.st_gid, st.st_uid)):
+        shared = mode & stat.S_IWGRP and not private_group(st.st_gid, st.st_uid)
+        if shared and st.st_gid != self.gid:
             return (f"{what} is writable by group {_group_name(st.st_gid)}, which is not the "
                     f"queue's group; run chmod g-w on it or set 'group' in metaq.yaml")
+        if shared and self.uids and not stat.S_ISDIR(mode):
+            # With trusted_users, a trusted user's file that the group may write lets any
+            # member change its code in place (its owner, still trusted, stays the same). A
+            # folder may stay group-writable: whatever a member puts in it is theirs.
+            return (f"{what} is writable by group {_group_name(st.st_gid)}, so with "
+                    f"trusted_users set any member could change a trusted user's code; "
+                    f"run chmod g-w on it")
         if self.uids and st.st_uid not in self.uids:
             return (f"{what} belongs to {user_name(st.st_uid)}, who is not in the queue's "
                     f"trusted_users")
