@@ -1,12 +1,117 @@
-"""write_all: every byte reaches the file, even when the kernel takes them in pieces."""
+"""The one safe reader and the one low-level write.
+
+read_regular never follows a link, whatever it points to: a link to a private regular file,
+which the regular-file check alone would let through, is refused before it is opened; a
+stranger who plants such a link in a folder of the queue learns nothing of the file, not even
+through the reason a refused notice is set aside with. write_all: every byte reaches the file,
+even when the kernel takes them in pieces.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from metaq_py.queue.disk.fileio import write_all
+import pytest
+
+from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
+from metaq_py.queue.notices import load_notices
+from metaq_py.queue.store import Queue
+from tests.capability import as_user, stranger
+
+SECRET = (b'{"name": "s3cr3t-of-the-owner", "nodes": 1, "arrival": 1, "walltime": 1, '
+          b'"issued": 1}\n')
+"""The owner's private file: shaped as a notice, so that a reader which followed the link would
+quote its name in the reason it gives."""
+
+
+def _private_file(folder: Path) -> Path:
+    """A regular file only its owner may read, in a folder only its owner may enter."""
+    folder.mkdir(mode=0o700)
+    secret = folder / "key.json"
+    secret.write_bytes(SECRET)
+    secret.chmod(0o600)
+    return secret
+
+
+def test_a_link_to_a_private_regular_file_is_refused_not_followed(tmp_path: Path) -> None:
+    secret = _private_file(tmp_path / "private")
+    assert read_regular(secret, limit=4096)[0] == SECRET  # readable: only the link is refused
+    link = tmp_path / "lease"
+    link.symlink_to(secret)
+    with pytest.raises(Refused) as refused:
+        read_regular(link, limit=4096)
+    assert "symlink" in str(refused.value) and not refused.value.vanished
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # the same through a folder's descriptor, as the walks read
+        with pytest.raises(Refused, match="symlink"):
+            read_regular("lease", limit=4096, dir_fd=folder)
+    finally:
+        os.close(folder)
+    assert secret.read_bytes() == SECRET
+
+
+def test_a_file_grown_past_its_limit_is_refused_and_one_at_the_limit_read(tmp_path: Path
+                                                                          ) -> None:
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 100)
+    assert read_regular(exact, limit=100)[0] == b"x" * 100
+    with pytest.raises(Refused, match="101 bytes long, more than the 100 bytes"):
+        exact.write_bytes(b"x" * 101)
+        read_regular(exact, limit=100)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    data, st = read_regular(empty, limit=0)
+    assert data == b"" and st.st_size == 0
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder another user may pass through (a test's tmp_path is root's alone)."""
+    top = Path(tempfile.mkdtemp(prefix="metaq-two-uids-"))
+    top.chmod(0o755)
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_strangers_link_to_the_owners_private_file_tells_the_stranger_nothing(
+        open_tmp: Path) -> None:
+    """Two real uids: the owner runs the queue; a stranger who may write its notices plants
+    ``notices/beam.json``, a link to the owner's private file (which the stranger cannot read).
+    The owner's runner refuses the link, sets it aside with a reason that names the link only,
+    and nothing the stranger can read afterwards holds a byte of the file."""
+    user = stranger()
+    secret = _private_file(open_tmp / "owner-only")
+    q = Queue.init(open_tmp / "q")
+    notices = q.root / "notices"
+    os.chown(notices, user.pw_uid, user.pw_gid)  # the stranger may announce work
+
+    def plant() -> None:
+        with pytest.raises(PermissionError):  # private: the link is the stranger's only way
+            secret.read_bytes()
+        (notices / "beam.json").symlink_to(secret)
+
+    as_user(user, plant)
+    told: list[str] = []
+    assert load_notices(q.root, now=time.time() + 60, report=told.append) == []
+    assert not (notices / "beam.json").exists()
+
+    def look() -> list[bytes]:
+        return [path.read_bytes() for path in notices.rglob("*")
+                if not path.is_symlink() and path.is_file()]  # the link: refused to them too
+
+    seen = as_user(user, look)  # what the stranger can read once the owner's runner has been
+    assert not any(b"s3cr3t" in text for text in seen), seen
+    assert len(told) == 1 and "symlink" in told[0] and "s3cr3t" not in told[0]
+    reasons = list(notices.rglob("*.reason"))
+    assert len(reasons) == 1 and b"symlink" in reasons[0].read_bytes()
+    assert reasons[0].read_bytes() in seen
+    assert secret.read_bytes() == SECRET
 
 
 def test_a_pipe_takes_more_than_its_buffer_in_pieces() -> None:
