@@ -11,17 +11,21 @@ every one of them, so a missing one there is a broken setup that a green run mus
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pickle
 import pwd
+import re
 import subprocess
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn, TypeVar
 
 import pytest
 
-__all__ = ["STRANGER", "as_user", "in_ci", "missing", "stranger"]
+__all__ = ["STRANGER", "as_user", "cgroup_problem", "in_ci", "inotify_problem", "missing",
+           "stranger"]
 
 T = TypeVar("T")
 
@@ -36,6 +40,38 @@ def missing(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"CI must have this, but: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def inotify_problem() -> str | None:
+    """Why file-system events cannot wake a watcher here (watchdog not installed, no inotify
+    in the kernel), or ``None``: read from the machine, not from the watcher."""
+    if importlib.util.find_spec("watchdog") is None:
+        return "watchdog, a dependency of metaq-py, is not installed"
+    if not Path("/proc/sys/fs/inotify/max_user_watches").exists():
+        return "the kernel offers no inotify"
+    return None
+
+
+def cgroup_problem() -> str | None:
+    """Why a runner cannot make a cgroup v2 folder of its own here, or ``None``: read from the
+    machine (a cgroup2 mount in /proc/mounts, this process's cgroup there writable, Linux 5.14
+    or later for ``cgroup.kill``), not from :mod:`metaq_py.launch.cgroup`. Not something CI must
+    have: a container may give none, and the runner then stops tasks by the session sweep."""
+    mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    v2 = [m[1] for m in mounts if len(m) > 2 and m[2] == "cgroup2"]
+    if not v2:
+        return "no cgroup v2 hierarchy is mounted"
+    own = next((line.split("::", 1)[1] for line in Path("/proc/self/cgroup").read_text()
+                .splitlines() if line.startswith("0::")), None)
+    if own is None:
+        return "this process is in no cgroup v2"
+    folder = Path(v2[0]) / own.lstrip("/")
+    if not os.access(folder, os.W_OK):
+        return f"this process may not write its cgroup folder {folder}"
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (5, 14):
+        return f"Linux {os.uname().release} has no cgroup.kill (5.14 and later)"
+    return None
 
 
 STRANGER = "metaqstranger"

@@ -23,6 +23,7 @@ from metaq_py.launch.binding import machine_cpus
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.launch.prepare import Prepared, prepare
 from metaq_py.launch.process import start_prepared
+from tests.capability import cgroup_problem
 from tests.launch.test_launch import alive, all_dead, script, spec_for, wait_for_file
 
 
@@ -167,9 +168,10 @@ def test_a_bound_share_is_pinned_by_the_agent(tmp_path: Path, link: AgentLink) -
     assert task.log.read_text().split() == ["Cpus_allowed_list:", str(cpu)]
 
 
-@pytest.mark.skipif(runner_cgroup() is None, reason="no cgroup v2 folder may be made here")
+@pytest.mark.skipif(cgroup_problem() is not None, reason=str(cgroup_problem()))
 def test_the_agent_contains_each_task_in_a_cgroup_of_its_own(
         tmp_path: Path, link: AgentLink) -> None:
+    assert runner_cgroup() is not None  # the machine allows one (read from the machine)
     starts = Starts()
     task = started(link, ready(tmp_path, "#!/bin/sh\nsleep 30\n"), starts)
     try:

@@ -15,13 +15,18 @@ import pytest
 from metaq_py.launch import launch
 from metaq_py.launch.cgroup import cgroup_members, runner_cgroup
 from metaq_py.launch.sweep import session_members
+from tests.capability import cgroup_problem
 from tests.launch.test_launch import all_dead, script, spec_for, wait_for_file
 
-pytestmark = pytest.mark.skipif(
-    runner_cgroup() is None,
-    reason="the kernel gives this process no cgroup v2 folder it may write (not root, no "
-    "delegated subtree, or Linux before 5.14): tasks are stopped by the session sweep alone",
-)
+# Whether the machine gives this process a cgroup v2 folder it may write is read from the
+# machine (tests/capability.py), never from runner_cgroup(): a runner that wrongly found none
+# must fail these tests, not skip them. Without one, tasks are stopped by the session sweep.
+pytestmark = pytest.mark.skipif(cgroup_problem() is not None, reason=str(cgroup_problem()))
+
+
+@pytest.fixture(autouse=True)
+def _the_runner_finds_it() -> None:
+    assert runner_cgroup() is not None, "the machine allows a cgroup, the runner found none"
 
 # A child that leaves the session *and* clears its environment, so it carries no mark: only
 # the cgroup still knows it belongs to the task.

@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 
 from metaq_py.queue.watcher import QueueWatcher
+from tests.capability import inotify_problem, missing
+
+
+@pytest.fixture(autouse=True)
+def _events_here() -> None:
+    """These tests need file-system events: whether the machine has them is read from the
+    machine, so that a watcher wrongly falling back to polling fails them."""
+    problem = inotify_problem()
+    if problem is not None:
+        missing(problem)
 
 
 def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
@@ -19,8 +29,7 @@ def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
     (todo / "claimed.sh").write_text("#!/bin/sh\n")
     # Polling alone would take 30 s: only a file-system event can wake it in time.
     with QueueWatcher([todo], interval=30) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         took = []
         for i in range(3):
             (todo / f"claimed{i}.sh").write_text("#!/bin/sh\n")
@@ -53,8 +62,7 @@ def test_reads_and_a_runners_own_claims_wake_no_one_and_others_do(tmp_path: Path
         (todo / name).write_text("#!/bin/sh\n")
     own = OwnMoves()
     with QueueWatcher([todo], interval=30, own=own) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         assert not _woken(w, 0.3)
         (todo / "read.sh").read_bytes()  # a scan reading a task: no change
         assert not _woken(w, 0.5)
@@ -93,8 +101,7 @@ def test_resting_watches_hear_nothing_and_armed_again_report_a_change(tmp_path: 
     (todo / "sub").mkdir(parents=True)
     own = OwnMoves()
     with QueueWatcher([todo], interval=30, own=own) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         w.rest()
         assert w.resting and w.rests == 1 and own.paused
         own.add(todo / "mine.sh")  # a claim while resting is not noted: no event will come
