@@ -19,7 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
+from metaq_py.queue.disk.fileio import (
+    COMPANION_ROOM,
+    MAX_TASK_NAME,
+    NAME_MAX,
+    Refused,
+    create_new,
+    name_problem,
+    read_regular,
+    replace_file,
+    write_all,
+)
 from metaq_py.queue.notices import load_notices
 from metaq_py.queue.store import Queue
 from tests.capability import as_user, stranger
@@ -141,3 +151,56 @@ def test_a_regular_file_gets_it_all(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert path.read_bytes() == b"abc" * 1000
+
+
+def test_task_names_fit_the_kernels_limits_with_the_longest_companion() -> None:
+    assert MAX_TASK_NAME == NAME_MAX - COMPANION_ROOM == 215
+    assert name_problem("a" * 215) is None
+    assert "216 bytes long" in str(name_problem("a" * 216))
+    assert "at most 215 bytes" in str(name_problem("é" * 108))  # bytes, not characters
+    assert name_problem("t.sh", path="/q/todo/t.sh") is None
+    deep = "/" + "/".join(["d" * 200] * 20) + "/t.sh"  # 4,025 bytes: with the room, too deep
+    assert "the path is too deep" in str(name_problem("t.sh", path=deep))
+    # The longest companion, a staged logbook, of the longest name still fits NAME_MAX.
+    assert len(f".{'a' * 215}.record.1234567.{'f' * 8}.tmp") <= NAME_MAX
+
+
+def test_a_replacement_replaces_a_planted_link_not_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "victim"
+    target.write_bytes(b"keep")
+    link = tmp_path / "lease"
+    link.symlink_to(target)
+    replace_file(link, b"new", mode=0o600)
+    assert not link.is_symlink() and link.read_bytes() == b"new"
+    assert link.stat().st_mode & 0o777 == 0o600
+    assert target.read_bytes() == b"keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lease", "victim"]  # no temporary
+
+
+def test_a_new_file_is_never_made_through_a_link_or_over_a_file(tmp_path: Path) -> None:
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        create_new(tmp_path / "dangling", b"x")
+    assert not (tmp_path / "nowhere").exists()
+    create_new(tmp_path / "fresh", b"abc", mode=0o640)
+    assert (tmp_path / "fresh").read_bytes() == b"abc"
+    with pytest.raises(FileExistsError):
+        create_new(tmp_path / "fresh", b"other")
+    assert (tmp_path / "fresh").read_bytes() == b"abc"
+
+
+def test_a_fifo_a_folder_and_a_missing_file_are_refused_each_saying_what_it_is(
+        tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(Refused, match="FIFO"):  # and the read never blocks on it
+        read_regular(tmp_path / "fifo", limit=10)
+    with pytest.raises(Refused, match="a folder, not a regular file"):
+        read_regular(tmp_path, limit=10)
+    with pytest.raises(Refused, match="a device") as device:
+        read_regular("/dev/null", limit=10)
+    assert not device.value.vanished
+    with pytest.raises(Refused, match="not there") as gone:
+        read_regular(tmp_path / "gone", limit=10)
+    assert gone.value.vanished
+    with pytest.raises(Refused, match="name is too long"):
+        read_regular(tmp_path / ("n" * 300), limit=10)
