@@ -19,7 +19,7 @@ import pytest
 from metaq_py.launch import LaunchSpec, TaskProcess
 from metaq_py.launch.agent import MESSAGE_MOST
 from metaq_py.launch.agent_link import AgentLink, AgentTask
-from metaq_py.launch.binding import machine_cpus
+from metaq_py.launch.binding import machine_cpus, parse_cpu_list
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.launch.prepare import Prepared, prepare
 from metaq_py.launch.process import start_prepared
@@ -162,9 +162,16 @@ def test_output_through_the_tee_is_complete_when_the_exit_is_told(
 def test_a_bound_share_is_pinned_by_the_agent(tmp_path: Path, link: AgentLink) -> None:
     starts = Starts()
     cpu = machine_cpus()[1]
-    task = started(link, ready(tmp_path, "#!/bin/sh\nsleep 0.2\n"
+    go = tmp_path / "go"
+    task = started(link, ready(tmp_path, f"#!/bin/sh\nwhile [ ! -e {go} ]; do sleep 0.01; done\n"
                                          "grep Cpus_allowed_list /proc/$$/status\n",
                                nodes=("n1",), cores=(1,), bind=True), starts)
+    try:  # pinned by the time the agent says it started (the pin follows the spawn)
+        assert parse_cpu_list(next(
+            line.split(":", 1)[1] for line in Path(f"/proc/{task.pid}/status").read_text()
+            .splitlines() if line.startswith("Cpus_allowed_list:"))) == (cpu,)
+    finally:
+        go.touch()
     assert task.wait(10) is not None
     assert task.log.read_text().split() == ["Cpus_allowed_list:", str(cpu)]
 
