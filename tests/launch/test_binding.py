@@ -28,6 +28,7 @@ from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.launch.command import gpu_variable
 from tests.capability import cgroup_problem
 from tests.launch.test_launch import finished, script, spec_for
+from tests.runner_helpers import wait_until
 
 ALLOWED = f"""#!{sys.executable}
 import os, sys
@@ -228,7 +229,8 @@ def test_a_script_making_threads_as_fast_as_it_can_is_pinned_and_let_go() -> Non
     # (the walk is bounded by PIN_MOST as well; on this machine the listing keeps up anyway)
     proc = subprocess.Popen([sys.executable, "-c", SPAWNS_THREADS], start_new_session=True)
     try:
-        time.sleep(0.3)  # well under way
+        # well under way: many threads made already (each lives 5 s)
+        assert wait_until(lambda: len(os.listdir(f"/proc/{proc.pid}/task")) > 50, 30)
         pinning = threading.Thread(target=pin_tree, args=(proc.pid, [CPUS[1]]), daemon=True)
         began = time.monotonic()
         pinning.start()

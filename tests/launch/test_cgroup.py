@@ -102,11 +102,12 @@ def test_the_cgroups_kept_are_removed_when_the_runner_exits(tmp_path: Path) -> N
     assert not kept.parent.exists(), "the runner's cgroups outlived it"
 
 
-# Waits (forking nothing) until it is surely in its cgroup, then leaves one child in its
-# session and one that left it (detached on purpose), and exits.
+# Waits (forking nothing) until it is in its cgroup (moved there right after its start),
+# then leaves one child in its session and one that left it (detached on purpose), and exits.
 LEAVES = f"""#!{sys.executable}
 import os, subprocess, time
-time.sleep(0.3)
+while "/metaq-" not in open("/proc/self/cgroup").read():
+    time.sleep(0.01)
 stays = subprocess.Popen(["sleep", "3600"])
 gone = subprocess.Popen(["sleep", "3600"], start_new_session=True)
 with open(os.environ["METAQ_CHECKPOINT_FILE"], "w") as f:
