@@ -1,15 +1,17 @@
-"""Wake-up latency of :class:`~metaq_py.queue.watcher.QueueWatcher` with file-system events: a task
+"""Wake-ups of :class:`~metaq_py.queue.watcher.QueueWatcher` with file-system events: a task
 arriving right after another one was claimed (renamed out of the watched folder) must wake the
-runner at once, not after watchdog's half-second hold of unpaired renames."""
+runner at once, not after watchdog's half-second hold of unpaired renames (the latency itself
+is measured by bench/wakeup_latency.py)."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
 
 import pytest
 
-from metaq_py.queue.watcher import QueueWatcher
+from metaq_py.queue.watcher import _PAIRING_CLASSES, MOVE_PAIRING, QueueWatcher
 from tests.capability import inotify_problem, missing
 
 
@@ -41,7 +43,17 @@ def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
             took.append(time.monotonic() - t0)
             while w.wait(timeout=0.3):  # let the rest of this round's events go by
                 pass
-        assert max(took) < 0.25, took
+        # At once: not after watchdog's half-second hold of an unpaired rename, which the
+        # watcher shortens; the 30 s poll is the only other way to wake. How quick "at once"
+        # is belongs to bench/wakeup_latency.py (beside watchdog's own hold); here, a bound
+        # a loaded machine cannot miss and that a wake by the poll would.
+        assert max(took) < 10, took
+    for module, name in _PAIRING_CLASSES:
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        assert cls.delay <= MOVE_PAIRING, f"{name} still holds renames {cls.delay} s"
 
 
 def _woken(w: QueueWatcher, within: float) -> bool:

@@ -43,7 +43,9 @@ def test_a_task_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path
     t0 = time.monotonic()
     runner(q, walltime=3.5, grace=1.0, margin=0.5).run()
     took = time.monotonic() - t0
-    assert took < 3.6
+    # Its allocation's 3.5 s; a runner that waited for the task (which ignores SIGTERM and
+    # sleeps a minute) would take over 60. A loaded machine delays the kill by seconds only.
+    assert took < 30
     end = of(events(q), "end", task="todo/stubborn.sh")[0]
     assert (end["outcome"], end["signal"]) == ("requeued", "SIGKILL")
     assert where(q, "stubborn.sh") == "pending"
