@@ -59,3 +59,55 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
 def test_log_target_is_relative_to_the_queue_root(tmp_path: Path) -> None:
     assert log_target("log/x.log", tmp_path) == tmp_path.absolute() / "log/x.log"
     assert log_target("jobs/../../x.log", tmp_path) == tmp_path.absolute().parent / "x.log"
+
+
+def test_an_absolute_folder_link_is_followed_from_the_root(tmp_path: Path) -> None:
+    real = tmp_path / "lustre/proj"
+    real.mkdir(parents=True)
+    (tmp_path / "scratch").symlink_to(real)  # absolute, made by root
+    assert log_problem(tmp_path / "scratch/x.log", 0) is None
+    os.close(open_log(tmp_path / "scratch/run/x.log", 0))
+    assert (real / "run/x.log").is_file()
+
+
+def test_forty_folder_links_on_a_path_are_followed_and_one_more_is_refused(
+        tmp_path: Path) -> None:
+    (tmp_path / "l0").mkdir()
+    for i in range(1, 42):
+        (tmp_path / f"l{i}").symlink_to(f"l{i - 1}")
+    assert log_problem(tmp_path / "l40/x.log", 0) is None
+    assert "too many symlinks" in (log_problem(tmp_path / "l41/x.log", 0) or "")
+
+
+def test_made_folders_are_755_and_every_descriptor_is_closed(tmp_path: Path) -> None:
+    fds = len(os.listdir("/proc/self/fd"))
+    old = os.umask(0)
+    try:
+        for i in range(3):
+            os.close(open_log(tmp_path / f"a{i}/b/c.log", 0))
+    finally:
+        os.umask(old)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert (tmp_path / "a0").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "a0/b").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "a0/b/c.log").is_file() and not (tmp_path / "b").exists()
+
+
+def test_an_existing_log_must_be_one_its_owner_may_write(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o777)
+    logs.chmod(0o777)
+    theirs = logs / "root.log"
+    theirs.write_text("root's\n")
+    theirs.chmod(0o644)
+    assert "may not write it" in (log_problem(theirs, NOBODY) or "")
+    with pytest.raises(LogRefused, match="may not write it"):
+        open_log(theirs, NOBODY)
+    mine = logs / "mine.log"
+    mine.write_text("")
+    os.chown(mine, NOBODY, NOBODY)
+    assert log_problem(mine, NOBODY) is None
+    fd = open_log(mine, NOBODY)
+    os.write(fd, b"appended\n")
+    os.close(fd)
+    assert mine.read_text() == "appended\n" and theirs.read_text() == "root's\n"
