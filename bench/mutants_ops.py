@@ -7,8 +7,9 @@ byte as it was (so a mutant differs from the original by exactly its change):
   ``is`` and ``is not``), ``and`` and ``or``, a ``not`` dropped;
 - arithmetic (``+`` and ``-``, ``*`` and ``/``, ``//`` and ``/``, ``+=`` and ``-=``), ``min``
   and ``max`` swapped;
-- a flag dropped from a ``|`` of flags (``O_RDONLY | O_NOFOLLOW`` without either side), ``&``
-  and ``|`` swapped;
+- a flag dropped from a ``|`` of flags (``O_RDONLY | O_NOFOLLOW`` without ``O_NOFOLLOW``),
+  ``&`` and ``|`` swapped; dropping ``O_RDONLY`` (zero) or ``O_CLOEXEC`` (which ``os.open``
+  adds itself, PEP 446) would change nothing, so those are not made;
 - a number plus one, ``True`` and ``False`` swapped, a name or format string changed (strings
   without white space: prose, docstrings and f-strings are not mutated);
 - a returned value replaced by ``None``, a call made for its effect removed, ``break`` and
@@ -189,8 +190,10 @@ def _changes(node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
         yield node, _paren(node.operand)
     elif isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.BitOr):  # a flag dropped from a set of flags
-            yield node, _paren(node.left)
-            yield node, _paren(node.right)
+            if not _no_op_flag(node.right):
+                yield node, _paren(node.left)
+            if not _no_op_flag(node.left):
+                yield node, _paren(node.right)
         swap = _BINOP_SWAPS.get(type(node.op))
         if swap is not None:
             yield node, _paren(ast.BinOp(node.left, swap(), node.right))
@@ -212,6 +215,15 @@ def _changes(node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
         yield node, "continue"
     elif isinstance(node, ast.Continue):
         yield node, "break"
+
+
+_NO_OP_FLAGS = ("O_RDONLY", "O_CLOEXEC")
+"""Flags whose drop changes nothing in Python: ``O_RDONLY`` is zero, and ``os.open`` adds
+``O_CLOEXEC`` to every descriptor itself (PEP 446)."""
+
+
+def _no_op_flag(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr in _NO_OP_FLAGS
 
 
 def _constant(node: ast.Constant) -> Iterator[tuple[ast.AST, str]]:
