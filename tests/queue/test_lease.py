@@ -1,0 +1,138 @@
+"""A lease as other runners read it (metaq_py/queue/lease.py): each field is believed only when
+it is what a runner writes, a lease that cannot be read counts as none, and a job reuses the
+lease files of its tasks that have left, within a bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metaq_py.queue.lease import (
+    LEASE_LIMIT,
+    JobFolder,
+    LeaseFiles,
+    claim_slot,
+    lease_path,
+    read_claims,
+    read_lease,
+    write_lease,
+)
+from tests.queue.test_store import put
+
+FOLDERS = ("todo",)
+GOOD = {"machine": "m", "job": "1", "folder": "todo", "relpath": "t.sh", "host": "nid01",
+        "pid": 42, "start": 100.0, "attempts": 2, "submit": 50.0, "stale_after": 60.0}
+
+
+def _listed(tmp_path: Path, lease: object) -> object:
+    """The claim ``read_claims`` makes of ``working/m/1/t.sh`` with ``lease`` (raw JSON)."""
+    task = put(tmp_path / "working/m/1/t.sh")
+    lease_path(task).write_text(json.dumps(lease))
+    [claim] = read_claims(tmp_path / "working", folders=FOLDERS)
+    return claim
+
+
+def test_a_lease_as_a_runner_writes_it_is_read_whole(tmp_path: Path) -> None:
+    claim = _listed(tmp_path, GOOD)
+    assert (claim.host, claim.pid, claim.start, claim.attempts, claim.submit,
+            claim.stale_after, claim.id) == ("nid01", 42, 100.0, 2, 50.0, 60.0, "todo/t.sh")
+    assert claim.heartbeat == claim.lease.stat().st_mtime
+
+
+@pytest.mark.parametrize(("field", "value", "read_as"), [
+    ("host", "", None), ("host", "a\tb", None), ("host", "h" * 256, None), ("host", 7, None),
+    ("host", "h" * 255, "h" * 255),
+    ("pid", -1, None), ("pid", True, None), ("pid", 2**31, None), ("pid", "42", None),
+    ("pid", 0, 0), ("pid", 2**31 - 1, 2**31 - 1),
+    ("attempts", True, 0), ("attempts", -3, 0), ("attempts", 2**31 - 1, 2**31 - 1),
+    ("start", "soon", "beat"), ("start", True, "beat"), ("start", -1, "beat"),
+    ("start", 1e11, "beat"), ("start", 10**400, "beat"), ("start", 0, 0.0),
+    ("start", 99_999_999_999, 99_999_999_999.0),
+    ("submit", None, "beat"), ("submit", 3, 3.0),
+    ("stale_after", 0.5, None), ("stale_after", 1.0, 1.0), ("stale_after", 7 * 86400.0,
+                                                             7 * 86400.0),
+    ("stale_after", 7 * 86400.0 + 1, None), ("stale_after", "60", None),
+])
+def test_a_field_that_is_not_what_a_runner_writes_is_taken_as_missing(
+        tmp_path: Path, field: str, value: object, read_as: object) -> None:
+    claim = _listed(tmp_path, {**GOOD, field: value})
+    got = getattr(claim, field)
+    assert got == (claim.heartbeat if read_as == "beat" else read_as)
+
+
+@pytest.mark.parametrize("raw", [b"[1, 2]", b"{", b"\xff", b'"text"', b"[" * 10_000])
+def test_a_lease_that_is_no_json_object_counts_as_none(tmp_path: Path, raw: bytes) -> None:
+    task = put(tmp_path / "t.sh")
+    lease_path(task).write_bytes(raw)
+    assert read_lease(task) is None
+
+
+def test_a_lease_over_its_limit_counts_as_none(tmp_path: Path) -> None:
+    task = put(tmp_path / "t.sh")
+    padded = json.dumps({**GOOD, "pad": ""}).encode()
+    exact = json.dumps({**GOOD, "pad": "x" * (LEASE_LIMIT - len(padded))}).encode()
+    assert len(exact) == LEASE_LIMIT
+    lease_path(task).write_bytes(exact)
+    found = read_lease(task)
+    assert found is not None and found[0]["pid"] == 42
+    lease_path(task).write_bytes(exact[:-1] + b" }")
+    assert read_lease(task) is None
+
+
+def test_a_written_lease_says_who_holds_the_task(tmp_path: Path) -> None:
+    task = put(tmp_path / "t.sh")
+    path = write_lease(task, machine="m", jobid="1", folder="todo", relpath="sub/t.sh",
+                       host="h", pid=7, start=1.5, attempts=3, submit=0.5, stale_after=30.0)
+    assert path == lease_path(task) == tmp_path / ".t.sh.lease"
+    assert json.loads(path.read_text()) == {
+        "machine": "m", "job": "1", "folder": "todo", "relpath": "sub/t.sh", "host": "h",
+        "pid": 7, "start": 1.5, "attempts": 3, "submit": 0.5, "stale_after": 30.0}
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_job_reuses_at_most_its_limit_of_lease_files(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LeaseFiles, "LIMIT", 2)
+    spares = LeaseFiles(tmp_path)
+    leases = []
+    for i in range(3):
+        leases.append(write_lease(put(tmp_path / f"t{i}.sh"), machine="m", jobid="1",
+                                  folder="todo", relpath=f"t{i}.sh", host="h", pid=1,
+                                  start=1.0, attempts=0, submit=1.0))
+    inodes = {p.stat().st_ino for p in leases}
+    for lease in leases:
+        spares.retire(lease)
+    kept = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".spare-"))
+    assert len(kept) == 2 and not any(p.exists() for p in leases)  # the third was deleted
+    reused = write_lease(put(tmp_path / "u.sh"), machine="m", jobid="1", folder="todo",
+                         relpath="u.sh", host="h", pid=1, start=2.0, attempts=0, submit=2.0,
+                         spares=spares)
+    assert reused.stat().st_ino in inodes  # a retired file, rewritten whole
+    assert json.loads(reused.read_text())["relpath"] == "u.sh"
+    spares.clear()
+    assert not any(p.name.startswith(".spare-") for p in tmp_path.iterdir())
+    spares.retire(tmp_path / ".gone.lease")  # a lease someone removed: nothing to keep
+    assert not any(p.name.startswith(".spare-") for p in tmp_path.iterdir())
+
+
+def test_slots_are_the_smallest_free_and_a_job_folder_remembers_its_own(tmp_path: Path
+                                                                         ) -> None:
+    job = tmp_path / "working/m/1"
+    job.mkdir(parents=True)
+    assert claim_slot(job, "t.sh") == job / "t.sh"
+    put(job / "t.sh")
+    assert claim_slot(job, "t.sh") == job / "2/t.sh"
+    (job / "2").write_text("a file where slot 2 would be")
+    assert claim_slot(job, "t.sh") == job / "3/t.sh"
+    assert claim_slot(job, "t.sh", held={3}) == job / "4/t.sh"
+    folder = JobFolder(tmp_path / "working/m/2")
+    first, second = folder.place("x.sh"), folder.place("x.sh")
+    assert (first, second) == (folder.job / "x.sh", folder.job / "2/x.sh")
+    folder.leave(first)
+    assert folder.place("x.sh") == first  # free again
+    folder.leave(second)
+    folder.leave(first)
+    folder.leave(folder.job / "nothing.sh")  # never held: nothing to forget
+    assert folder.place("x.sh") == first
