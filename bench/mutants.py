@@ -417,6 +417,12 @@ def run_module(module: Module, args: argparse.Namespace, equivalent: dict[str, s
     mutants = [m for t in module.targets
                for m in mutants_of(t.path, (REPO / t.path).read_text(), t.functions)]
     mutants += extra_mutants(module)
+    paths = {t.path for t in module.targets}
+    stale = [k for k in equivalent if k.split(" | ")[0] in paths
+             and k not in {m.key for m in mutants}]
+    for key in stale:
+        print(f"{module.name}: bench/mutants_equivalent.txt explains a mutant no longer made: "
+              f"{key}")
     if args.only:
         mutants = [m for m in mutants if m.path in args.only]
     random.Random(args.seed).shuffle(mutants)
