@@ -14,6 +14,7 @@ from metaq_py.queue.lease import (
     JobFolder,
     LeaseFiles,
     claim_slot,
+    find_claim,
     lease_path,
     read_claims,
     read_lease,
@@ -136,3 +137,104 @@ def test_slots_are_the_smallest_free_and_a_job_folder_remembers_its_own(tmp_path
     folder.leave(first)
     folder.leave(folder.job / "nothing.sh")  # never held: nothing to forget
     assert folder.place("x.sh") == first
+
+
+def _retired(spares: LeaseFiles, tmp_path: Path, name: str) -> Path:
+    """Write a lease for ``name`` and retire it into ``spares``; the spare file it became."""
+    lease = write_lease(put(tmp_path / name), machine="m", jobid="1", folder="todo",
+                        relpath=name, host="h", pid=1, start=1.0, attempts=0, submit=1.0)
+    before = {p.name for p in tmp_path.iterdir()}
+    spares.retire(lease)
+    [spare] = [p for p in tmp_path.iterdir() if p.name not in before]
+    return spare
+
+
+def test_a_spare_replaced_by_a_link_is_passed_over_and_its_target_kept(tmp_path: Path
+                                                                        ) -> None:
+    spares = LeaseFiles(tmp_path)
+    assert spares.reuse(b"{}", tmp_path / ".x.lease") is False  # none at hand
+    good = _retired(spares, tmp_path, "a.sh")
+    good_inode = good.stat().st_ino
+    bad = _retired(spares, tmp_path, "b.sh")  # taken first: the last retired
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    bad.unlink()
+    bad.symlink_to(victim)
+    lease = write_lease(put(tmp_path / "c.sh"), machine="m", jobid="1", folder="todo",
+                        relpath="c.sh", host="h", pid=1, start=1.0, attempts=0, submit=1.0,
+                        spares=spares)
+    assert victim.read_text() == "keep"  # never written through the link
+    assert lease.stat().st_ino == good_inode  # the next spare was taken
+    assert json.loads(lease.read_text())["relpath"] == "c.sh"
+
+
+def test_a_full_set_of_spares_deletes_a_lease_even_one_already_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LeaseFiles, "LIMIT", 1)
+    spares = LeaseFiles(tmp_path)
+    _retired(spares, tmp_path, "a.sh")
+    spares.retire(tmp_path / ".gone.lease")  # full, and nothing there: no error
+    extra = write_lease(put(tmp_path / "b.sh"), machine="m", jobid="1", folder="todo",
+                        relpath="b.sh", host="h", pid=1, start=1.0, attempts=0, submit=1.0)
+    spares.retire(extra)
+    assert not extra.exists()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith(".spare-")]) == 1
+
+
+def test_a_folder_planted_at_a_leases_name_is_set_aside(tmp_path: Path) -> None:
+    task = put(tmp_path / "t.sh")
+    lease_path(task).mkdir()
+    (lease_path(task) / "inside").write_text("kept")
+    path = write_lease(task, machine="m", jobid="1", folder="todo", relpath="t.sh", host="h",
+                       pid=1, start=1.0, attempts=0, submit=1.0)
+    assert path.is_file() and json.loads(path.read_text())["pid"] == 1
+    [aside] = [p for p in tmp_path.iterdir() if ".planted-" in p.name]
+    assert (aside / "inside").read_text() == "kept"
+
+
+def test_a_slot_folder_holding_the_name_is_taken(tmp_path: Path) -> None:
+    job = tmp_path / "working/m/1"
+    put(job / "t.sh")
+    (job / "2").mkdir()
+    assert claim_slot(job, "t.sh") == job / "2/t.sh"  # an empty slot folder is free
+    put(job / "2/t.sh")
+    assert claim_slot(job, "t.sh") == job / "3/t.sh"
+    folder = JobFolder(tmp_path / "working/m/2")
+    _one, two, _three = (folder.place("x.sh") for _ in range(3))
+    folder.leave(two)  # slot 2 left while 1 and 3 are held
+    assert folder.place("x.sh") == two
+
+
+def test_claims_in_working_are_all_tasks_even_one_called_like_a_reason(tmp_path: Path
+                                                                        ) -> None:
+    job = tmp_path / "working/m/1"
+    put(job / "x.sh")
+    put(job / "x.sh.reason")  # a task of its own: working/ never holds a .reason
+    listed = sorted(c.relpath for c in read_claims(tmp_path / "working", folders=FOLDERS))
+    assert listed == ["x.sh", "x.sh.reason"]
+
+
+def test_a_slot_that_is_a_link_is_never_where_a_claim_is_found(tmp_path: Path) -> None:
+    job = tmp_path / "working/m/1"
+    job.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    task = put(elsewhere / "t.sh")
+    write_lease(task, machine="m", jobid="1", folder="todo", relpath="sub/t.sh", host="h",
+                pid=1, start=1.0, attempts=0, submit=1.0)
+    (job / "2").symlink_to(elsewhere)
+    assert find_claim(job, "todo", "sub/t.sh", FOLDERS) is None
+    real = put(job / "3/t.sh")
+    write_lease(real, machine="m", jobid="1", folder="todo", relpath="sub/t.sh", host="h",
+                pid=1, start=1.0, attempts=0, submit=1.0)
+    assert find_claim(job, "todo", "sub/t.sh", FOLDERS) == real
+
+
+@pytest.mark.parametrize(("relpath", "believed"), [
+    ("/".join(["a" * 255] * 2), True), ("a" * 256, False),
+    ("/".join(["d" * 99] * 30), True),  # 2,999 characters
+    ("/".join(["d" * 99] * 30) + "/x", False),  # 3,001
+])
+def test_a_leases_relative_path_is_believed_within_the_kernels_limits(
+        tmp_path: Path, relpath: str, believed: bool) -> None:
+    claim = _listed(tmp_path, {**GOOD, "relpath": relpath})
+    assert claim.relpath == (relpath if believed else "t.sh")
