@@ -223,6 +223,8 @@ def test_a_slot_that_is_a_link_is_never_where_a_claim_is_found(tmp_path: Path) -
                 pid=1, start=1.0, attempts=0, submit=1.0)
     (job / "2").symlink_to(elsewhere)
     assert find_claim(job, "todo", "sub/t.sh", FOLDERS) is None
+    # nor listed through it (the link itself is a thing planted in working/, not a folder)
+    assert [c.path for c in read_claims(tmp_path / "working", folders=FOLDERS)] == [job / "2"]
     real = put(job / "3/t.sh")
     write_lease(real, machine="m", jobid="1", folder="todo", relpath="sub/t.sh", host="h",
                 pid=1, start=1.0, attempts=0, submit=1.0)

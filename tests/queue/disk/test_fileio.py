@@ -23,6 +23,7 @@ from metaq_py.queue.disk.fileio import (
     COMPANION_ROOM,
     MAX_TASK_NAME,
     NAME_MAX,
+    PATH_MAX,
     Refused,
     create_new,
     name_problem,
@@ -204,3 +205,29 @@ def test_a_fifo_a_folder_and_a_missing_file_are_refused_each_saying_what_it_is(
     assert gone.value.vanished
     with pytest.raises(Refused, match="name is too long"):
         read_regular(tmp_path / ("n" * 300), limit=10)
+
+
+def test_a_file_that_grows_past_its_limit_while_read_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import metaq_py.queue.disk.fileio as fileio
+
+    path = tmp_path / "grows"
+    path.write_bytes(b"x" * 100)
+    real = os.fstat
+
+    def fstat_then_grow(fd: int) -> os.stat_result:
+        st = real(fd)  # 100 bytes when looked at, more when read
+        with path.open("ab") as f:
+            f.write(b"y" * 50)
+        return st
+
+    monkeypatch.setattr(fileio.os, "fstat", fstat_then_grow)
+    with pytest.raises(Refused, match="more than the 100 bytes"):
+        read_regular(path, limit=100)
+
+
+def test_a_path_fits_with_the_room_the_queue_adds_up_to_path_max_exactly() -> None:
+    room = COMPANION_ROOM + 64  # what name_problem adds to a path for the queue's own names
+    fits = "/" + "d" * (PATH_MAX - room - 1)
+    assert len(fits) + room == PATH_MAX and name_problem("t.sh", path=fits) is None
+    assert "too deep" in str(name_problem("t.sh", path=fits + "d"))

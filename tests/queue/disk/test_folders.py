@@ -126,3 +126,9 @@ def test_a_folder_made_before_costs_a_stat_not_a_make(tmp_path: Path,
         made.make(root / "jobs" / str(i))
     assert 1 <= len(made._seen) <= 2  # the memory is bounded
     assert all((root / "jobs" / str(i)).is_dir() for i in range(5))
+
+
+def test_relative_parts_of_a_path_below_the_root_are_its_names() -> None:
+    assert relative_parts("/q/todo/sub/x.sh", "/q") == ["todo", "sub", "x.sh"]
+    assert relative_parts("/q/todo", "/q") == ["todo"]
+    assert relative_parts("/qq/todo", "/q") == ["..", "qq", "todo"]

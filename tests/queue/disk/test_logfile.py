@@ -111,3 +111,57 @@ def test_an_existing_log_must_be_one_its_owner_may_write(tmp_path: Path) -> None
     os.write(fd, b"appended\n")
     os.close(fd)
     assert mine.read_text() == "appended\n" and theirs.read_text() == "root's\n"
+
+
+def test_the_owners_file_without_its_write_bit_is_refused(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.chown(logs, NOBODY, NOBODY)
+    mine = logs / "mine.log"
+    mine.write_text("")
+    os.chown(mine, NOBODY, NOBODY)
+    mine.chmod(0o444)
+    assert "may not write it" in (log_problem(mine, NOBODY) or "")
+
+
+def test_a_new_log_is_644_blocking_and_refusals_name_the_absolute_folder(tmp_path: Path
+                                                                          ) -> None:
+    old = os.umask(0)
+    try:
+        fd = open_log(tmp_path / "new.log", 0)
+    finally:
+        os.umask(old)
+    try:
+        assert os.get_blocking(fd)  # a task's writes wait rather than fail
+    finally:
+        os.close(fd)
+    assert (tmp_path / "new.log").stat().st_mode & 0o777 == 0o644
+    said = log_problem(tmp_path / "c.log", NOBODY) or ""
+    assert f"the LOG's folder {tmp_path} belongs to root" in said
+
+
+def test_a_link_as_the_log_file_is_refused_when_asked_and_when_opened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import metaq_py.queue.disk.logfile as logfile
+
+    (tmp_path / "secret").write_text("keep")
+    (tmp_path / "t.log").symlink_to(tmp_path / "secret")
+    assert "is a symlink" in (log_problem(tmp_path / "t.log", 0) or "")
+    # Planted between the walk's check and the open: the open itself never follows it.
+    real = logfile._check_last
+
+    def check_then_plant(fd: int, here: Path, name: str, owner: int) -> None:
+        real(fd, here, name, owner)
+        (here / name).symlink_to(tmp_path / "secret")
+
+    monkeypatch.setattr(logfile, "_check_last", check_then_plant)
+    with pytest.raises(LogRefused, match="symlink"):
+        open_log(tmp_path / "u.log", 0)
+    assert (tmp_path / "secret").read_text() == "keep"
+
+
+def test_a_path_that_cannot_be_reached_leaks_no_descriptor(tmp_path: Path) -> None:
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        assert "cannot be reached" in (log_problem(tmp_path / ("n" * 300) / "x.log", 0) or "")
+    assert len(os.listdir("/proc/self/fd")) == fds

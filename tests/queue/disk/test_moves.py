@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metaq_py.queue.disk.folders import CANCEL_SUFFIX, REASON_SUFFIX, companion, free_name
-from metaq_py.queue.disk.moves import inode_of, move_task, rename_quietly
+from metaq_py.queue.disk.folders import REASON_SUFFIX, free_name
+from metaq_py.queue.disk.moves import history_entry, inode_of, move_task, rename_quietly
 from metaq_py.queue.lease import lease_path
 from metaq_py.queue.logbook import Logbook, logbook_path, read_logbook, write_logbook
 
@@ -22,7 +22,7 @@ def test_a_move_takes_the_logbook_and_leaves_no_companion_behind(tmp_path: Path)
     src = _task(tmp_path / "working" / "m" / "1" / "t.sh")
     write_logbook(src, Logbook(inode=inode_of(src), submit=5.0, attempts=2))
     lease_path(src).write_text("{}")
-    companion(src, CANCEL_SUFFIX).write_text("stop")
+    (src.parent / ".t.sh.cancel").write_text("stop")  # as `metaq cancel` names it
     dst = tmp_path / "todo" / "t.sh"
     assert move_task(src, dst, root=tmp_path) == dst
     book = read_logbook(dst, inode_of(dst))
@@ -89,3 +89,18 @@ def test_quiet_renames_say_whether_they_moved_anything(tmp_path: Path) -> None:
     assert rename_quietly(tmp_path / ("n" * 300), tmp_path / "d") is False  # too long to be
     assert inode_of(tmp_path / "b") == os.lstat(tmp_path / "b").st_ino
     assert inode_of(a) == -1
+
+
+def test_a_move_with_a_reason_needs_the_reasons_name_free_too(tmp_path: Path) -> None:
+    _task(tmp_path / "rejected" / "t.sh.reason")  # a task of that name, done before
+    src = _task(tmp_path / "todo" / "t.sh")
+    dst = move_task(src, tmp_path / "rejected" / "t.sh", root=tmp_path, reason="bad")
+    assert dst == tmp_path / "rejected" / "t.sh.1"
+    assert Path(f"{dst}{REASON_SUFFIX}").read_text() == "bad\n"
+    assert (tmp_path / "rejected" / "t.sh.reason").read_text() == "#!/bin/sh\ntrue\n"
+
+
+def test_a_history_entry_leaves_out_what_is_not_known() -> None:
+    assert history_entry("requeued", now=5.0, job="7", host=None, reason="preempted",
+                         exit_code=None) == {"time": 5.0, "event": "requeued", "job": "7",
+                                             "reason": "preempted"}

@@ -92,3 +92,17 @@ def test_a_missing_folder_yields_nothing_and_a_long_name_is_refused(tmp_path: Pa
     _task(tmp_path / ("n" * 230))
     [(_rel, _path, st, err, book)] = _walk(tmp_path)[0]
     assert st is None and "bytes long" in str(err) and book is False
+
+
+def test_an_untrusted_file_is_refused_and_the_walk_goes_on_with_no_descriptor_left(
+        tmp_path: Path) -> None:
+    bad = _task(tmp_path / "a-bad.sh")
+    bad.chmod(0o777)  # writable by anyone: not trusted
+    _task(tmp_path / "b-good.sh")
+    known = {str(p): None for p in tmp_path.iterdir()}  # stat-ed, so judged here
+    fds = len(os.listdir("/proc/self/fd"))
+    walked, _ = _walk(tmp_path, known)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    got = {rel: err for rel, _path, _st, err, _book in walked}
+    assert set(got) == {"p/a-bad.sh", "p/b-good.sh"}
+    assert "writable" in str(got["p/a-bad.sh"]) and got["p/b-good.sh"] is None
