@@ -231,3 +231,26 @@ def test_a_path_fits_with_the_room_the_queue_adds_up_to_path_max_exactly() -> No
     fits = "/" + "d" * (PATH_MAX - room - 1)
     assert len(fits) + room == PATH_MAX and name_problem("t.sh", path=fits) is None
     assert "too deep" in str(name_problem("t.sh", path=fits + "d"))
+
+
+def test_a_file_at_its_limit_that_grows_between_two_reads_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import metaq_py.queue.disk.fileio as fileio
+
+    path = tmp_path / "grows"
+    path.write_bytes(b"x" * 100)
+    real = os.read
+    reads: list[int] = []
+
+    def read_then_grow(fd: int, n: int) -> bytes:
+        data = real(fd, n)
+        reads.append(len(data))
+        if len(reads) == 1:  # all 100 bytes read: one more read must see the end
+            with path.open("ab") as f:
+                f.write(b"y")
+        return data
+
+    monkeypatch.setattr(fileio.os, "read", read_then_grow)
+    with pytest.raises(Refused, match="more than the 100 bytes"):
+        read_regular(path, limit=100)
+    assert reads == [100, 1]
