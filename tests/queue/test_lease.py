@@ -5,6 +5,7 @@ lease files of its tasks that have left, within a bound."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,9 @@ def test_a_lease_as_a_runner_writes_it_is_read_whole(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("field", "value", "read_as"), [
     ("host", "", None), ("host", "a\tb", None), ("host", "h" * 256, None), ("host", 7, None),
-    ("host", "h" * 255, "h" * 255),
+    ("host", "h" * 255, "h" * 255), ("host", "h", "h"),
+    ("folder", ".hidden", "todo"), ("folder", "a/b", "todo"), ("folder", "", "todo"),
+    ("folder", "f" * 256, "todo"), ("folder", "f" * 255, "f" * 255), ("folder", "x", "x"),
     ("pid", -1, None), ("pid", True, None), ("pid", 2**31, None), ("pid", "42", None),
     ("pid", 0, 0), ("pid", 2**31 - 1, 2**31 - 1),
     ("attempts", True, 0), ("attempts", -3, 0), ("attempts", 2**31 - 1, 2**31 - 1),
@@ -60,6 +63,8 @@ def test_a_field_that_is_not_what_a_runner_writes_is_taken_as_missing(
         tmp_path: Path, field: str, value: object, read_as: object) -> None:
     claim = _listed(tmp_path, {**GOOD, field: value})
     got = getattr(claim, field)
+    if field == "folder":  # the task then goes back by it
+        assert claim.id == f"{read_as}/t.sh"
     assert got == (claim.heartbeat if read_as == "beat" else read_as)
 
 
@@ -80,6 +85,7 @@ def test_a_lease_over_its_limit_counts_as_none(tmp_path: Path) -> None:
     assert found is not None and found[0]["pid"] == 42
     lease_path(task).write_bytes(exact[:-1] + b" }")
     assert read_lease(task) is None
+    assert LEASE_LIMIT == 8192  # "a lease is about 300 bytes": room for any a runner writes
 
 
 def test_a_written_lease_says_who_holds_the_task(tmp_path: Path) -> None:
@@ -234,9 +240,39 @@ def test_a_slot_that_is_a_link_is_never_where_a_claim_is_found(tmp_path: Path) -
 @pytest.mark.parametrize(("relpath", "believed"), [
     ("/".join(["a" * 255] * 2), True), ("a" * 256, False),
     ("/".join(["d" * 99] * 30), True),  # 2,999 characters
+    ("/".join(["a" * 255] * 11 + ["b" * 184]), True),  # 3,000
     ("/".join(["d" * 99] * 30) + "/x", False),  # 3,001
 ])
 def test_a_leases_relative_path_is_believed_within_the_kernels_limits(
         tmp_path: Path, relpath: str, believed: bool) -> None:
     claim = _listed(tmp_path, {**GOOD, "relpath": relpath})
     assert claim.relpath == (relpath if believed else "t.sh")
+
+
+def test_a_claim_without_a_lease_is_listed_with_what_its_path_and_file_say(tmp_path: Path
+                                                                            ) -> None:
+    task = put(tmp_path / "working/m/1/t.sh")
+    [claim] = read_claims(tmp_path / "working", folders=FOLDERS)
+    assert (claim.host, claim.pid, claim.attempts, claim.id) == (None, None, 0, "todo/t.sh")
+    assert claim.heartbeat == claim.start == claim.submit == os.lstat(task).st_ctime
+    assert claim.spec is None  # scripts are parsed only when asked
+    [parsed] = read_claims(tmp_path / "working", folders=FOLDERS, specs=True)
+    assert parsed.spec is not None
+
+
+def test_leaving_a_place_that_is_no_numbered_slot_forgets_nothing(tmp_path: Path) -> None:
+    folder = JobFolder(tmp_path / "working/m/1")
+    first = folder.place("x.sh")
+    folder.leave(folder.job / "todo" / "x.sh")  # an older runner's place: no slot
+    assert folder.place("x.sh") == folder.job / "2/x.sh"  # slot 1 is still held
+    folder.leave(first)
+
+
+def test_a_job_keeps_sixty_four_spare_lease_files(tmp_path: Path) -> None:
+    spares = LeaseFiles(tmp_path)
+    for i in range(LeaseFiles.LIMIT + 1):
+        spares.retire(write_lease(put(tmp_path / f"t{i}.sh"), machine="m", jobid="1",
+                                  folder="todo", relpath=f"t{i}.sh", host="h", pid=1,
+                                  start=1.0, attempts=0, submit=1.0))
+    assert LeaseFiles.LIMIT == 64
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith(".spare-")]) == 64
