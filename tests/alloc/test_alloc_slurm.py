@@ -48,6 +48,20 @@ def wait_for(what: str, check: object, timeout: float) -> None:
     raise AssertionError(f"{what} did not happen within {timeout:g} s")
 
 
+def wait_passes(root: Path, n: int) -> None:
+    """Wait until ``metaq alloc --watch`` has made ``n`` more passes over the queue at ``root``
+    (each pass writes what it saw, stamped, to ``alloc/seen.json``)."""
+    stamps: set[float] = set()
+
+    def more() -> bool:
+        seen = Journal(root).seen()
+        if seen is not None:
+            stamps.add(seen.time)
+        return len(stamps) > n  # the first stamp seen may be of a pass before
+
+    wait_for(f"{n} more passes of metaq alloc", more, timeout=60)
+
+
 def squeue_names(name: str) -> list[str]:
     done = subprocess.run(["squeue", "-h", f"--name={name}", "-o", "%i"], capture_output=True,
                           text=True, timeout=30, check=True)
@@ -80,7 +94,7 @@ def test_a_queue_brings_its_own_allocations_and_alloc_stops_once_it_is_drained(
         drained = time.time()
         wait_for("the allocations ending", lambda: not squeue_names(alloc_name(root)),
                  timeout=120)
-        time.sleep(4)  # a few more passes on the empty queue
+        wait_passes(root, 3)  # a few more passes on the empty queue
     finally:
         watcher.send_signal(signal.SIGINT)
         out, err = watcher.communicate(timeout=60)

@@ -22,7 +22,7 @@ import pytest
 
 from metaq_py.alloc.journal import Journal
 from metaq_py.batch.submit import alloc_name
-from tests.alloc.test_alloc_slurm import squeue_names, wait_for
+from tests.alloc.test_alloc_slurm import squeue_names, wait_for, wait_passes
 from tests.conftest import REPO, SlurmCluster
 
 pytestmark = pytest.mark.slurm
@@ -86,7 +86,7 @@ def test_the_campaign_brings_its_allocations_and_runs_each_task_once_in_order(
         drained = time.time()
         wait_for("the allocations ending", lambda: not squeue_names(alloc_name(root)),
                  timeout=120)
-        time.sleep(3)  # a few more passes on the empty queue
+        wait_passes(root, 3)  # a few more passes on the empty queue
     finally:
         watcher.send_signal(signal.SIGINT)
         _, err = watcher.communicate(timeout=60)

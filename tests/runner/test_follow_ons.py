@@ -214,8 +214,11 @@ def test_shares_follow_on_the_cores_the_share_before_them_frees(tmp_path: Path) 
     out.mkdir()
     names = [f"s{i:03d}.sh" for i in range(60)]
     for name in names:
-        # Pinned just after it starts: the affinity is read a moment later.
-        task(q, name, 'sleep 0.05\necho "$METAQ_CPUS $(date +%s.%N) '
+        # Pinned just after it starts: the affinity is read once it is one CPU (or after 4 s,
+        # when the test sees it was never pinned).
+        task(q, name, 'i=0; while grep Cpus_allowed_list /proc/$$/status | cut -f2 | '
+             'grep -q "[,-]" && [ $i -lt 400 ]; do sleep 0.01; i=$((i+1)); done\n'
+             'echo "$METAQ_CPUS $(date +%s.%N) '
              '$(grep Cpus_allowed_list /proc/$$/status | cut -f2)" '
              f'>> {out}/$(basename "$METAQ_TASK").ran\n', CPUS=1)
     r = runner(q, nodes=1, cores=2)

@@ -60,7 +60,8 @@ def test_many_short_tasks_each_start_and_end_once_in_that_order(tmp_path: Path) 
 
 def test_a_stop_asked_while_starting_reaches_the_process(tmp_path: Path) -> None:
     script = tmp_path / "wait.sh"
-    script.write_text("#!/bin/sh\ntrap 'exit 7' TERM\nsleep 30 & wait\n")
+    trapped = tmp_path / "trapped"  # written once the trap is set
+    script.write_text(f"#!/bin/sh\ntrap 'exit 7' TERM\ntouch {trapped}\nsleep 30 & wait\n")
     script.chmod(0o755)
     spec = LaunchSpec(script=script, task="todo/wait.sh", nodes=("n0",),
                       log=tmp_path / "wait.log", rundir=tmp_path / "run")
@@ -71,7 +72,7 @@ def test_a_stop_asked_while_starting_reaches_the_process(tmp_path: Path) -> None
     live.stop(Why.CANCEL, now=time.time())  # no process yet: nothing can be signalled
     assert live.kill_at is not None and live.why is Why.CANCEL
     process = launch(spec)
-    time.sleep(0.2)  # the trap is set
+    assert wait_until(trapped.exists, 20)
     live.launched(process, time.time())
     status = process.wait(10)
     assert status is not None and status.returncode == 7, status

@@ -68,7 +68,7 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
         staged = stage_logbook(dst, logbook, spares=spares)
     try:
         os.rename(src, dst)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is a file now
         if staged is not None:
             staged.unlink(missing_ok=True)
         return None
