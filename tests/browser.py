@@ -37,6 +37,15 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def need_chromium() -> None:
+    """Skip the calling test when Chromium is missing, or fail it in CI, which installs it
+    (``tests/capability.py``)."""
+    if chromium() is None:
+        from tests.capability import missing
+
+        missing("chromium is not installed (apt-get install chromium; .ci/run does)")
+
+
 class BrowserError(RuntimeError):
     """Chromium did not answer, or answered with an error."""
 

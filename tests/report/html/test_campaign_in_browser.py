@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import chromium, open_page
+from tests.browser import need_chromium, open_page
 from tests.job_logs import metaq
 
-pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium is not installed "
-                                "(apt-get install chromium; .ci/run does)")
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    need_chromium()
 
 SCRIPTS = {
     "sweep.sh": "#METAQ NODES 1\n#METAQ MIN_WC_TIME 1m\n#METAQ PROJECT lattice\nsleep 0.2\n",

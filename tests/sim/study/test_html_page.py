@@ -14,7 +14,7 @@ from sim.study.execution import run_grid
 from sim.study.grid import STUDIES, build_grid
 from sim.study.outputs import write_study
 from sim.study.report import StudyContext
-from tests.browser import chromium, open_page
+from tests.browser import need_chromium, open_page
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +41,8 @@ def test_the_page_holds_the_table_findings_and_figures(study: Path) -> None:
         assert claim.replace("&", "&amp;").replace("'", "&#x27;") in text
 
 
-@pytest.mark.skipif(chromium() is None, reason="chromium is not installed "
-                    "(apt-get install chromium; .ci/run does)")
 def test_the_page_renders_in_chromium(study: Path) -> None:
+    need_chromium()
     page = open_page(study / "report.html")
     try:
         assert page.requests[0] == (study / "report.html").resolve().as_uri()
