@@ -136,13 +136,55 @@ def test_submit_refuses_bad_scripts_with_one_sentence(tmp_path: Path, content: b
     assert tree(q) == before  # all or nothing: not even good.sh was written
 
 
-def test_check_reports_errors_and_late_directives(tmp_path: Path) -> None:
+LATE = "#!/bin/bash\nset -e\nmodule load qdp\n#METAQ NODES 2\n#METAQ MIN_WC_TIME 4h\n./hmc\n"
+"""A METAQ generator's script: METAQ grepped the whole file and ran it on 2 nodes for 4h."""
+LATE_SENTENCE = ("late.sh, line 4: this #METAQ line comes after the first command (line 2), "
+                 "so it would be ignored; move it above line 2, or write '#METAQ HEADER_ONLY' "
+                 "in the header (metaq submit --header-only) if the line belongs to the "
+                 "script's body.")
+
+
+def test_check_leads_with_a_late_directive_and_fails(tmp_path: Path) -> None:
     late = tmp_path / "late.sh"
-    late.write_text("#!/bin/sh\n#METAQ NODES 2\necho\n#METAQ GPUS 1\n")
+    late.write_text(LATE)
     late.chmod(0o755)
     r = metaq("check", str(late), "--queue", str(tmp_path / "none"))
-    assert r.returncode == 0 and "nodes        2" in r.stdout
-    assert "line 4: this #METAQ line comes after the first command" in r.stderr
+    assert r.returncode == 1 and r.stdout == ""  # no "ok", no "nodes 1"
+    assert r.stderr == f"metaq: {tmp_path}/{LATE_SENTENCE}\n"
+    r = metaq("check", str(late), "--header-only", "--queue", str(tmp_path / "none"))
+    assert r.returncode == 0 and "nodes        1\n" in r.stdout and "header_only" in r.stdout
+
+
+def test_submit_refuses_a_late_directive_unless_told_the_line_is_the_scripts(
+        tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    metaq("init", str(q))
+    late = tmp_path / "late.sh"
+    late.write_text(LATE)
+    late.chmod(0o755)
+    before = tree(q)
+    r = metaq("submit", str(late), "--queue", str(q))
+    assert r.returncode == 1 and r.stderr == f"metaq: {tmp_path}/{LATE_SENTENCE}\n"
+    assert tree(q) == before
+    r = metaq("submit", str(late), "--header-only", "--queue", str(q))
+    assert r.returncode == 0, r.stderr
+    queued = q / "todo" / "late.sh"
+    assert queued.read_text() == LATE.replace("#!/bin/bash\n", "#!/bin/bash\n#METAQ HEADER_ONLY\n")
+    # the mark travels with the file: a plain check (and a runner's scan) accept it as it is
+    r = metaq("check", str(queued), "--queue", str(q))
+    assert r.returncode == 0 and "nodes        1\n" in r.stdout
+    # an array's index files say it too, and a script already marked is not marked twice
+    marked = tmp_path / "marked.sh"
+    marked.write_text(queued.read_text())
+    marked.chmod(0o755)
+    r = metaq("submit", str(marked), "--header-only", "--array", "0-1", "--queue", str(q))
+    assert r.returncode == 0, r.stderr
+    assert (q / "todo/marked.sh/.script").read_text() == queued.read_text()
+    assert "#METAQ HEADER_ONLY\n" in (q / "todo/marked.sh/1").read_text()
+    assert metaq("check", str(q / "todo/marked.sh/1"), "--queue", str(q)).returncode == 0
+
+
+def test_check_reports_errors(tmp_path: Path) -> None:
     bad = script(tmp_path / "bad.sh", "#METAQ TYPE elastic\n")
     r = metaq("check", str(bad), "--json", "--queue", str(tmp_path / "none"))
     assert r.returncode == 1
