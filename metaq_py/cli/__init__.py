@@ -36,7 +36,7 @@ MODULES = (
 """Every command module, in the order ``metaq --help`` lists their commands."""
 
 COMMANDS = {
-    "alloc": "alloc_commands",
+    **dict.fromkeys(("alloc", "jobscript"), "alloc_commands"),
     "doctor": "doctor_commands",
     "experiment": "experiment_commands",
     **dict.fromkeys(

@@ -1,4 +1,5 @@
-"""``metaq alloc``: submit batch allocations for the queue when its tasks wait.
+"""``metaq alloc``: submit batch allocations for the queue when its tasks wait; and
+``metaq jobscript``, which prints the batch script that runs ``metaq run``, for people to copy.
 
 ``--once`` (the default) makes one pass, for cron; ``--watch`` makes one every ``--interval``
 on a login node until Ctrl-C or SIGTERM; ``--dry-run`` prints the exact ``sbatch`` or ``qsub``
@@ -22,7 +23,7 @@ from metaq_py.errors import QueueError
 if TYPE_CHECKING:
     from metaq_py.alloc.loop import Pass
 
-__all__ = ["alloc"]
+__all__ = ["alloc", "jobscript"]
 
 
 @app.command()
@@ -73,6 +74,24 @@ def alloc(
         allocator.watch(interval=every, stop=stop,
                         report=lambda done: _say(done, dry_run=False, quiet=True))
         typer.echo("metaq alloc: stopped")
+
+
+@app.command()
+def jobscript(
+    system: Annotated[str, typer.Argument(help="slurm, pbs or local.")],
+) -> None:
+    """Print the batch script metaq-py ships for SLURM, PBS or local use, to copy.
+
+    metaq jobscript slurm > job.sh, adjust its #SBATCH lines, then sbatch job.sh. It runs
+    metaq run; metaq alloc submits the same script when alloc.jobscript names none."""
+    from metaq_py.share import JOBSCRIPT_SYSTEMS
+    from metaq_py.share import jobscript as shipped
+
+    with reported():
+        if system not in JOBSCRIPT_SYSTEMS:
+            raise QueueError(f"there is no job script for {system!r}; metaq-py has one for "
+                             f"{', '.join(JOBSCRIPT_SYSTEMS)}")
+        typer.echo(shipped(system).read_text(), nl=False)
 
 
 def _say(done: Pass, *, dry_run: bool, quiet: bool) -> None:

@@ -103,8 +103,9 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
     jobs = live_jobs(read_job_logs(q.root), claims, now=now, stale_after=q.config.stale_after)
     reasons: list[str] = []
     if not jobs:
-        reasons.append("no batch job is running metaq on this queue now; submit one, such as "
-                       "jobscripts/slurm.sh, and it will pick tasks in order")
+        reasons.append("no batch job is running metaq on this queue now; submit one (metaq "
+                       "jobscript slurm prints a job script to copy, or metaq alloc submits "
+                       "them by itself), and it will pick tasks in order")
     else:
         reasons.extend(_against_jobs(t, jobs, now))
     reasons.extend(_notice_words(q, t, now))

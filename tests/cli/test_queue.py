@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "queue"
+EXAMPLES = REPO / "metaq_py" / "share" / "queue"
 
 
 def metaq(*args: str, cwd: Path | None = None, env: dict | None = None
@@ -60,12 +60,12 @@ def test_every_example_passes_check(path: Path) -> None:
 
 def test_status_on_the_examples_is_read_only() -> None:
     before = tree(EXAMPLES)
-    result = metaq("status", "--queue", "queue")
+    result = metaq("status", "--queue", str(EXAMPLES))
     assert result.returncode == 0, result.stderr
     assert "todo" in result.stdout and "priority" in result.stdout
-    as_json = metaq("status", "--queue", "queue", "--json")
+    as_json = metaq("status", "--queue", str(EXAMPLES), "--json")
     data = json.loads(as_json.stdout)
-    # queue/examples/ holds scripts to submit (the campaign), not tasks of the example queue.
+    # examples/ holds scripts to submit (the campaign), not tasks of the example queue.
     tasks = [p for p in example_scripts() if "examples" not in p.relative_to(EXAMPLES).parts]
     assert data["totals"]["pending"] == len(tasks)
     assert data["invalid"] == []
