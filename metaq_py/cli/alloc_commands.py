@@ -19,6 +19,7 @@ import typer
 from metaq_py.cli.shared import QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import QueueError
+from metaq_py.words import counted
 
 if TYPE_CHECKING:
     from metaq_py.alloc.loop import Pass
@@ -107,7 +108,7 @@ def _say(done: Pass, *, dry_run: bool, quiet: bool) -> None:
             typer.echo(f"metaq: submission failed (next try after alloc.backoff): {done.error}",
                        err=True)
         else:
-            typer.echo(f"submitted job {done.jobid}: {d.nodes} node(s) for "
+            typer.echo(f"submitted job {done.jobid}: {counted(d.nodes, 'node')} for "
                        f"{format_duration(d.walltime)}, because {d.reason}")
         return
     if quiet and not done.logged:

@@ -10,6 +10,7 @@ Errors are printed as one sentence on standard error, with exit status 1.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +25,7 @@ from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
+from metaq_py.words import counted
 
 
 @app.command()
@@ -133,16 +135,43 @@ _MOVE_STATES = {"hold": (PENDING,), "release": (HOLD,), "cancel": (PENDING, HOLD
 
 def _move_command(verb: str, tasks: list[str], queue: Path,
                   states: tuple[str, ...] | None = None) -> None:
+    """Move the tasks each ref names: one line per ref naming one task, and one summary line
+    per ref naming several (an array's 4,500 indices are one line, not 4,500)."""
     with reported():
         q = open_queue(queue)
         admin = QueueAdmin(q)
         action = getattr(admin, verb)
         for ref in tasks:
-            for e in admin.select(ref, states=states or _MOVE_STATES[verb]):
-                moved = action(e.id)
-                typer.echo(f"{verb}: {e.id} -> {moved.path.relative_to(q.root)}"
+            entries = admin.select(ref, states=states or _MOVE_STATES[verb])
+            if len(entries) == 1:
+                moved = action(entries[0].id)
+                typer.echo(f"{verb}: {entries[0].id} -> {moved.path.relative_to(q.root)}"
                            + (" (the running job will stop it)" if moved.state == "working"
                               else ""))
+                continue
+            went: Counter[str] = Counter()
+            for e in entries:
+                try:
+                    moved = action(e.id)
+                except QueueError:  # moved meanwhile, by a runner or a person
+                    went["gone"] += 1
+                    continue
+                top = moved.path.relative_to(q.root).parts[0]
+                went["working" if moved.state == "working" else f"{top}/"] += 1
+            typer.echo(f"{verb}: {_moved_words(ref, len(entries), went)}")
+
+
+def _moved_words(ref: str, asked: int, went: Counter[str]) -> str:
+    """``4500 tasks of prop.sh[0-4499]: 4497 to cancelled/, 3 running (their jobs will stop
+    them)``: where the tasks ``ref`` named went, by destination."""
+    parts = [f"{n} to {where}" for where, n in sorted(went.items())
+             if where not in ("working", "gone")]
+    if went["working"]:
+        parts.append(f"{went['working']} running (their jobs will stop "
+                     f"{'it' if went['working'] == 1 else 'them'})")
+    if went["gone"]:
+        parts.append(f"{went['gone']} moved by someone else meanwhile, left as they are")
+    return f"{counted(asked, 'task')} of {ref}: {', '.join(parts)}"
 
 
 TasksArg = Annotated[list[str], typer.Argument(

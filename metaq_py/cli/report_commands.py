@@ -35,6 +35,7 @@ from metaq_py.report.explain import explain as explain_task
 from metaq_py.report.joblog import EVENTS_NAME, read_job_log, read_job_logs
 from metaq_py.report.task_use import Named, TaskUse, task_use
 from metaq_py.report.timeline import build_timeline
+from metaq_py.words import counted
 
 
 @app.command()
@@ -249,12 +250,12 @@ def _efficiency(cpu_hours: float, core_hours: float, measured: int) -> str:
     """CPU time over cores times wall time, as ``seff`` prints it, and over how many runs."""
     if core_hours <= 0:
         return "n/a"
-    return f"{cpu_hours / core_hours:.1%} ({measured} run{'s' if measured != 1 else ''})"
+    return f"{cpu_hours / core_hours:.1%} ({counted(measured, 'run')})"
 
 
 def _print_report(rep: Report) -> None:
     span = f"since {format_time(rep.since)}" if rep.since is not None else "all time"
-    t = Table(title=f"usage per project, {span} ({rep.jobs} batch jobs)")
+    t = Table(title=f"usage per project, {span} ({counted(rep.jobs, 'batch job')})")
     t.add_column("project")
     t.add_column("node-hours", justify="right")
     t.add_column("GPU-hours", justify="right")
@@ -281,7 +282,7 @@ def _print_report(rep: Report) -> None:
     typer.echo(f"  shrinks                 {od.shrinks}")
     typer.echo(f"  node-hours lost         {od.lost_node_hours:.2f} (to preemption)")
     if rep.reclaims:
-        typer.echo(f"reclaimed from dead jobs: {rep.reclaims} task(s)")
+        typer.echo(f"reclaimed from dead jobs: {counted(rep.reclaims, 'task')}")
 
 
 @app.command()

@@ -20,7 +20,8 @@ import typer
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli.metaq_env import read_metaq_env
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.cli.when import in_units
+from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
 from metaq_py.runner.loop import Runner, RunOptions
@@ -175,7 +176,7 @@ def running(
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
             line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
-                    f"heartbeat {format_duration(r['age'])} ago  job {alive}")
+                    f"heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"
             typer.echo(line)

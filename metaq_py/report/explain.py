@@ -24,6 +24,7 @@ from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
 from metaq_py.report.joblog import read_job_logs
 from metaq_py.runner.offers import fit_problem
+from metaq_py.words import counted
 
 __all__ = ["Explanation", "explain"]
 
@@ -160,7 +161,8 @@ def _against_jobs(t: Task, jobs: list[JobView], now: float) -> list[str]:
                        f"({names}) until the on-demand work arrives or the notice is released")
             continue
         out.append(f"job {job.jobid} has {len(idle)} idle of {job.nodes} nodes and it needs "
-                   f"{need}; {len(job.running)} task(s) hold the rest")
+                   f"{need}; {counted(len(job.running), 'task')} "
+                   f"{'holds' if len(job.running) == 1 else 'hold'} the rest")
     return out
 
 

@@ -53,3 +53,9 @@ def test_a_columns_setting_is_still_obeyed_in_a_pipe(ran: Path) -> None:
     done = _piped(f"COLUMNS=60 metaq status -q {ran}")
     assert done.returncode == 0, done.stderr
     assert max(len(line) for line in done.stdout.splitlines()) <= 60
+
+
+def test_counts_take_the_number_of_their_noun(ran: Path) -> None:
+    done = _piped(f"metaq report -q {ran}")
+    assert "usage per project, all time (1 batch job)" in done.stdout, done.stdout
+    assert "(2 runs)" in done.stdout

@@ -229,3 +229,18 @@ def test_status_on_a_scratch_copy_shows_every_state(tmp_path: Path) -> None:
                               "finished": 1, "failed": 1, "rejected": 0, "cancelled": 0}
     working = json.loads(metaq("ls", "working", "--json", "--queue", str(scratch)).stdout)
     assert working[0]["task"] == claim.id and working[0]["job"] == "1"
+
+
+def test_running_gives_the_heartbeat_age_with_its_unit(tmp_path: Path) -> None:
+    from metaq_py.queue.store import Queue
+
+    q = Queue.init(tmp_path / "q")
+    script(q.root / "todo" / "t.sh")
+    claim = q.claim(q.pending()[0], machine="m", jobid="7")
+    assert claim is not None
+    r = metaq("running", "--batch", "local", "--machine", "m", "--queue", str(q.root))
+    assert r.returncode == 0, r.stderr
+    [line] = r.stdout.splitlines()
+    age = line.split("heartbeat ", 1)[1].split(" ago", 1)[0]
+    number, unit = age.split()
+    assert unit == "s" and 0.0 <= float(number) < 60 and "." in number, line

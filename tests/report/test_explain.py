@@ -105,7 +105,7 @@ def test_busy_nodes_and_the_place_in_the_order(q: Queue) -> None:
     running = claim(q, "todo/run.sh", jobid="1")
     _runner(q, "1", ["a", "b"], more=[start(time.time() - 5, running.id, ["a", "b"])])
     why = _why(q, "todo/second.sh")
-    assert "Job 1 has 0 idle of 2 nodes and it needs 1; 1 task(s) hold the rest" in why
+    assert "Job 1 has 0 idle of 2 nodes and it needs 1; 1 task holds the rest" in why
     assert "number 2 of 2 waiting tasks" in why and "todo/first.sh" in why
 
 
