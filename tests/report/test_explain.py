@@ -35,6 +35,9 @@ def test_without_a_live_runner_it_says_so(q: Queue) -> None:
     ex = explain(q, "todo/a.sh", now=time.time())
     assert ex.state == "pending" and ex.task == "todo/a.sh"
     assert "No batch job is running metaq" in ex.reasons[0]
+    # advice a user of an installed metaq can follow: no path into a source tree
+    assert "metaq jobscript slurm prints a job script" in ex.reasons[0]
+    assert "jobscripts/" not in ex.reasons[0]
     assert "first of 1 waiting" in ex.reasons[-1]
 
 
