@@ -60,8 +60,7 @@ runs those very bytes (see :mod:`metaq_py.program`)."""
 PREFIX = "#METAQ"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LATE = re.compile(rb"^[ \t\r\f\v]*#METAQ[ \t]", re.MULTILINE)
-"""A line that would be a directive in the header: ``#METAQ``, a blank, then a key."""
+
 _COMMENT = re.compile(r"\s#.*$")
 
 
@@ -151,6 +150,13 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False,
     return _checked(values, seen, path, shape_lines)
 
 
+def _starts_directive(data: bytes, at: int) -> bool:
+    """Whether the ``#METAQ`` at offset ``at`` begins a line that would be a directive in the
+    header: only blanks before it on its line, and a blank after it."""
+    line = data.rfind(b"\n", 0, at) + 1
+    return not data[line:at].strip(b" \t\r\f\v") and data[at + 6:at + 7] in (b" ", b"\t")
+
+
 def _refuse_late(data: bytes, command: int, path: str, truncated: bool) -> None:
     """Refuse a ``#METAQ`` line below line ``command``, the first command of ``data``: the
     shell takes it for a comment, METAQ read it as a directive, so a script moved from METAQ
@@ -162,9 +168,11 @@ def _refuse_late(data: bytes, command: int, path: str, truncated: bool) -> None:
         if start == 0:
             return  # the command is the last line
     end = data.rfind(b"\n") + 1 if truncated else len(data)
-    late = _LATE.search(data, start, end)
-    if late is not None:
-        raise TaskError(path, data.count(b"\n", 0, late.start()) + 1,
+    at = data.find(b"#METAQ", start, end)  # memchr-fast: most bodies have none
+    while at >= 0 and not _starts_directive(data, at):
+        at = data.find(b"#METAQ", at + 6, end)
+    if at >= 0:
+        raise TaskError(path, data.count(b"\n", 0, at) + 1,
                         f"this #METAQ line comes after the first command (line {command}), so "
                         f"it would be ignored; move it above line {command}, or write '#METAQ "
                         f"HEADER_ONLY' in the header (metaq submit --header-only) if the line "
