@@ -162,6 +162,12 @@ def _set_exclusive(spec: dict, key: str, words: list[str]) -> None:
     spec["exclusive"] = True
 
 
+def _set_header_only(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise BadValue(f"{key} takes no value")
+    spec["header_only"] = True
+
+
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
     spec["min_wc_time"] = _duration(key, _one(key, words, "a duration"), positive=True)
 
@@ -355,6 +361,8 @@ KEYS: dict[str, _Setter] = {
     "ARRAY": _set_array,
     "AFTER": _set_after,
     "AFTER_ANY": _set_after,
+    # The header is all: #METAQ lines below the first command belong to the script's body.
+    "HEADER_ONLY": _set_header_only,
 }
 """Every directive key, mapped to the function that reads its value."""
 

@@ -215,7 +215,7 @@ def test_the_cli_imports_the_simulator_only_inside_commands() -> None:
 
 
 def test_queue_folder_is_never_a_python_package() -> None:
-    assert not (ROOT / "queue" / "__init__.py").exists()
+    assert not (ROOT / "metaq_py" / "share" / "queue" / "__init__.py").exists()
 
 
 HEAVY = ("numpy", "matplotlib")

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import metaq_py
 from metaq_py.alloc.journal import Journal
 from metaq_py.alloc.policy import Decision, Known, Refuse, Submit, Waiting, decide
 from metaq_py.batch.base import BatchError
@@ -44,6 +43,7 @@ from metaq_py.queue.campaign.deps import Dependencies
 from metaq_py.queue.disk.lock import LockTimeout
 from metaq_py.queue.settings.trust import settings_problem
 from metaq_py.queue.store import Queue
+from metaq_py.share import jobscript
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]
 
@@ -173,10 +173,7 @@ def _jobscript(root: Path, system: str, given: Path | None, setting: str | None)
     elif setting is not None:
         path = Path(setting) if Path(setting).is_absolute() else root / setting
     else:
-        path = Path(metaq_py.__file__).parent.parent / "jobscripts" / f"{system}.sh"
-        if not path.is_file():
-            raise MetaqError(f"this installation of metaq-py has no {path}; copy "
-                             f"jobscripts/{system}.sh from its source and set alloc.jobscript")
+        path = jobscript(system)
     if not path.is_file():
         raise MetaqError(f"the job script {path} is not a file; set alloc.jobscript in "
                          f"metaq.yaml or give --jobscript")

@@ -36,7 +36,7 @@ MODULES = (
 """Every command module, in the order ``metaq --help`` lists their commands."""
 
 COMMANDS = {
-    "alloc": "alloc_commands",
+    **dict.fromkeys(("alloc", "jobscript"), "alloc_commands"),
     "doctor": "doctor_commands",
     "experiment": "experiment_commands",
     **dict.fromkeys(
@@ -54,8 +54,9 @@ def load(modules: tuple[str, ...] = MODULES) -> typer.Typer:
     """Import command modules, which register their commands on the app, and return it."""
     for name in modules:
         import_module(f"metaq_py.cli.{name}")
-    from metaq_py.cli.shared import app
+    from metaq_py.cli.shared import app, reflow_help
 
+    reflow_help(app)
     return app
 
 

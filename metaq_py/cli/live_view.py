@@ -14,7 +14,10 @@ bar per campaign folder (:func:`watch`).
 from __future__ import annotations
 
 import math
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console, Group
@@ -228,10 +231,13 @@ def watch(q: Queue, out: Console, *, interval: float) -> None:
     the system has them, and polling where not, as over NFS and Lustre) and at least every
     ``interval`` seconds, so times left keep counting down; never twice in
     :data:`MIN_GAP` seconds. In a terminal the screen is redrawn in place; elsewhere (a pipe,
-    a log file, a dumb terminal) each screen is printed after the last."""
+    a log file, a dumb terminal) each screen is printed after the last. SIGTERM and SIGHUP
+    (``kill``, a closed terminal) end it as Ctrl-C does, so the terminal gets its cursor
+    back."""
     folders = [q.root / f for f in (*q.config.folders, HOLD, WORKING, "notices", "alloc")]
     folders.append(summary_dir(q.root) / "tally")
-    with QueueWatcher(folders, interval=min(interval, q.config.poll_interval)) as watcher:
+    with _stopped_by_signals(), \
+            QueueWatcher(folders, interval=min(interval, q.config.poll_interval)) as watcher:
         if out.is_terminal and not out.is_dumb_terminal:
             with Live(console=out, auto_refresh=False, transient=False) as live:
                 while True:
@@ -243,6 +249,22 @@ def watch(q: Queue, out: Console, *, interval: float) -> None:
                 out.print()
                 out.file.flush()
                 _pause(watcher, interval)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` meanwhile: the live display unwinds and
+    shows the cursor it hid, where the default action would leave the terminal without one."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def _pause(watcher: QueueWatcher, interval: float) -> None:

@@ -20,7 +20,8 @@ import typer
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli.metaq_env import read_metaq_env
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.cli.when import in_units
+from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
 from metaq_py.runner.loop import Runner, RunOptions
@@ -175,7 +176,7 @@ def running(
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
             line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
-                    f"heartbeat {format_duration(r['age'])} ago  job {alive}")
+                    f"heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"
             typer.echo(line)
@@ -222,27 +223,44 @@ def checkpoint() -> None:
 
 @app.command()
 def demo(
-    queue: QueueOpt = Path("queue"),
+    queue: Annotated[Path | None, typer.Option(
+        "--queue", "-q", help="Run a copy of this queue instead (default: the example queue "
+                              "metaq-py ships; METAQ_QUEUE is not read).")] = None,
     nodes: Annotated[int, typer.Option(help="Nodes of the pretend cluster.")] = 4,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Keep the scratch copy, with its logs and events, and say where.")
+    ] = False,
 ) -> None:
-    """Run a copy of a queue (the example one by default) on a local pretend cluster.
+    """Run a copy of the example queue (or another) on a local pretend cluster.
 
-    The copy goes to a scratch folder and runs with 2 GPUs per node; the result is shown. The
-    original is never touched."""
+    The copy goes to a scratch folder and runs with 2 GPUs per node; the result is shown,
+    and the scratch folder is removed unless --keep. The original is never touched."""
+    from metaq_py.share import example_queue
+
     with reported():
-        src = open_queue(queue)
+        src = open_queue(queue if queue is not None else example_queue())
         scratch = Path(tempfile.mkdtemp(prefix="metaq-demo-"))
-        dst = scratch / "queue"
-        shutil.copytree(src.root, dst, symlinks=True,
-                        ignore=shutil.ignore_patterns("working", "jobs"))
-        typer.echo(f"running a copy of {src.root} in {dst} on {nodes} pretend nodes")
-        q = open_queue(dst)
-        runner = Runner(q, detect_batch(overrides=BatchOverrides(
-            system="local", nnodes=nodes, gpus_per_node=2)),
-            options=RunOptions(grace=5.0, margin=1.0))
-        code = runner.run()
-        from metaq_py.cli.listing_commands import status
-        status(json_out=False, queue=dst)
-        typer.echo(f"events: {q.events(runner.jobid).path}")
+        try:
+            code, events = _demo_run(src.root, scratch / "queue", nodes)
+        finally:
+            if not keep:
+                shutil.rmtree(scratch, ignore_errors=True)
+        typer.echo(f"kept {scratch}; events: {events}" if keep
+                   else f"removed {scratch} (--keep keeps it)")
     if code:
         raise typer.Exit(code)
+
+
+def _demo_run(src: Path, dst: Path, nodes: int) -> tuple[int, Path]:
+    """Copy the queue ``src`` to ``dst``, run it on ``nodes`` pretend nodes and show the
+    result; the runner's exit status and its event log."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("working", "jobs"))
+    typer.echo(f"running a copy of {src} in {dst} on {nodes} pretend nodes")
+    q = open_queue(dst)
+    runner = Runner(q, detect_batch(overrides=BatchOverrides(
+        system="local", nnodes=nodes, gpus_per_node=2)),
+        options=RunOptions(grace=5.0, margin=1.0))
+    code = runner.run()
+    from metaq_py.cli.listing_commands import status
+    status(json_out=False, queue=dst)
+    return code, q.events(runner.jobid).path

@@ -29,6 +29,21 @@ app = typer.Typer(
 )
 
 
+def reflow_help(typer_app: typer.Typer) -> None:
+    """Make each paragraph of every command's help one line, as help texts are written
+    across several docstring lines. Typer keeps a docstring's line breaks and rich then wraps
+    each line again at the terminal's width, which leaves ragged half-lines behind (a word or
+    two alone on a line); one paragraph per line is wrapped once, by rich."""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        text = info.help if info.help is not None else inspect.getdoc(info.callback) or ""
+        info.help = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+
+
 @app.callback()
 def _group() -> None:
     # A Typer app with one registered command runs it without its name; `metaq status` loads
@@ -44,7 +59,24 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines."
 TaskArg = Annotated[str, typer.Argument(
     help="The task, as <folder>/<path>, a file path, or a file name that one task has.")]
 
-console = Console(highlight=False, soft_wrap=True)
+UNCUT_WIDTH = 1 << 16
+"""The width of standard output when it is not a terminal: more than any row, so that a table
+piped into ``cat``, ``grep`` or a cron mail keeps every cell whole."""
+
+
+def _console() -> Console:
+    """Standard output for people: a terminal's own width, and where there is no terminal
+    (a pipe, a file, cron) :data:`UNCUT_WIDTH` unless ``COLUMNS`` says otherwise, where rich
+    alone would cut every table at 80 columns."""
+    import os
+
+    out = Console(highlight=False, soft_wrap=True)
+    if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        out.width = UNCUT_WIDTH
+    return out
+
+
+console = _console()
 """Standard output for tables and text meant for people (no colour guessing in pipes)."""
 
 

@@ -84,21 +84,24 @@ class QueueAdmin:
 
     def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
                sub: str | None = None, hold: bool = False, array: str | None = None,
-               after: tuple[str, ...] = ()) -> Path:
+               after: tuple[str, ...] = (), header_only: bool = False) -> Path:
         """Submit one script (see :meth:`submit_all`)."""
         return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
-                               after=after)[0]
+                               after=after, header_only=header_only)[0]
 
     def submit_all(self, scripts: Sequence[str | os.PathLike[str]], *, folder: str | None = None,
                    sub: str | None = None, hold: bool = False, array: str | None = None,
-                   after: tuple[str, ...] = ()) -> list[Path]:
+                   after: tuple[str, ...] = (), header_only: bool = False) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
         (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
         ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
         (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every
         ``AFTER`` and ``AFTER_ANY`` name is resolved against the queue and the scripts
         submitted along (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle
-        refuses them all.
+        refuses them all. A ``#METAQ`` line below a script's first command refuses it, unless
+        ``header_only`` (``--header-only``) says such lines are the script's own: its queued
+        copy then says ``#METAQ HEADER_ONLY`` right after the shebang, so that every later
+        judgement of it agrees.
 
         A plain task is written under a hidden temporary name in its folder and then linked to
         its real name, so no scan ever sees half a file and an existing task is never
@@ -111,7 +114,7 @@ class QueueAdmin:
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
-        plans = [self._plan(Path(s), folder, sub, array, after) for s in scripts]
+        plans = [self._plan(Path(s), folder, sub, array, after, header_only) for s in scripts]
         coming = {p.ident: p.indices for p in plans}
         if len(coming) < len(plans):
             raise QueueError("two of the scripts would have the same name in the queue; "
@@ -130,10 +133,14 @@ class QueueAdmin:
         return [self._write(p, resolver, hold) for p in plans]
 
     def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
-              after: tuple[str, ...]) -> _Plan:
+              after: tuple[str, ...], header_only: bool) -> _Plan:
         q = self.queue
         data, head = _read_whole(src)
-        spec = judge(src, root=q.root, config=q.config, head=head).accepted()
+        spec = judge(src, root=q.root, config=q.config, head=head,
+                     header_only=header_only).accepted()
+        if header_only and spec.line_of("HEADER_ONLY") is None:
+            shebang, _, rest = data.partition(b"\n")
+            data = b"%s\n#METAQ HEADER_ONLY\n%s" % (shebang, rest)
         spec = replace(spec, after=(*spec.after, *after), array=array or spec.array)
         rel = _relpath(sub, src.name)
         too_long = name_problem(src.name, path=q.root / folder / rel)

@@ -65,7 +65,7 @@ class Verdict:
 def judge(path: str | os.PathLike[str], *, root: Path | None = None,
           config: QueueConfig | None = None, trust: Trust | None = None,
           folder_problem: str | None = None, head: Head | None = None,
-          whole: bool = False) -> Verdict:
+          whole: bool = False, header_only: bool = False) -> Verdict:
     """Judge the task file at ``path`` (see the module's docstring for the questions).
 
     ``config`` asks for the admission to the queue at ``root`` (both or neither), ``trust``
@@ -74,7 +74,8 @@ def judge(path: str | os.PathLike[str], *, root: Path | None = None,
     ``head`` is the header already read (by a caller that needs the bytes too), to judge
     exactly those bytes. With ``whole``, the whole file is read (at most
     :data:`~metaq_py.directives.SCRIPT_LIMIT` bytes) and kept in the verdict: the bytes a
-    runner then runs.
+    runner then runs. ``header_only`` reads the header as if it said ``#METAQ HEADER_ONLY``
+    (``metaq submit --header-only``).
     """
     if (root is None) != (config is None):
         raise ValueError("judge: give the queue's root and config together, or neither")
@@ -96,7 +97,7 @@ def judge(path: str | os.PathLike[str], *, root: Path | None = None,
     if why is not None:
         return Verdict(None, TaskError(name, None, why), opened)
     try:
-        spec = parse_header(first, path=name, truncated=truncated)
+        spec = parse_header(first, path=name, truncated=truncated, header_only=header_only)
         if root is not None and config is not None:
             admit(spec, root=root, config=config, owner=opened.st_uid)
     except TaskError as e:

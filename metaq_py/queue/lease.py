@@ -35,6 +35,7 @@ from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
 from metaq_py.queue.settings.config import default_folder
+from metaq_py.queue.settings.trust import user_name
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["LEASE_SUFFIX", "Claim", "JobFolder", "LeaseFiles", "claim_identity", "claim_slot",
@@ -90,6 +91,13 @@ class Claim:
     def lease(self) -> Path:
         """The lease file of this claim."""
         return lease_path(self.path)
+
+    @property
+    def user(self) -> str | None:
+        """Whose task this is: the user name of the owner of the file the claiming runner
+        checked (``None`` for claims read back from their leases). ``metaq report`` counts
+        use per user by it."""
+        return None if self.program is None else user_name(self.program.owner)
 
 
 def lease_path(task: str | os.PathLike[str]) -> Path:

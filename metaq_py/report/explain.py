@@ -24,6 +24,7 @@ from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
 from metaq_py.report.joblog import read_job_logs
 from metaq_py.runner.offers import fit_problem
+from metaq_py.words import counted
 
 __all__ = ["Explanation", "explain"]
 
@@ -103,8 +104,9 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
     jobs = live_jobs(read_job_logs(q.root), claims, now=now, stale_after=q.config.stale_after)
     reasons: list[str] = []
     if not jobs:
-        reasons.append("no batch job is running metaq on this queue now; submit one, such as "
-                       "jobscripts/slurm.sh, and it will pick tasks in order")
+        reasons.append("no batch job is running metaq on this queue now; submit one (metaq "
+                       "jobscript slurm prints a job script to copy, or metaq alloc submits "
+                       "them by itself), and it will pick tasks in order")
     else:
         reasons.extend(_against_jobs(t, jobs, now))
     reasons.extend(_notice_words(q, t, now))
@@ -159,7 +161,8 @@ def _against_jobs(t: Task, jobs: list[JobView], now: float) -> list[str]:
                        f"({names}) until the on-demand work arrives or the notice is released")
             continue
         out.append(f"job {job.jobid} has {len(idle)} idle of {job.nodes} nodes and it needs "
-                   f"{need}; {len(job.running)} task(s) hold the rest")
+                   f"{need}; {counted(len(job.running), 'task')} "
+                   f"{'holds' if len(job.running) == 1 else 'hold'} the rest")
     return out
 
 

@@ -66,6 +66,7 @@ from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
 from metaq_py.runner.upkeep import Upkeep
 from metaq_py.runner.wakeups import Wakeup, Wakeups, What
+from metaq_py.words import counted
 
 __all__ = ["RunOptions", "Runner", "RunnerError"]
 
@@ -213,8 +214,8 @@ class Runner:
         ctx.events.flush()
         left = "no time limit" if math.isinf(end) else \
             f"{format_duration(round(end - now))} left"
-        self.say(f"job {alloc.jobid} on {alloc.machine}: {alloc.nnodes} node(s), "
-                 f"{alloc.gpus_per_node} GPU(s) each, {left}, {self.scheduler.name}")
+        self.say(f"job {alloc.jobid} on {alloc.machine}: {counted(alloc.nnodes, 'node')}, "
+                 f"{counted(alloc.gpus_per_node, 'GPU')} each, {left}, {self.scheduler.name}")
         # Last, so that nothing before can fail and leave its helper thread behind.
         self.launcher.open()
 
@@ -294,8 +295,8 @@ class Runner:
                 # At most one stale_after of its own: a claim judged by a longer one of its
                 # holder's is left to the runners after it.
                 self.watch_until = now + self.ctx.queue.config.stale_after
-                self.say(f"staying to see whether {len(soon)} claim(s) of other jobs are "
-                         f"still renewed")
+                self.say(f"staying to see whether {counted(len(soon), 'claim')} of other jobs "
+                         f"{'is' if len(soon) == 1 else 'are'} still renewed")
             return False  # a claim that may be lost: its task would run here
         if self.options.linger:
             return False
@@ -304,14 +305,19 @@ class Runner:
         if self._await_dependency():
             return False
         if self.offers.count:
-            self.stop_reason = (f"nothing left that fits: {self.offers.count} waiting task(s) "
-                                f"need more time than this allocation has left")
+            n = self.offers.count
+            self.stop_reason = (f"nothing left that fits: {counted(n, 'waiting task')} "
+                                f"{'needs' if n == 1 else 'need'} more time than this "
+                                f"allocation has left")
         elif self.offers.skipped:
-            self.stop_reason = (f"nothing left that fits: {len(self.offers.skipped)} waiting "
-                                f"task(s) can never run in this allocation")
+            self.stop_reason = (f"nothing left that fits: "
+                                f"{counted(len(self.offers.skipped), 'waiting task')} can "
+                                f"never run in this allocation")
         elif self.offers.blocked:
-            self.stop_reason = (f"nothing left to run here: {len(self.offers.blocked)} waiting "
-                                f"task(s) wait for dependencies that cannot finish in time")
+            self.stop_reason = (f"nothing left to run here: "
+                                f"{counted(len(self.offers.blocked), 'waiting task')} "
+                                f"{'waits' if len(self.offers.blocked) == 1 else 'wait'} for "
+                                f"dependencies that cannot finish in time")
         else:
             self.stop_reason = "nothing left to run"
         return True
@@ -388,7 +394,8 @@ class Runner:
         self.stopping = reason
         now = self.clock.now()
         roster = self.roster
-        self.say(f"{reason}: stopping {len(roster.live)} task(s) and requeueing them")
+        self.say(f"{reason}: stopping {counted(len(roster.live), 'task')} and requeueing "
+                 f"{'it' if len(roster.live) == 1 else 'them'}")
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {reason}")
         for live in list(roster.live.values()):
@@ -399,7 +406,7 @@ class Runner:
         roster = self.roster
         if self.stopping is None:
             self.say(f"the queue {self.ctx.queue.root} has disappeared; killing its "
-                     f"{len(roster.live)} task(s), whose files went with it")
+                     f"{counted(len(roster.live), 'task')}, whose files went with it")
             self.exit_code = 1
         self.stopping = "the queue directory disappeared"
         now = self.clock.now()

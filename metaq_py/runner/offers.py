@@ -33,6 +33,7 @@ from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.task_spec import TaskSpec
+from metaq_py.words import counted
 
 if TYPE_CHECKING:  # fit_problem serves metaq explain too, which needs none of the runner
     from metaq_py.runner.context import Context
@@ -77,8 +78,8 @@ def _shape_problem(spec: TaskSpec, *, nnodes: int, gpus_per_node: int,
         return None
     smallest = _smallest(spec, gpus_per_node)
     if smallest is None:
-        return (f"it needs {spec.gpus} GPUs, more than its {spec.nodes} node(s) have here "
-                f"({gpus_per_node} per node)")
+        return (f"it needs {spec.gpus} GPUs, more than its {counted(spec.nodes, 'node')} "
+                f"{'has' if spec.nodes == 1 else 'have'} here ({gpus_per_node} per node)")
     if smallest > nnodes:
         return f"it needs {smallest} nodes, and this allocation has {nnodes}"
     return None

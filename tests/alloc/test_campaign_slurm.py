@@ -1,5 +1,5 @@
-"""The campaign example (queue/examples/campaign) on the real local SLURM (tests/slurm/start.sh),
-with nobody watching: ``metaq alloc --watch`` brings the allocations, ``jobscripts/slurm.sh``
+"""The campaign example (share/queue/examples/campaign) on the local SLURM (tests/slurm/),
+with nobody watching: ``metaq alloc --watch`` brings the allocations, ``share/jobscripts/slurm.sh``
 runs ``metaq run`` in them, and the dependencies sequence the steps across allocations.
 
 The campaign is the example's, made smaller to stay within about a minute: 4 propagators, 4
@@ -27,7 +27,7 @@ from tests.conftest import REPO, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CAMPAIGN = REPO / "queue" / "examples" / "campaign"
+CAMPAIGN = REPO / "metaq_py" / "share" / "queue" / "examples" / "campaign"
 N = 4
 
 SETTINGS = """\

@@ -184,6 +184,9 @@ BAD_FILES = [
          0o755, "more than NODES"),
         ("type.sh", b"#!/bin/sh\n#METAQ TYPE batch\n", 0o755, "rigid, malleable or ondemand"),
         ("long.sh", b"#!/bin/sh\n" + b"#\n" * 40000, 0o755, "64 KiB"),
+        # METAQ read it as 2 nodes: run at 1, it would be wrong without a word (issue 34)
+        ("late.sh", b"#!/bin/bash\nmodule load x\n#METAQ NODES 2\n./run\n", 0o755,
+         "line 3: this #METAQ line comes after the first command (line 2)"),
 ]
 
 
@@ -201,6 +204,16 @@ def test_invalid_task_in_the_queue_is_rejected_with_reason(q: Queue, name: str, 
     assert (q.root / "rejected" / "todo" / name).read_bytes() == content  # nothing lost
     reason = (q.root / "rejected" / "todo" / f"{name}.reason").read_text()
     assert words in reason and str(bad) in reason and reason.count("\n") == 1
+
+
+def test_a_task_marked_header_only_keeps_its_late_metaq_lines_and_runs(q: Queue) -> None:
+    put(q.root / "todo" / "gen.sh", text="#!/bin/sh\n#METAQ NODES 2\n#METAQ HEADER_ONLY\n"
+        "cat > next.sh <<EOF\n#!/bin/sh\n#METAQ NODES 8\nEOF\n")
+    settle(q)
+    [task] = q.pending()
+    assert task.spec.nodes == 2
+    claim = q.claim(task, machine="m", jobid="1")
+    assert claim is not None and claim.spec.nodes == 2
 
 
 def test_scan_alone_never_moves_anything(q: Queue) -> None:

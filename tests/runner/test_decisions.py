@@ -252,7 +252,7 @@ def test_a_runner_stays_only_while_the_dependent_could_still_finish(tmp_path: Pa
     runner.run()
     stop = of(events(q), "runner-stop")[0]
     assert _at(stop) == 80  # at 70, 28.5 s were left; at 80, 18.5 s
-    assert stop["reason"] == ("nothing left to run here: 1 waiting task(s) wait for "
+    assert stop["reason"] == ("nothing left to run here: 1 waiting task waits for "
                               "dependencies that cannot finish in time")
     assert runner.passes == 9  # one at 0, then one per 10 s: no busy wait
     assert where(q, "contract.sh") == "pending"

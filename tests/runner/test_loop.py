@@ -215,7 +215,7 @@ def test_the_example_queue_runs_on_a_copy(tmp_path: Path) -> None:
     import shutil
 
     from tests.conftest import REPO
-    shutil.copytree(REPO / "queue", tmp_path / "q")
+    shutil.copytree(REPO / "metaq_py" / "share" / "queue", tmp_path / "q")
     q = Queue(tmp_path / "q")
     runner(q, nodes=4, gpus=2).run()
     assert sorted(e.id for e in QueueAdmin(q).entries("finished")) == [

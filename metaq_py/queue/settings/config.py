@@ -89,7 +89,7 @@ class AllocSettings:
     of this queue's allocations are queued or running at once, of which at most ``max_queued``
     wait to start. After a failed submission none is tried for ``backoff``. ``system`` is
     ``slurm`` or ``pbs`` (``None``: whichever of ``sbatch`` and ``qsub`` is installed);
-    ``jobscript`` the batch script (``None``: ``jobscripts/<system>.sh`` of metaq-py);
+    ``jobscript`` the batch script (``None``: metaq-py's own, :func:`metaq_py.share.jobscript`);
     ``account``, ``partition`` (a PBS queue), ``qos`` (SLURM only) and ``flags`` (passed as
     they are) go on the submit command line."""
 
@@ -215,7 +215,7 @@ caps:
 # metaq alloc: allocations submitted for this queue when tasks wait (docs/user-guide.md).
 alloc:
   system:                  # slurm or pbs (empty: whichever of sbatch and qsub is installed)
-  jobscript:               # empty: jobscripts/slurm.sh or pbs.sh of metaq-py
+  jobscript:               # empty: metaq-py's own (metaq jobscript slurm or pbs prints it)
   min_nodes: 1
   max_nodes: 4
   min_walltime: 10m

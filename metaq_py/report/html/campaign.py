@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from metaq_py.report.accounting import NO_PROJECT, Report, build_report, event_seconds
+from metaq_py.report.accounting import Report, build_report, event_seconds, named
 from metaq_py.report.joblog import JobLog
 from metaq_py.report.timeline import Timeline, build_timeline
 
@@ -214,7 +214,7 @@ def _holds(events: Sequence[dict[str, Any]], jobid: str) -> list[NoticeHold]:
 
 
 def _run(e: dict[str, Any], jobid: str) -> Run:
-    project = e.get("project") if isinstance(e.get("project"), str) else NO_PROJECT
+    project = named(e, "project")
     hosts = e.get("hosts") if isinstance(e.get("hosts"), list) else []
     code = e.get("exit_code")
     attempt = e.get("attempt")

@@ -280,13 +280,13 @@ def _projects(c: Campaign) -> str:
     rows = []
     for p in c.report.projects:
         eff = p.cpu_efficiency
-        rows.append([p.project, p.node_hours, p.gpu_hours, p.runs, p.cpu_hours,
+        rows.append([p.name, p.node_hours, p.gpu_hours, p.runs, p.cpu_hours,
                      Sort("n/a" if eff is None else f"{eff:.1%}",
                           float("nan") if eff is None else eff),
                      ", ".join(f"{k} {v}" for k, v in p.outcomes.items())])
     total = sum(p.node_hours for p in c.report.projects) or 1.0
-    chart = bars([Bar(p.project, p.node_hours, PALETTE[i % len(PALETTE)],
-                      f"{p.project}: {p.node_hours:,.2f} node-hours "
+    chart = bars([Bar(p.name, p.node_hours, PALETTE[i % len(PALETTE)],
+                      f"{p.name}: {p.node_hours:,.2f} node-hours "
                       f"({p.node_hours / total:.1%})")
                   for i, p in enumerate(c.report.projects)],
                  value_text=lambda v: f"{v:,.1f} node-h")

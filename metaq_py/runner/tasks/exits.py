@@ -149,7 +149,7 @@ class Settler:
             signal=sig.name if sig else None, seconds=seconds,
             node_seconds=live.node_seconds, gpu_seconds=live.gpu_seconds,
             core_seconds=cores, **(usage.fields() if usage is not None else {}),
-            project=live.claim.spec.project, kind=str(live.job.kind))
+            project=live.claim.spec.project, user=live.claim.user, kind=str(live.job.kind))
 
     def _settle(self, live: LiveTask, returncode: int, stopping: str | None,
                 usage: Usage | None) -> str:

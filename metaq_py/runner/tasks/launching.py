@@ -314,7 +314,8 @@ class Launcher:
             gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
             cores=None if live.cores is None else list(live.cores),
             bound=None if live.cores is None else spec.bind or spec.srun_wrap,
-            project=claim.spec.project, kind=str(live.job.kind), shape=live.job.shape,
+            project=claim.spec.project, user=claim.user, kind=str(live.job.kind),
+            shape=live.job.shape,
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
 
@@ -377,5 +378,5 @@ class Launcher:
         ctx.events.write(
             "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
             outcome=outcome, exit_code=None, signal=None, seconds=0.0, node_seconds=0.0,
-            gpu_seconds=0.0, project=live.claim.spec.project, kind=str(live.job.kind),
-            reason=f"could not start: {why}")
+            gpu_seconds=0.0, project=live.claim.spec.project, user=live.claim.user,
+            kind=str(live.job.kind), reason=f"could not start: {why}")

@@ -1,7 +1,8 @@
 #!/bin/bash
 # metaq-py under SLURM: this job backfills tasks from a shared queue into its own nodes.
 #
-# Copy it, adjust the #SBATCH lines (or override them on the command line), then:
+# Copy it (metaq jobscript slurm > slurm.sh), adjust the #SBATCH lines (or override them on
+# the command line), then:
 #     sbatch slurm.sh                        # queue from $METAQ_QUEUE, else ./queue
 #     sbatch -N 8 -t 6:00:00 slurm.sh --linger
 # Arguments after the script name go to `metaq run`.

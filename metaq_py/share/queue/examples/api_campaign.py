@@ -8,7 +8,8 @@ epilogue; each task is one ``submit`` call, so nothing is written by hand and ev
 judged exactly as ``metaq submit`` judges a script.
 
     metaq init /tmp/q
-    python queue/examples/api_campaign.py --queue /tmp/q --configs 4 --out /tmp/campaign
+    python metaq_py/share/queue/examples/api_campaign.py --queue /tmp/q --configs 4 \
+        --out /tmp/campaign
     metaq run --queue /tmp/q --nodes 2 --walltime 1h
 
 The work itself is a stand-in (``echo`` and ``sleep``), so the campaign runs anywhere; a real

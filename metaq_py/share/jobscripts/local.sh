@@ -2,8 +2,9 @@
 # metaq-py without a batch system: a pretend cluster of METAQ_NODES nodes on this machine,
 # for a laptop, a workstation or an interactive allocation you manage yourself.
 #
-#     jobscripts/local.sh                          # 4 pretend nodes, queue ./queue
-#     METAQ_NODES=2 jobscripts/local.sh --walltime 30m
+#     metaq jobscript local > local.sh              # a copy to keep (this file)
+#     bash local.sh                                 # 4 pretend nodes, queue ./queue
+#     METAQ_NODES=2 bash local.sh --walltime 30m
 # Arguments go to `metaq run`. Ctrl-C or SIGTERM stops the tasks gracefully and requeues them.
 queue="${METAQ_QUEUE:-queue}"
 nodes="${METAQ_NODES:-4}"

@@ -2,7 +2,8 @@
 # metaq-py under PBS Pro, OpenPBS or Torque: this job backfills tasks from a shared queue into
 # its own nodes.
 #
-# Copy it, adjust the #PBS lines (or override them on the command line), then:
+# Copy it (metaq jobscript pbs > pbs.sh), adjust the #PBS lines (or override them on the
+# command line), then:
 #     qsub pbs.sh
 #     qsub -v METAQ_QUEUE=/lus/proj/queue,METAQ_ARGS=--linger pbs.sh
 # qsub cannot pass arguments to a script, so extra `metaq run` arguments come in METAQ_ARGS
