@@ -12,15 +12,12 @@ each one does per job differs, and the ratio should be read with that in mind:
   rename with a lease, has its launch agent start the script in its own session (and its own
   cgroup where the kernel allows) with a log file and a hostfile, notice its exit through a
   pidfd and sweep its session, and moves it to ``finished/`` with its record and two
-  JSON-lines events. That is the work that makes a task impossible to lose. (Its next task
-  is claimed and prepared while it runs, and started by the agent as it ends.)
+  JSON-lines events. That is the work that makes a task impossible to lose.
 
 metaq runs here with ``--launch-pause 0`` (the default pause, 0.05 s, exists to protect a shared
 batch node and caps launches at 20 per second; its figure is printed too, on fewer tasks). The
 share of starts its launch agent made is printed as well (near 100%: the rest start in the
-runner, as malleable tasks do, see metaq_py/runner/tasks/launching.py), and the share of those
-it made as follow-ons, the moment the task before them ended, without a round trip through
-the runner (metaq_py/runner/tasks/follow_ons.py: most of them, once four tasks have ended).
+runner, as malleable tasks do, see metaq_py/runner/tasks/launching.py).
 
 **Launch cost with shares** (issue 18: "launch cost per task does not rise by more than
 10%"). The same no-op tasks, J at a time, once as whole-node tasks on J pretend nodes and once
@@ -72,8 +69,6 @@ class Timing:
     wall: float
     cpu: float
     handed: int = 0
-    followed: int = 0
-    """Starts the agent made as follow-ons (metaq_py/runner/tasks/follow_ons.py)."""
 
 
 class AgentCPU:
@@ -144,9 +139,7 @@ def metaq_run(root: Path, tasks: int, jobs: int, pause: float, *, shares: bool =
     assert not any("not bound" in line for line in said), said  # binding must be on
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime) + agent_cpu
     shutil.rmtree(root, ignore_errors=True)
-    follow_ons = runner.follow_ons
-    return Timing(took, cpu, runner.launcher.handed_over,
-                  follow_ons.made - follow_ons.given_back)
+    return Timing(took, cpu, runner.launcher.handed_over)
 
 
 def parallel_seconds(tasks: int, jobs: int) -> float:
@@ -160,13 +153,11 @@ def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
     has_parallel = shutil.which("parallel") is not None
     ours: list[float] = []
     handed: list[int] = []
-    followed: list[int] = []
     theirs: list[float] = []
     for i in range(repeat):
         run = metaq_run(scratch / f"q{i}", tasks, jobs, 0.0)
         ours.append(run.wall)
         handed.append(run.handed)
-        followed.append(run.followed)
         if has_parallel:
             theirs.append(parallel_seconds(tasks, jobs))
     small = max(20, tasks // 100)
@@ -177,8 +168,6 @@ def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
           f"(runs: {', '.join(f'{t:.2f}' for t in ours)} s)")
     print(f"  starts made by the launch agent: "
           f"{', '.join(f'{h / tasks:.0%}' for h in handed)} (the rest in the runner)")
-    print(f"  of which follow-ons, started as the task before them ended: "
-          f"{', '.join(f'{f / tasks:.0%}' for f in followed)}")
     if not theirs:
         print("  GNU parallel is not installed (Debian: apt-get install parallel): the "
               "comparison is skipped")
@@ -201,9 +190,7 @@ def launch_cost(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
         shared.append(metaq_run(scratch / f"s{i}", tasks, jobs, 0.0, shares=True))
     w_wall, s_wall = min(t.wall for t in whole), min(t.wall for t in shared)
     w_cpu, s_cpu = min(t.cpu for t in whole), min(t.cpu for t in shared)
-    print(f"launch cost per task, {tasks} no-op tasks, {jobs} at a time (best of {repeat}; "
-          f"follow-ons: {sum(t.followed for t in whole) / tasks / repeat:.0%} of the whole-node "
-          f"starts, {sum(t.followed for t in shared) / tasks / repeat:.0%} of the shares)")
+    print(f"launch cost per task, {tasks} no-op tasks, {jobs} at a time (best of {repeat})")
     print(f"  whole-node tasks ({jobs} nodes):            wall {w_wall / tasks * 1e3:6.3f} ms  "
           f"runner CPU {w_cpu / tasks * 1e3:6.3f} ms")
     print(f"  bound 1-core shares ({max(1, jobs // SHARE_CORES)} nodes x {SHARE_CORES} cores): "

@@ -59,7 +59,6 @@ from metaq_py.runner.events import EventWriter
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
-from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.launching import Launcher, StartProcess
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.resizing import Resizer
@@ -149,12 +148,7 @@ class Runner:
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
                                  start=start,
                                  on_started=wakeups.started if start is launch else None)
-        # Follow-ons only where launches are not paused and the launch agent serves.
-        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
-                                    claim=self.decider.claim, hand_over=self.launcher.follow,
-                                    enabled=self.launch_pause == 0 and start is launch)
-        self.decider.follow_ons = self.launcher.follow_ons = self.follow_ons
-        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
+        self.settler = Settler(ctx, cluster, roster)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
@@ -248,9 +242,6 @@ class Runner:
             self._handle(wakeup)
             starts_only = starts_only and wakeup.what is What.STARTED
             wakeup = self.wakeups.take()
-        if starts_only and self.stopping is None:
-            # A task just started may take a follow-on at once (none comes before its start).
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
         return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
@@ -379,8 +370,6 @@ class Runner:
             self.launcher.redecide = False
             self.decider.decide(now, self.passes)
         self.launcher.launch_ready()
-        if self.stopping is None:
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -432,7 +421,6 @@ class Runner:
             while (wakeup := self.wakeups.take()) is not None:
                 self._handle(wakeup)
         self.launcher.close()
-        self.follow_ons.abandon()  # any the agent still held went with it
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)

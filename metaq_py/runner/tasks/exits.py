@@ -21,7 +21,6 @@ from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import gpu_ids_for
-from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.roster import Roster
 
@@ -33,14 +32,10 @@ class Settler:
     could not be moved yet; ``stopping`` (on each call) is why the runner is stopping, if it
     is, which is the reason an interrupted task is requeued with."""
 
-    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster, *,
-                 follow_ons: FollowOns | None = None) -> None:
+    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster) -> None:
         self.ctx = ctx
         self.cluster = cluster
         self.roster = roster
-        self.follow_ons = follow_ons
-        """Told of each end, to start the follow-on waiting for it (see
-        :mod:`~metaq_py.runner.tasks.follow_ons`)."""
         self.unsettled: list[LiveTask] = []
         self.steps = StepUsage()
         """SLURM's figures for tasks run in steps of their own (asked once per end)."""
@@ -65,8 +60,6 @@ class Settler:
             self._write_end(live, "requeued")
             return
         roster.forget(live, now=now)
-        if self.follow_ons is not None:
-            self.follow_ons.ended(live, now=now, stopping=stopping)
         self.settle_or_keep(live, stopping=stopping)
 
     def retry(self, *, stopping: str | None) -> None:

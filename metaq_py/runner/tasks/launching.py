@@ -43,7 +43,6 @@ from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
-from metaq_py.runner.tasks.follow_ons import FollowOn, FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
@@ -58,14 +57,13 @@ class Started:
     """A start done by the launch agent: the task, its launch spec, and its ``process``, or
     ``error`` (one sentence) when it could not be started, or neither when the agent ended
     before it (the runner then starts it itself); ``at`` is when the loop asked for it (the
-    task's hosts are its own from then on; ``None`` for a follow-on, whose hosts become its
-    own when the task before it ends)."""
+    task's hosts are its own from then on)."""
 
     live: LiveTask
     spec: LaunchSpec
     process: TaskProcess | None
     error: str | None
-    at: float | None
+    at: float
 
 
 # Over 300 lines (304): the three ways of starting a task (in the runner, handed to the
@@ -108,8 +106,6 @@ class Launcher:
         """The launch agent, while it serves (see the module text)."""
         self.handed_over = 0
         """Starts the launch agent has taken."""
-        self.follow_ons: FollowOns | None = None
-        """Where the answers of follow-on starts go (see :meth:`follow`)."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
@@ -239,53 +235,11 @@ class Launcher:
         live.starting = False
         self._launched(live, spec, start_prepared(ready, on_exit=self.on_exit), now)
 
-    def follow(self, live: LiveTask, after: LiveTask, token: int,
-               hold: float) -> FollowOn | None:
-        """Prepare ``live`` (claimed, placed on ``after``'s hosts) and hand it to the launch
-        agent as the follow-on of ``after``, whose start is ``token`` (see
-        :mod:`~metaq_py.runner.tasks.follow_ons`); ``None`` when it could not be: it is then
-        back in the queue, or failed."""
-        agent, on_started = self.agent, self.on_started
-        assert agent is not None and on_started is not None
-        spec = self._spec(live)
-        if spec is None:
-            return None
-        try:
-            ready = prepare(spec, base_env=self.environ, aside=set_aside)
-        except (LaunchError, OSError) as e:
-            self._failed(live, str(e))
-            return None
-
-        def done(process: AgentTask | None, error: str | None) -> None:
-            on_started(Started(live, spec, process, error, None))
-
-        live.starting = True
-        mine = agent.follow(ready, after=token, hold=hold, done=done, on_exit=self.on_exit)
-        if mine is None:
-            ready.abandon()
-            self.roster.requeue_unlaunched(live, "not started: the launch agent cannot take it")
-            return None
-        self.handed_over += 1
-        return FollowOn(live, after, agent, mine)
-
     def started(self, done: Started) -> None:
         """Take a start the launch agent has answered (on the loop's thread)."""
         live = done.live
         live.starting = False
         at = done.at
-        follow_ons = self.follow_ons
-        follow = follow_ons.answered(live) if follow_ons is not None else None
-        if follow_ons is not None and follow is not None:
-            if follow.promoted is None or (done.process is None and done.error is None):
-                # Withdrawn, or held past its hold, or its agent ended: nothing of it ran.
-                if done.process is not None:
-                    done.process.kill()
-                follow_ons.give_back(follow, "not started: its follow-on was withdrawn")
-                self.handed_over -= 1  # no start made
-                self.redecide = True
-                return
-            at = follow.promoted
-        assert at is not None
         if done.process is None and done.error is None:
             # The agent ended before it: nothing started, and the runner starts it now.
             if self.roster.live.get(live.id) is live:
