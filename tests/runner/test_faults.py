@@ -237,10 +237,9 @@ def test_kill_9_leaves_leases_that_the_next_runner_reclaims(tmp_path: Path) -> N
     assert not q.leases()
 
 
-def test_a_reused_lease_file_is_reclaimed_like_a_new_one(tmp_path: Path) -> None:
-    """The killed runner had finished a task first, so the lease of the task it was running
-    was that task's lease file, rewritten: the next runner reads and reclaims it all the
-    same, and the spare files the dead runner kept are never taken for claims."""
+def test_the_lease_of_a_second_claim_is_reclaimed_like_the_first(tmp_path: Path) -> None:
+    """The killed runner had finished a task first: the lease of the task it was running is
+    the one the next runner reads and reclaims, and the finished task's is gone."""
     q = make_queue(tmp_path / "q")
     out = tmp_path / "runs"
     task(q, "quick.sh", "true")

@@ -1,8 +1,7 @@
 """Launching the roster's placed tasks, when their hosts are physically free.
 
 At most one task is launched per ``launch_pause`` (``caps.launch_pause``), which protects the
-batch node from a burst of starts. Each launch gets its run folder and log from files made
-ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be started goes
+batch node from a burst of starts. A task that cannot be started goes
 back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
 
 **Starting through the launch agent.** Starting a process blocks its caller until the child
@@ -41,7 +40,6 @@ from metaq_py.policy.model import Kind
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
-from metaq_py.queue.premade import Spares
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
@@ -98,7 +96,6 @@ class Launcher:
         self.environ = dict(os.environ)
         self.next_launch = ctx.clock.now()
         self.redecide = False
-        self.spares: Spares | None = None
         self.on_started = on_started
         """Where the launch agent's starts are handed (``None``: every task starts on the
         loop's thread; see the module text)."""
@@ -110,26 +107,19 @@ class Launcher:
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
     def open(self) -> None:
-        """Make this job's run folder, start making spares (a helper thread) and start the
-        launch agent."""
+        """Make this job's run folder and start the launch agent."""
         self.runs.mkdir(parents=True, exist_ok=True)
         self.next_launch = self.ctx.clock.now()
-        self.spares = Spares(self.ctx.job_dir / ".spares")
-        self.ctx.queue.spares = self.spares
         if self.on_started is not None:
             self.agent = AgentLink.open()
             if self.agent is None:
                 self.ctx.say("the launch agent cannot run here; tasks start in the runner")
 
     def close(self) -> None:
-        """Stop the launch agent (once its tasks are over), stop making spares and throw away
-        those not used."""
+        """Stop the launch agent (once its tasks are over)."""
         if self.agent is not None:
             self.agent.close()
             self.agent = None
-        self.ctx.queue.spares = None
-        if self.spares is not None:
-            self.spares.close()
 
     def wait_started(self) -> None:
         """Wait until every start handed to the launch agent has been answered (its
@@ -294,9 +284,8 @@ class Launcher:
         return self._binding
 
     def _make_room(self, spec: LaunchSpec) -> None:
-        """Make the folders of ``spec``'s run folder and log, and give it both from the spares
-        made ahead of time where nothing is there yet (``launch`` then finds them made; it
-        makes whatever is still missing itself)."""
+        """Make the folders that hold ``spec``'s run folder and log (``launch`` makes the run
+        folder and the log themselves)."""
         root = self.ctx.queue.root
         for parent in (spec.rundir.parent, spec.log.parent):
             if parent not in self.folders:
@@ -306,9 +295,6 @@ class Launcher:
                 self.folders.add(parent)
         # Something planted where the run folder or the log goes is moved aside by launch
         # (set_aside, see metaq_py.launch.places), never written through.
-        if self.spares is not None:
-            self.spares.folder(spec.rundir)
-            self.spares.empty_file(spec.log)
 
     def _failed(self, live: LiveTask, why: str) -> None:
         """Give back the hosts of a task that could not be started and requeue it with the
