@@ -1,11 +1,8 @@
 """Everything a start does before the process exists: the checks, the command, the
 environment, the run folder, the hostfile and the output.
 
-One :func:`prepare` serves both ways of starting a task: :func:`~metaq_py.launch.process.launch`
-starts the prepared command in the runner itself, and the runner's launch agent
-(:mod:`metaq_py.launch.agent_link`) hands it to a process of its own. Either way the output
-descriptor is given away at the start (or closed by :meth:`Prepared.abandon` when there is
-none).
+:func:`~metaq_py.launch.process.launch` starts the prepared command; the output descriptor
+is given away at the start (or closed by :meth:`Prepared.abandon` when there is none).
 """
 
 from __future__ import annotations

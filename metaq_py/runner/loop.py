@@ -142,12 +142,9 @@ class Runner:
         self.offers = Offers(ctx)
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
-        # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
-        # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
-                                 start=start,
-                                 on_started=wakeups.started if start is launch else None)
+                                 start=start)
         self.settler = Settler(ctx, cluster, roster)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
@@ -195,6 +192,7 @@ class Runner:
         ctx, alloc = self.ctx, self.ctx.alloc
         # Its own, or nothing in it is: what stands at jobs/<jobid> already is moved aside.
         own_folder(ctx.queue.root, ctx.job_dir)
+        self.launcher.open()
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)
@@ -209,8 +207,6 @@ class Runner:
             f"{format_duration(round(end - now))} left"
         self.say(f"job {alloc.jobid} on {alloc.machine}: {alloc.nnodes} node(s), "
                  f"{alloc.gpus_per_node} GPU(s) each, {left}, {self.scheduler.name}")
-        # Last, so that nothing before can fail and leave its helper thread behind.
-        self.launcher.open()
 
     def _loop(self) -> None:
         while True:
@@ -219,13 +215,10 @@ class Runner:
                 return
             # After the first pass: starting the watcher takes a while (see watch_queue).
             self.wakeups.watch_queue()
-            while not self._wait():
-                pass
+            self._wait()
 
-    def _wait(self) -> bool:
-        """Wait for the next wake-up or deadline and take everything that has arrived; whether
-        a pass is due. Processes that have started change nothing a decision sees: when they
-        are all that came and nothing is due, the loop waits again without a pass."""
+    def _wait(self) -> None:
+        """Wait for the next wake-up or deadline and take everything that has arrived."""
         now = self.clock.now()
         timeout = max(0.0, self._next_deadline() - now)
         if self.wakeups.idle() or now >= self._flush_by:
@@ -235,22 +228,14 @@ class Runner:
             self._flush_by = now + _FLUSH_EVERY
         longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
         wakeup = self.wakeups.wait(min(timeout, longest))
-        if wakeup is None:
-            return True
-        starts_only = True
         while wakeup is not None:  # take everything that arrived before deciding
             self._handle(wakeup)
-            starts_only = starts_only and wakeup.what is What.STARTED
             wakeup = self.wakeups.take()
-        return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
         if wakeup.what is What.EXIT:
             assert wakeup.process is not None
             self.settler.exited(wakeup.process, stopping=self.stopping)
-        elif wakeup.what is What.STARTED:
-            assert wakeup.started is not None
-            self.launcher.started(wakeup.started)
         elif wakeup.what is What.SIGNAL:
             assert wakeup.signum is not None
             name = signal.Signals(wakeup.signum).name
@@ -406,7 +391,6 @@ class Runner:
             self.stopping = "stopped by an error"
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {self.stopping}")
-        self.launcher.wait_started()  # no process may start after the last ones are stopped
         while (wakeup := self.wakeups.take()) is not None:
             self._handle(wakeup)
         running = [t for t in roster.live.values() if t.running]
@@ -420,7 +404,6 @@ class Runner:
                 t.process.wait(10)
             while (wakeup := self.wakeups.take()) is not None:
                 self._handle(wakeup)
-        self.launcher.close()
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)

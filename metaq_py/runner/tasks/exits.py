@@ -2,7 +2,7 @@
 
 Why the runner stopped a task (:class:`~metaq_py.runner.tasks.live_task.Why`) decides: a task
 stopped for a restart starts again at once on its new hosts; a preempted or interrupted one
-(or one killed because its launch agent died) goes back to its folder to resume; a cancelled
+goes back to its folder to resume; a cancelled
 one to ``cancelled/``; a lost one is left alone (it is no longer ours); any other is finished
 or failed by its exit code. When the queue cannot be written (a full disk), the task stays
 claimed, its lease renewed, and settling it is tried again at each heartbeat.
@@ -49,9 +49,6 @@ class Settler:
         if live is None or live.process is not process:
             return
         now = self.ctx.clock.now()
-        if process.lost is not None and live.why is None:
-            # Killed because its launch agent died: not the task's failure.
-            live.why, stopping = Why.INTERRUPT, stopping or process.lost
         roster.check_checkpoint(live, now)  # one made just before the exit
         live.account(now)
         roster.let_go(live)

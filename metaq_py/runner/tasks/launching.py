@@ -1,42 +1,24 @@
 """Launching the roster's placed tasks, when their hosts are physically free.
 
 At most one task is launched per ``launch_pause`` (``caps.launch_pause``), which protects the
-batch node from a burst of starts. A task that cannot be started goes
-back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
-
-**Starting through the launch agent.** Starting a process blocks its caller until the child
-has executed the script (``vfork`` lends the child the caller's memory until then), then the
-move into the task's cgroup waits for the kernel, and an exit costs a sweep and a reap: on the
-loop's thread that was most of a short task's cost, and a thread of the runner cannot take it
-over without the interpreter's lock. So with ``on_started`` given (the real launch), the loop
-prepares each start (its spec, run folder, log, environment: :mod:`metaq_py.launch.prepare`)
-and hands it to the runner's launch agent, a process of its own
-(:mod:`metaq_py.launch.agent`), while the loop goes on claiming, settling and deciding. The
-agent's answer comes back as a :class:`Started` through ``on_started`` (the runner's inbox),
-and the loop then records the process and writes the ``start`` event. Until then the task is
-*starting* (:attr:`LiveTask.starting`): on the roster, holding its hosts, without a process.
-A stop asked meanwhile (a cancel, a preemption, the end of the allocation) is kept and its
-signal sent the moment the process exists (:meth:`LiveTask.launched`). The agent's answers
-come in order, so the loop always knows a process before it hears of its end. Malleable tasks
-start on the loop's thread, in the runner: a resize may come at any moment and must find such
-a task either running or not started. So do stand-in processes (the tests on a fake clock),
-so that their times stay exact, and every task once the agent is gone (it is said once).
+batch node from a burst of starts. Every start comes from a decision: the decider applied its
+``Start`` to the Cluster (:meth:`Cluster.apply <metaq_py.cluster.Cluster.apply>`) and put the
+claimed task on the roster, and the launcher starts it, on the loop's thread, once its hosts
+are free (:func:`metaq_py.launch.launch`; stand-in processes in the tests on a fake clock). A
+task that cannot be started goes back to its folder with the attempt counted (to ``failed/``
+once its attempts are used up).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
-from metaq_py.launch.agent_link import AgentLink, AgentTask
 from metaq_py.launch.binding import machine_cpus
-from metaq_py.launch.prepare import prepare
-from metaq_py.launch.process import start_prepared
-from metaq_py.policy.model import Kind
+from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
@@ -44,29 +26,12 @@ from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
-__all__ = ["Launcher", "StartProcess", "Started"]
+__all__ = ["Launcher", "StartProcess"]
 
 StartProcess = Callable[..., TaskProcess]
 """How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
 
 
-@dataclass(frozen=True, slots=True)
-class Started:
-    """A start done by the launch agent: the task, its launch spec, and its ``process``, or
-    ``error`` (one sentence) when it could not be started, or neither when the agent ended
-    before it (the runner then starts it itself); ``at`` is when the loop asked for it (the
-    task's hosts are its own from then on)."""
-
-    live: LiveTask
-    spec: LaunchSpec
-    process: TaskProcess | None
-    error: str | None
-    at: float
-
-
-# Over 300 lines (304): the three ways of starting a task (in the runner, handed to the
-# launch agent, and as a follow-on) share its spec, its folders, its failure and its
-# ``start`` event; split, each part would reach into the others' state.
 class Launcher:
     """Starts the processes of the roster's tasks waiting to launch: ``start`` starts one,
     which calls ``on_exit`` when it is over, and ``watch`` then watches its run folder.
@@ -77,8 +42,7 @@ class Launcher:
 
     def __init__(self, ctx: Context, roster: Roster, *, launch_pause: float,
                  on_exit: Callable[[TaskProcess], None], watch: Callable[[LiveTask], None],
-                 start: StartProcess = launch,
-                 on_started: Callable[[Started], None] | None = None) -> None:
+                 start: StartProcess = launch) -> None:
         self.ctx = ctx
         self.roster = roster
         self.launch_pause = launch_pause
@@ -96,37 +60,17 @@ class Launcher:
         self.environ = dict(os.environ)
         self.next_launch = ctx.clock.now()
         self.redecide = False
-        self.on_started = on_started
-        """Where the launch agent's starts are handed (``None``: every task starts on the
-        loop's thread; see the module text)."""
-        self.agent: AgentLink | None = None
-        """The launch agent, while it serves (see the module text)."""
-        self.handed_over = 0
-        """Starts the launch agent has taken."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
     def open(self) -> None:
-        """Make this job's run folder and start the launch agent."""
+        """Make this job's run folder and, for real processes, the cgroup folder of its
+        tasks: what dead runners' tasks left running here is killed then, before any lost
+        claim is taken back (see :func:`~metaq_py.launch.cgroup.runner_cgroup`)."""
         self.runs.mkdir(parents=True, exist_ok=True)
         self.next_launch = self.ctx.clock.now()
-        if self.on_started is not None:
-            self.agent = AgentLink.open()
-            if self.agent is None:
-                self.ctx.say("the launch agent cannot run here; tasks start in the runner")
-
-    def close(self) -> None:
-        """Stop the launch agent (once its tasks are over)."""
-        if self.agent is not None:
-            self.agent.close()
-            self.agent = None
-
-    def wait_started(self) -> None:
-        """Wait until every start handed to the launch agent has been answered (its
-        :class:`Started` is in the inbox): on the way out, before the last processes are
-        stopped."""
-        if self.agent is not None:
-            self.agent.sync()
+        if self.start is launch:
+            runner_cgroup()
 
     def launch_ready(self) -> None:
         """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
@@ -147,9 +91,6 @@ class Launcher:
         if spec is None:
             return
         try:
-            if self._agent_serves() and live.job.kind is not Kind.MALLEABLE:
-                self._hand_over(live, spec, now)
-                return
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
                                  aside=set_aside)
         except (LaunchError, OSError) as e:
@@ -195,56 +136,6 @@ class Launcher:
             self._failed(live, str(e))
             return None
         return spec
-
-    def _agent_serves(self) -> bool:
-        """Whether the launch agent takes starts; when it has ended, that is said once."""
-        agent = self.agent
-        if agent is None:
-            return False
-        if not agent.alive:
-            self.ctx.say(f"the launch agent {agent.ended}; tasks start in the runner from "
-                         f"now on")
-            self.agent = None
-            return False
-        return True
-
-    def _hand_over(self, live: LiveTask, spec: LaunchSpec, now: float) -> None:
-        """Prepare ``live``'s start and hand it to the launch agent (started here instead if
-        the agent cannot take it). Raises :class:`LaunchError` as a start does."""
-        assert self.agent is not None and self.on_started is not None
-        on_started = self.on_started
-        ready = prepare(spec, base_env=self.environ, aside=set_aside)
-
-        def done(process: AgentTask | None, error: str | None) -> None:
-            on_started(Started(live, spec, process, error, now))
-
-        live.starting = True
-        if self.agent.start(ready, done=done, on_exit=self.on_exit):
-            self.handed_over += 1
-            return
-        live.starting = False
-        self._launched(live, spec, start_prepared(ready, on_exit=self.on_exit), now)
-
-    def started(self, done: Started) -> None:
-        """Take a start the launch agent has answered (on the loop's thread)."""
-        live = done.live
-        live.starting = False
-        at = done.at
-        if done.process is None and done.error is None:
-            # The agent ended before it: nothing started, and the runner starts it now.
-            if self.roster.live.get(live.id) is live:
-                self._launch(live, self.ctx.clock.now())
-            return
-        if done.process is None:
-            assert done.error is not None
-            if self.roster.live.get(live.id) is live:
-                self._failed(live, done.error)
-            return
-        if self.roster.live.get(live.id) is not live:
-            # Let go of while it was starting (its claim was taken back): it may not run.
-            done.process.kill()
-            return
-        self._launched(live, done.spec, done.process, at)
 
     def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
                   now: float) -> None:

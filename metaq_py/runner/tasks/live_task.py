@@ -114,9 +114,6 @@ class LiveTask:
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
-    starting: bool = False
-    """Handed to the launch agent, its process not known yet (see
-    :mod:`~metaq_py.runner.tasks.launching`)."""
 
     @property
     def id(self) -> str:
@@ -132,8 +129,8 @@ class LiveTask:
         return self.process is not None and self.process.status is None
 
     def launched(self, process: TaskProcess, now: float) -> None:
-        """The process is started: accounting begins at ``now``. A task stopped while it was
-        starting gets its stop signal now (its kill follows at the time already set)."""
+        """The process is started: accounting begins at ``now``. A task stopped before its
+        launch gets its stop signal now (its kill follows at the time already set)."""
         self.process = process
         self.spec = process.spec
         self.started = self.since = now
