@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 
 __all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec", "with_path"]
 

@@ -36,7 +36,6 @@ from metaq_py.cli.shared import (
     reported,
 )
 from metaq_py.cli.task_view import entry_json, print_history, print_spec
-from metaq_py.directive_keys import format_indices
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
@@ -44,6 +43,7 @@ from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import PENDING, STATES
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
 from metaq_py.report.summary import queue_counts
 
 
@@ -263,7 +263,7 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
 
 def _print_placement(where: dict[str, Any]) -> None:
     """The running task's hosts, cores and GPUs, one line each."""
-    from metaq_py.launch.binding import cpu_list
+    from metaq_py.ranges import cpu_list
 
     typer.echo(f"running on: {', '.join(where['hosts'])}")
     cores = where.get("cores")

@@ -17,13 +17,13 @@ import typer
 
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.cli.task_view import print_spec, spec_json
-from metaq_py.directive_keys import format_indices
 from metaq_py.directives import late_directives, miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
 
 
 @app.command()

@@ -39,7 +39,6 @@ from metaq_py.queue.disk.folders import (
     companion,
     relative_parts,
 )
-from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.index import Index, Invalid, Scan, Task
 from metaq_py.queue.judge import Verdict, judge_in_queue
 from metaq_py.queue.layout import (
@@ -55,6 +54,7 @@ from metaq_py.queue.layout import (
 )
 from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import OwnMoves
@@ -386,7 +386,7 @@ class Queue(Layout):
     def move(self, src: Path, dst: Path, *, reason: str | None = None,
              logbook: Logbook | None = None, claim: Claim | None = None) -> Path | None:
         """Move the task at ``src`` to ``dst`` with its companions: every state change goes
-        through here (see :func:`~metaq_py.queue.disk.moves.move_task`). ``None`` if ``src``
+        through here (see :func:`~metaq_py.queue.moves.move_task`). ``None`` if ``src``
         vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = relative_parts(src, self.root)

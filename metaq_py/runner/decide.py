@@ -30,9 +30,10 @@ from metaq_py.policy import (
     Start,
     lost_node_seconds,
 )
+from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
-from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
+from metaq_py.runner.offers import Offers, past_runs
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer

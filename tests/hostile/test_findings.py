@@ -90,7 +90,7 @@ def deep_path_rejected(w: World) -> None:
 
 
 def junk_by_the_thousand(w: World) -> None:  # issue 28: junk never starves real work
-    from metaq_py.queue.disk.walk import BIG_FOLDER
+    from metaq_py.queue.walk import BIG_FOLDER
 
     for i in range(BIG_FOLDER + 100):  # past the size where junk is told by its lstat
         (w.q.root / "todo" / f"junk-{i:05d}.txt").write_bytes(b"#!/bin/sh\n")

@@ -8,7 +8,7 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 - ``.<name>.lease``: while claimed, its lease (:mod:`metaq_py.queue.lease`);
 - ``.<name>.cancel``: while claimed, a person's request to cancel it.
 
-The task folders themselves are walked by the index (:mod:`metaq_py.queue.disk.walk`); the helpers
+The task folders themselves are walked by the index (:mod:`metaq_py.queue.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
 that is neither hidden nor a ``.reason`` beside its task is a task (in ``working/``, which
 never holds a ``.reason``, every file that is not hidden).

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import signal
 
-from metaq_py.batch.step_usage import StepUsage
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
+from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
+from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
-from metaq_py.runner.offers import gpu_ids_for
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.roster import Roster
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
-from metaq_py.launch.binding import machine_cpus
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
+from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
