@@ -31,7 +31,6 @@ __all__ = [
     "publish_logbook",
     "read_logbook",
     "stage_logbook",
-    "write_logbook",
 ]
 
 
@@ -116,8 +115,3 @@ def publish_logbook(staged: Path, task: str | os.PathLike[str]) -> Path:
     path = logbook_path(task)
     os.replace(staged, path)
     return path
-
-
-def write_logbook(task: str | os.PathLike[str], logbook: Logbook) -> Path:
-    """Write ``logbook`` beside ``task`` atomically (temporary file, then rename)."""
-    return publish_logbook(stage_logbook(task, logbook), task)
