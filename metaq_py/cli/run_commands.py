@@ -19,7 +19,7 @@ import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli.metaq_env import read_metaq_env
-from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, one_scheduler, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
@@ -51,8 +51,10 @@ def run(
              "batch job's nodes.")] = None,
     walltime: Annotated[str | None, typer.Option(
         help="Stop by this duration from now even if the batch job could run longer.")] = None,
-    mechanism: Annotated[str, typer.Option(
-        help=f"The scheduler: {', '.join(MECHANISMS)}.")] = "easy",
+    scheduler: Annotated[str | None, typer.Option(
+        help=f"The scheduler: {', '.join(MECHANISMS)} (default easy).")] = None,
+    mechanism: Annotated[str | None, typer.Option(
+        hidden=True, help="The old name of --scheduler.")] = None,
     linger: Annotated[bool | None, typer.Option(
         "--linger/--no-linger",
         help="Wait for new work until the wall clock ends, instead of stopping when nothing "
@@ -115,7 +117,8 @@ def run(
                 cores_per_node=cores_per_node, cores_per_gpu=cores_per_gpu,
                 walltime=_first(_seconds(walltime, "--walltime"), metaq.walltime))
             options = RunOptions(
-                mechanism=mechanism, linger=bool(_first(linger, metaq.linger)),
+                scheduler=one_scheduler(scheduler, mechanism, "--mechanism") or "easy",
+                linger=bool(_first(linger, metaq.linger)),
                 max_tasks=_first(max_tasks, metaq.max_tasks),
                 launch_pause=_first(pause, metaq.launch_pause),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,

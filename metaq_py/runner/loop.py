@@ -113,7 +113,7 @@ class Runner:
         self.clock = clock = queue.clock
         self.say = say = say or _say
         try:
-            self.scheduler = make_scheduler(options.mechanism,
+            self.scheduler = make_scheduler(options.scheduler,
                                             release_after=options.release_after,
                                             warning=options.warning)
         except ValueError as e:
