@@ -16,11 +16,11 @@ from pathlib import Path
 from metaq_py.launch.checked import sealed
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
-from metaq_py.launch.places import Aside, make_run_folder, open_task_log
 from metaq_py.launch.preflight import check_script, share_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
+from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
 
 __all__ = ["Prepared", "prepare"]
 

@@ -45,7 +45,6 @@ from metaq_py.launch.cgroup import (
     remove_cgroup,
     task_cgroup,
 )
-from metaq_py.launch.places import Aside
 from metaq_py.launch.preflight import start_failure, unbound_failure
 from metaq_py.launch.prepare import prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
@@ -54,6 +53,7 @@ from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
+from metaq_py.launch.workdir import Aside
 
 __all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
 
@@ -338,7 +338,7 @@ def launch(
     reaper (or watcher) thread, after the task is over and its output is complete.
     ``base_env`` defaults to the runner's environment. A script that cannot be started raises
     :class:`LaunchError` and leaves no process behind. ``aside`` moves what someone planted
-    at the run folder's or the log's name out of the way (:mod:`metaq_py.launch.places`;
+    at the run folder's or the log's name out of the way (:mod:`metaq_py.launch.workdir`;
     without it, such a start fails). The script is moved into a cgroup of its own where the
     kernel allows (:mod:`metaq_py.launch.cgroup`), and pinned if it is a bound share.
     """

@@ -208,7 +208,7 @@ class JobFolder:
         self.job = job
         self._held: dict[str, set[int]] = {}
 
-    def place(self, name: str) -> Path:
+    def take_slot(self, name: str) -> Path:
         """Where the next claim of a task called ``name`` goes; it counts as held from now."""
         held = self._held.setdefault(name, set())
         path = claim_slot(self.job, name, held)

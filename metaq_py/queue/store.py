@@ -195,7 +195,7 @@ class Queue(Layout):
         :class:`OSError` (a full disk, a quota) leaves the task where it was."""
         job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
             (machine, jobid), _job_folder(self.root, machine, jobid))
-        dst = job.place(task.relpath.rpartition("/")[2])
+        dst = job.take_slot(task.relpath.rpartition("/")[2])
         try:
             claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid,
                                        host=host, pid=pid)

@@ -153,7 +153,7 @@ class Decider:
                 events.write("preempt", task=action.job, for_task=action.for_job,
                              lost_node_seconds=lost_node_seconds(r, now))
                 victims.setdefault(action.for_job, []).append(action.job)
-                roster.hold_hosts(victim, victim.node_ids)
+                roster.keep_hosts(victim, victim.node_ids)
                 victim.stop(Why.PREEMPT, now=now, for_task=action.for_job)
             elif isinstance(action, Shrink | Expand):
                 assert r is not None

@@ -185,7 +185,7 @@ class Launcher:
                 make_folders(root, parent)
                 self.folders.add(parent)
         # Something planted where the run folder or the log goes is moved aside by launch
-        # (set_aside, see metaq_py.launch.places), never written through.
+        # (set_aside, see metaq_py.launch.workdir), never written through.
 
     def _failed(self, live: LiveTask, why: str) -> None:
         """Give back the hosts of a task that could not be started and requeue it with the
