@@ -269,7 +269,8 @@ def report(configs: list[Config], kinds: list[Kind], times: dict[tuple[str, str]
             cell = f"{k.tasks / t:7.1f}/s {t:6.2f} s" if k.label == "no-op" else f"{t:7.2f} s"
             cells.append(f"{cell:>24}")
         print(f"  {config.label:34}{''.join(cells)}")
-    print("  saving of each mechanism, (without - with) / without:")
+    if any(c.label.startswith("without") for c in configs):
+        print("  saving of each mechanism, (without - with) / without:")
     for config in configs:
         if not config.label.startswith("without"):
             continue

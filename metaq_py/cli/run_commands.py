@@ -38,7 +38,7 @@ def _seconds(text: str | None, flag: str) -> float | None:
         raise typer.BadParameter(f"{flag} {e}") from None
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def run(

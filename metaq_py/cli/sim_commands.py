@@ -32,7 +32,7 @@ not be drawn, and importing it is a few percent of a whole command)."""
 
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def simulate(

@@ -161,6 +161,9 @@ class _Dir:
         return False
 
 
+# Over 300 lines, because the scan, its cache of each file's verdict and the order it hands
+# tasks out in are one state: a rescan must see the cache the last scan left, and split, each
+# part would reach into the others' dictionaries.
 class Index:
     """Scans the task folders of one queue, remembering parsed headers between scans.
 

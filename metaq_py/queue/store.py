@@ -79,7 +79,7 @@ class Moved:
     path: Path
 
 
-# Over 300 lines: every move a runner makes on the queue (claim, finish, requeue, reclaim,
+# Over 300 lines, because every move a runner makes on the queue (claim, finish, requeue, reclaim,
 # reject, cancel) is one short method here, so that the rules of a move (the lease, the
 # logbook, the tally, the own-moves note) are kept in one place.
 class Queue(Layout):

@@ -91,7 +91,7 @@ def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
 
-# Over 300 lines (335): the loop's stages (waiting, handling a wake-up, deciding, stopping,
+# Over 300 lines, because the loop's stages (waiting, handling a wake-up, deciding, stopping,
 # finishing up) share its flags (stopping, awaiting, exit_code) and every collaborator;
 # the work itself is already in them (Decider, Settler, Launcher, Upkeep, Roster).
 class Runner:

@@ -208,5 +208,5 @@ class Launcher:
         ctx.events.write(
             "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
             outcome=outcome, exit_code=None, signal=None, seconds=0.0, node_seconds=0.0,
-            gpu_seconds=0.0, project=live.claim.spec.project, kind=str(live.job.kind),
-            reason=f"could not start: {why}")
+            gpu_seconds=0.0, core_seconds=0.0, project=live.claim.spec.project,
+            kind=str(live.job.kind), reason=f"could not start: {why}")
