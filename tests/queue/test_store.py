@@ -403,6 +403,18 @@ def test_claim_rereads_the_file_it_took(q: Queue) -> None:
     assert (q.root / "rejected/todo/y.sh.reason").exists()
 
 
+def test_a_link_planted_as_a_job_folder_is_never_taken_for_claims(q: Queue) -> None:
+    """``working/m/j -> ../../finished``: the finished task behind it is no claim, so no
+    runner ever takes it back and runs it again."""
+    put(q.root / "todo" / "a.sh")
+    q.finish(q.claim(q.pending()[0], machine="m", jobid="1"), exit_code=0)
+    assert (q.root / "finished" / "todo" / "a.sh").exists()
+    (q.root / "working" / "m").mkdir(parents=True, exist_ok=True)
+    (q.root / "working" / "m" / "j").symlink_to("../../finished")
+    (q.root / "working" / "evil").symlink_to("../finished")
+    assert q.leases() == []
+
+
 def test_a_task_leaving_working_takes_its_lease_along(q: Queue) -> None:
     """Once its task has left working/, a lease is gone: nothing of the job is left there
     once it is tidied."""
