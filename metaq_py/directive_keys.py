@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import signal as _signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from metaq_py.durations import DurationError, format_duration, parse_duration
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.task_spec import Checkpoint, Resize, ResizeMode, Signal
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "SHAPE_KEYS",
     "WARNING_SIGNALS",
     "BadValue",
-    "format_indices",
     "parse_indices",
 ]
 
@@ -268,22 +267,6 @@ def _set_array(spec: dict, key: str, words: list[str]) -> None:
     except ValueError as e:
         raise BadValue(f"{key} {e}") from None
     spec["array"] = text
-
-
-def format_indices(values: Iterable[int]) -> str:
-    """Whole numbers as a short list of ranges, ``0-3,7,9-10``: the form ``ARRAY``,
-    ``--array`` and the kernel's ``Cpus_allowed_list`` share (:func:`parse_indices` reads it
-    back). Repeats are dropped and the order is ascending."""
-    out: list[str] = []
-    ordered = sorted(set(values))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def parse_indices(text: str) -> tuple[int, ...]:

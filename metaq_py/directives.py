@@ -35,7 +35,7 @@ import stat
 from metaq_py.directive_keys import KEYS, REPEATABLE, BadValue
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.task_spec import TaskShape, TaskSpec
 
 __all__ = [

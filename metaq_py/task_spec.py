@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 
-__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec", "with_path"]
+__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +156,3 @@ class TaskSpec:
         s = self.shapes[index - 1]
         return replace(self, nodes=s.nodes, min_nodes=0, gpus=s.gpus, cpus=s.cpus,
                        min_wc_time=s.min_wc_time, gpu_share=s.gpu_share, shapes=())
-
-
-def with_path(spec: TaskSpec, path: str) -> TaskSpec:
-    """The same spec, read from another place (after a move within the queue)."""
-    return replace(spec, path=str(path))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.directive_keys import MAX_SIGNAL_LEAD, format_indices, parse_indices
+from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_indices
 from metaq_py.directives import (
     HEADER_LIMIT,
     format_directives,
@@ -19,6 +19,7 @@ from metaq_py.directives import (
 )
 from metaq_py.errors import TaskError
 from metaq_py.policy.model import Kind
+from metaq_py.ranges import format_indices
 from metaq_py.task_spec import Checkpoint, Resize, Signal, TaskShape, TaskSpec
 
 

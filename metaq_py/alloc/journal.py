@@ -21,14 +21,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from metaq_py.batch.submit import BatchJob
 from metaq_py.clock import Clock
 from metaq_py.queue.disk.fileio import read_regular, replace_file
 from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.disk.lock import FolderLock
 from metaq_py.queue.eventlog import EventLog
+
+if TYPE_CHECKING:
+    from metaq_py.batch.submit import BatchJob
 
 __all__ = ["ALLOC_FOLDER", "Journal", "Seen", "allocations", "exists"]
 

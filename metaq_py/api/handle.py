@@ -24,7 +24,7 @@ from pathlib import Path
 from metaq_py.api.kinds import TaskKind
 from metaq_py.api.script import Directives, Duration, Names, Shape, script_text
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.disk.fileio import write_all
 from metaq_py.queue.settings.config import CONFIG_NAME

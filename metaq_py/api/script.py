@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 
 __all__ = ["Directives", "Duration", "Line", "Names", "Shape", "directive_lines",
            "script_text", "shell_lines"]

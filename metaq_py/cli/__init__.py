@@ -27,6 +27,7 @@ MODULES = (
     "doctor_commands",
     "experiment_commands",
     "queue_commands",
+    "status_commands",
     "listing_commands",
     "report_commands",
     "run_commands",
@@ -41,7 +42,8 @@ COMMANDS = {
     "experiment": "experiment_commands",
     **dict.fromkeys(
         ("init", "submit", "check", "hold", "release", "cancel", "retry"), "queue_commands"),
-    **dict.fromkeys(("status", "ls", "show"), "listing_commands"),
+    "status": "status_commands",
+    **dict.fromkeys(("ls", "show"), "listing_commands"),
     **dict.fromkeys(("notice", "report", "explain", "gantt"), "report_commands"),
     **dict.fromkeys(("run", "running", "reset", "checkpoint", "demo"), "run_commands"),
     "simulate": "sim_commands",

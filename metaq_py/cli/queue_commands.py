@@ -17,14 +17,13 @@ from typing import Annotated, Any
 import typer
 
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.cli.task_view import print_spec, spec_json
-from metaq_py.directive_keys import format_indices
 from metaq_py.directives import miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
 from metaq_py.words import counted
 
 
@@ -98,6 +97,7 @@ def check(
     """Show what each script asks for, or what is wrong with it.
 
     When the queue exists, its limits (caps, log roots) are checked too."""
+    from metaq_py.cli.task_view import print_spec, spec_json  # only check shows a spec
     q = Queue(queue) if queue.is_dir() else None
     results: list[dict[str, Any]] = []
     bad = 0

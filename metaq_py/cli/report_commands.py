@@ -24,7 +24,7 @@ from metaq_py.cli.shared import (
     open_queue,
     reported,
 )
-from metaq_py.directive_keys import format_indices, parse_indices
+from metaq_py.directive_keys import parse_indices
 from metaq_py.durations import (
     DurationError,
     format_duration,
@@ -33,11 +33,12 @@ from metaq_py.durations import (
     parse_time,
 )
 from metaq_py.errors import QueueError
-from metaq_py.policy.model import Notice
+from metaq_py.hybrid import Notice
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.arrays import split_ref
 from metaq_py.queue.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
 from metaq_py.report.accounting import Report, Use, build_report, parse_since
 from metaq_py.report.allocations import live_jobs
 from metaq_py.report.explain import explain as explain_task

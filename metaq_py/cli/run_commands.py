@@ -19,8 +19,7 @@ import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli.metaq_env import read_metaq_env
-from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.cli.when import in_units
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, one_scheduler, open_queue, reported
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
@@ -39,7 +38,7 @@ def _seconds(text: str | None, flag: str) -> float | None:
         raise typer.BadParameter(f"{flag} {e}") from None
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def run(
@@ -52,8 +51,10 @@ def run(
              "batch job's nodes.")] = None,
     walltime: Annotated[str | None, typer.Option(
         help="Stop by this duration from now even if the batch job could run longer.")] = None,
-    mechanism: Annotated[str, typer.Option(
-        help=f"The scheduler: {', '.join(MECHANISMS)}.")] = "easy",
+    scheduler: Annotated[str | None, typer.Option(
+        help=f"The scheduler: {', '.join(MECHANISMS)} (default easy).")] = None,
+    mechanism: Annotated[str | None, typer.Option(
+        hidden=True, help="The old name of --scheduler.")] = None,
     linger: Annotated[bool | None, typer.Option(
         "--linger/--no-linger",
         help="Wait for new work until the wall clock ends, instead of stopping when nothing "
@@ -116,7 +117,8 @@ def run(
                 cores_per_node=cores_per_node, cores_per_gpu=cores_per_gpu,
                 walltime=_first(_seconds(walltime, "--walltime"), metaq.walltime))
             options = RunOptions(
-                mechanism=mechanism, linger=bool(_first(linger, metaq.linger)),
+                scheduler=one_scheduler(scheduler, mechanism, "--mechanism") or "easy",
+                linger=bool(_first(linger, metaq.linger)),
                 max_tasks=_first(max_tasks, metaq.max_tasks),
                 launch_pause=_first(pause, metaq.launch_pause),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
@@ -163,6 +165,7 @@ def running(
     with reported():
         q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
+        from metaq_py.cli.when import in_units  # only running speaks of ages
         views = view_leases(q, adapter, machine=machine, now=time.time())
         rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
                  "host": v.claim.host, "pid": v.claim.pid, "age": round(v.age, 1),
@@ -261,6 +264,6 @@ def _demo_run(src: Path, dst: Path, nodes: int) -> tuple[int, Path]:
         system="local", nnodes=nodes, gpus_per_node=2)),
         options=RunOptions(grace=5.0, margin=1.0))
     code = runner.run()
-    from metaq_py.cli.listing_commands import status
+    from metaq_py.cli.status_commands import status
     status(json_out=False, queue=dst)
     return code, q.events(runner.jobid).path

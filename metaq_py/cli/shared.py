@@ -56,6 +56,18 @@ QueueOpt = Annotated[
                  help="The queue directory (or set METAQ_QUEUE)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+SCHEDULER_HELP = ("The scheduler: easy, conservative, or an on-demand mechanism such as "
+                  "CUA&SPAA (N, CUA or CUP, then &PAA, &SPAA or &SPAA+).")
+
+
+def one_scheduler(scheduler: str | None, old: str | None, old_flag: str) -> str | None:
+    """The scheduler a command was given: ``--scheduler``, or its old name ``old_flag``
+    (``--mechanism`` for ``run``, ``--policy`` for ``simulate``, ``--policies`` for
+    ``experiment``), still accepted; both given differently is an error."""
+    if old is not None and scheduler is not None and old != scheduler:
+        raise MetaqError(f"--scheduler {scheduler!r} and {old_flag} {old!r} disagree; "
+                         f"{old_flag} is --scheduler's old name: give --scheduler alone")
+    return scheduler if scheduler is not None else old
 TaskArg = Annotated[str, typer.Argument(
     help="The task, as <folder>/<path>, a file path, or a file name that one task has.")]
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from metaq_py.cli.shared import app, console
+from metaq_py.cli.shared import SCHEDULER_HELP, app, console, one_scheduler
+from metaq_py.errors import MetaqError
 
 if TYPE_CHECKING:
     from sim.run.metrics import Summary
@@ -31,15 +32,17 @@ not be drawn, and importing it is a few percent of a whole command)."""
 
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def simulate(
     trace: Annotated[Path | None, typer.Option(
         help="A job trace (plain or .gz): SWF, ALCF CSV, sacct --parsable2 output or a PBS "
              "accounting log. Default: a synthetic Theta-like workload.")] = None,
-    policy: Annotated[str, typer.Option(
-        help="easy, conservative, or an on-demand mechanism such as CUA&SPAA.")] = "easy",
+    scheduler: Annotated[str | None, typer.Option(help=SCHEDULER_HELP + " Default easy.")
+                         ] = None,
+    policy: Annotated[str | None, typer.Option(
+        hidden=True, help="The old name of --scheduler.")] = None,
     seed: Annotated[int, typer.Option(
         help="Seed of the synthetic trace and of the hybrid workload model.")] = 0,
     out: Annotated[Path, typer.Option(help="Directory for jobs.csv, summary.json and the "
@@ -94,14 +97,15 @@ def simulate(
     try:
         if format_ not in ("metaq", "batsim"):
             raise ValueError(f"--format must be metaq or batsim, not {format_!r}")
-        scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
+        name = one_scheduler(scheduler, policy, "--policy") or "easy"
+        chosen = make_scheduler(name, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
                                missing_walltime=missing_walltime, cache=cache, load=load,
                                dependencies=dependencies)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
                                reading=reading)
-    except (ValueError, TraceError, OSError) as e:
+    except (ValueError, TraceError, OSError, MetaqError) as e:
         _fail(e)
     count = len(source)
     _print_checks(info)
@@ -113,13 +117,13 @@ def simulate(
         return
     console.print(f"Simulating {count:,} jobs of {info.trace}"
                f"{f' as workload {info.workload}' if info.workload else ''} "
-               f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
+               f"under {chosen.name}{' (oracle)' if chosen.oracle else ''}.")
     try:
         if count >= PROGRESS_FROM and console.is_terminal:
-            result = _with_progress(run_simulation, source, scheduler, cqsim_oracle, count,
+            result = _with_progress(run_simulation, source, chosen, cqsim_oracle, count,
                                     dependencies)
         else:
-            result = run_simulation(source, policy=scheduler, cqsim_oracle=cqsim_oracle,
+            result = run_simulation(source, policy=chosen, cqsim_oracle=cqsim_oracle,
                                     dependencies=dependencies)
         summary = result.summary()
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)

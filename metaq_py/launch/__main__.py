@@ -15,10 +15,11 @@ import os
 import sys
 
 from metaq_py.directives import SCRIPT_LIMIT
-from metaq_py.launch.binding import bind_here, parse_cpu_list
+from metaq_py.launch.binding import bind_here
 from metaq_py.launch.checked import PROGRAM_FD, PROGRAM_PATH, verified
 from metaq_py.launch.slurm_step import slurm_task_env
 from metaq_py.queue.disk.fileio import replace_file
+from metaq_py.ranges import parse_cpu_list
 
 
 def main(argv: list[str]) -> int:

@@ -13,8 +13,8 @@ import errno
 import os
 import stat
 
-from metaq_py.launch.binding import cpu_list, machine_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.ranges import cpu_list, machine_cpus
 
 __all__ = ["check_script", "share_cpus", "start_failure", "unbound_failure"]
 

@@ -1,11 +1,8 @@
 """Everything a start does before the process exists: the checks, the command, the
 environment, the run folder, the hostfile and the output.
 
-One :func:`prepare` serves both ways of starting a task: :func:`~metaq_py.launch.process.launch`
-starts the prepared command in the runner itself, and the runner's launch agent
-(:mod:`metaq_py.launch.agent_link`) hands it to a process of its own. Either way the output
-descriptor is given away at the start (or closed by :meth:`Prepared.abandon` when there is
-none).
+:func:`~metaq_py.launch.process.launch` starts the prepared command; the output descriptor
+is given away at the start (or closed by :meth:`Prepared.abandon` when there is none).
 """
 
 from __future__ import annotations
@@ -19,11 +16,11 @@ from pathlib import Path
 from metaq_py.launch.checked import sealed
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
-from metaq_py.launch.places import Aside, make_run_folder, open_task_log
 from metaq_py.launch.preflight import check_script, share_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
+from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
 
 __all__ = ["Prepared", "prepare"]
 

@@ -29,7 +29,6 @@ from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, sp
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, replace_file, write_all
 from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
-from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.finding import STATE_WORDS, Entry, by_name, files_in, tasks_named
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.layout import (
@@ -44,6 +43,7 @@ from metaq_py.queue.layout import (
     WORKING,
 )
 from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec

@@ -13,7 +13,7 @@ and half-written submissions. A symlink to a task file is a task when both the l
 owner) and its target are trusted; a symlink to a folder is never followed (it is rejected),
 so no scan ever walks, or moves files out of, a folder outside the queue.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
-of one folder is :mod:`metaq_py.queue.disk.walk`; each file read is judged by
+of one folder is :mod:`metaq_py.queue.walk`; each file read is judged by
 :func:`~metaq_py.queue.judge.judge`.
 
 The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
@@ -36,7 +36,11 @@ from pathlib import Path
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.queue.disk.fileio import PATH_MAX
-from metaq_py.queue.disk.walk import (
+from metaq_py.queue.judge import judge
+from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
+from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
+from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.walk import (
     CachedFile,
     lstat_key,
     mtime_of,
@@ -44,10 +48,6 @@ from metaq_py.queue.disk.walk import (
     stat_key,
     walk_folder,
 )
-from metaq_py.queue.judge import judge
-from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
-from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
-from metaq_py.queue.settings.trust import Trust
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
@@ -161,6 +161,9 @@ class _Dir:
         return False
 
 
+# Over 300 lines, because the scan, its cache of each file's verdict and the order it hands
+# tasks out in are one state: a rescan must see the cache the last scan left, and split, each
+# part would reach into the others' dictionaries.
 class Index:
     """Scans the task folders of one queue, remembering parsed headers between scans.
 
@@ -437,7 +440,7 @@ class Index:
               has_logbook: bool) -> Task:
         spec = entry.result
         assert isinstance(spec, TaskSpec)
-        known = entry.task
+        known = entry.task if isinstance(entry.task, Task) else None
         if not has_logbook:
             if known is not None and entry.lkey is None and known.rank == rank:
                 return known

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from metaq_py.durations import format_duration, format_time
 from metaq_py.errors import MetaqError
-from metaq_py.policy.model import Notice
+from metaq_py.hybrid import Notice
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular
 from metaq_py.queue.settings.trust import user_name
 

@@ -39,7 +39,6 @@ from metaq_py.queue.disk.folders import (
     companion,
     relative_parts,
 )
-from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.index import Index, Invalid, Scan, Task
 from metaq_py.queue.judge import Verdict, judge_in_queue
 from metaq_py.queue.layout import (
@@ -55,7 +54,7 @@ from metaq_py.queue.layout import (
 )
 from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.premade import Spares
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import OwnMoves
@@ -80,7 +79,7 @@ class Moved:
     path: Path
 
 
-# Over 300 lines: every move a runner makes on the queue (claim, finish, requeue, reclaim,
+# Over 300 lines, because every move a runner makes on the queue (claim, finish, requeue, reclaim,
 # reject, cancel) is one short method here, so that the rules of a move (the lease, the
 # logbook, the tally, the own-moves note) are kept in one place.
 class Queue(Layout):
@@ -103,13 +102,10 @@ class Queue(Layout):
         self.index = Index(self.root, self.config, clock=self.clock)
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
         self._jobs: dict[tuple[str, str], JobFolder] = {}
-        """The folders of the jobs this object claims for: the places their claims hold and
-        their lease files, reused (see JobFolder)."""
+        """The folders of the jobs this object claims for: the places their claims hold (see
+        JobFolder)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
-        self.spares: Spares | None = None
-        """Files made ahead of time for the logbooks this object writes (a runner sets it;
-        see :mod:`metaq_py.queue.premade`)."""
         self.own_moves: OwnMoves | None = None
         """Where a claim notes the files it moves out of their task folder, for a watcher
         that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
@@ -199,7 +195,7 @@ class Queue(Layout):
         :class:`OSError` (a full disk, a quota) leaves the task where it was."""
         job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
             (machine, jobid), _job_folder(self.root, machine, jobid))
-        dst = job.place(task.relpath.rpartition("/")[2])
+        dst = job.take_slot(task.relpath.rpartition("/")[2])
         try:
             claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid,
                                        host=host, pid=pid)
@@ -224,7 +220,7 @@ class Queue(Layout):
         # The lease is written before the rename, so a claimed task always has one.
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                     host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
-                    spares=job.spares, stale_after=self.config.stale_after)
+                    stale_after=self.config.stale_after)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
         own = self.own_moves
@@ -378,11 +374,8 @@ class Queue(Layout):
         return moved
 
     def tidy_job(self, *, machine: str, jobid: str) -> None:
-        """Remove the spare lease files and the empty folders a finished batch job leaves in
-        ``working/``."""
-        job = self._jobs.pop((machine, jobid), None)
-        if job is not None:
-            job.spares.clear()
+        """Remove the empty folders a finished batch job leaves in ``working/``."""
+        self._jobs.pop((machine, jobid), None)
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -393,13 +386,11 @@ class Queue(Layout):
     def move(self, src: Path, dst: Path, *, reason: str | None = None,
              logbook: Logbook | None = None, claim: Claim | None = None) -> Path | None:
         """Move the task at ``src`` to ``dst`` with its companions: every state change goes
-        through here (see :func:`~metaq_py.queue.disk.moves.move_task`). The lease of a ``claim``
-        made by this object is kept for reuse, and a new logbook is written into a file made
-        ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
+        through here (see :func:`~metaq_py.queue.moves.move_task`). ``None`` if ``src``
+        vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = relative_parts(src, self.root)
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          spares=self.spares, lease_files=job.spares if job else None,
                           old_reason=rel[0] in DONE_STATES, made=self._made)
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before

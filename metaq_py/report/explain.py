@@ -4,7 +4,7 @@ The answer is built from what anyone can read in the queue, without the batch sy
 task's state and reason, its place in the pick order, the live allocations (replayed from the
 runners' event logs and leases by :mod:`metaq_py.report.allocations`) and the live notices. For a
 waiting task each live allocation is checked in turn: machine, nodes and GPUs (the runner's own
-:func:`~metaq_py.runner.offers.fit_problem`), then the wall clock left, then whether enough of its
+:func:`~metaq_py.queue.fit.fit_problem`), then the wall clock left, then whether enough of its
 nodes are idle or only held for a notice. A task waiting for a dependency (``AFTER``) is
 told which one, and where that one is.
 """
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.fit import fit_problem
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import PENDING, WORKING
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
 from metaq_py.report.joblog import read_job_logs
-from metaq_py.runner.offers import fit_problem
 from metaq_py.words import counted
 
 __all__ = ["Explanation", "explain"]

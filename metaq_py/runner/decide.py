@@ -30,10 +30,10 @@ from metaq_py.policy import (
     Start,
     lost_node_seconds,
 )
+from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
-from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
-from metaq_py.runner.tasks.follow_ons import FollowOns
+from metaq_py.runner.offers import Offers, past_runs
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer
@@ -69,9 +69,6 @@ class Decider:
         """No claim is tried before this time: the last one could not write the queue."""
         self.claims_paused = False
         """Whether that was said (once, until a claim goes through again)."""
-        self.follow_ons: FollowOns | None = None
-        """The runner's follow-ons: withdrawn before a decision that may stop a task for
-        another (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
 
     def decide(self, now: float, pass_no: int) -> None:
         """Decide at ``now`` and apply the decision; again, on a fresh view, after a lost
@@ -82,13 +79,8 @@ class Decider:
             self.wake = self.claims_after  # the queue could not be written a moment ago
             return
         end = ctx.end - ctx.options.margin - ctx.options.grace
-        follow_ons = self.follow_ons
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
-            if follow_ons is not None and follow_ons.held and not follow_ons.calm():
-                # Decided once the agent has answered: a follow-on runs or goes back first.
-                follow_ons.withdraw_all()
-                return
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
                                          shaped=self.offers.shaped)
             decision = self.scheduler.decide(snap)
@@ -161,7 +153,7 @@ class Decider:
                 events.write("preempt", task=action.job, for_task=action.for_job,
                              lost_node_seconds=lost_node_seconds(r, now))
                 victims.setdefault(action.for_job, []).append(action.job)
-                roster.hold_hosts(victim, victim.node_ids)
+                roster.keep_hosts(victim, victim.node_ids)
                 victim.stop(Why.PREEMPT, now=now, for_task=action.for_job)
             elif isinstance(action, Shrink | Expand):
                 assert r is not None

@@ -59,7 +59,6 @@ from metaq_py.runner.events import EventWriter
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
-from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.launching import Launcher, StartProcess
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.resizing import Resizer
@@ -93,7 +92,7 @@ def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
 
-# Over 300 lines (335): the loop's stages (waiting, handling a wake-up, deciding, stopping,
+# Over 300 lines, because the loop's stages (waiting, handling a wake-up, deciding, stopping,
 # finishing up) share its flags (stopping, awaiting, exit_code) and every collaborator;
 # the work itself is already in them (Decider, Settler, Launcher, Upkeep, Roster).
 class Runner:
@@ -115,7 +114,7 @@ class Runner:
         self.clock = clock = queue.clock
         self.say = say = say or _say
         try:
-            self.scheduler = make_scheduler(options.mechanism,
+            self.scheduler = make_scheduler(options.scheduler,
                                             release_after=options.release_after,
                                             warning=options.warning)
         except ValueError as e:
@@ -144,18 +143,10 @@ class Runner:
         self.offers = Offers(ctx)
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
-        # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
-        # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
-                                 start=start,
-                                 on_started=wakeups.started if start is launch else None)
-        # Follow-ons only where launches are not paused and the launch agent serves.
-        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
-                                    claim=self.decider.claim, hand_over=self.launcher.follow,
-                                    enabled=self.launch_pause == 0 and start is launch)
-        self.decider.follow_ons = self.launcher.follow_ons = self.follow_ons
-        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
+                                 start=start)
+        self.settler = Settler(ctx, cluster, roster)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
@@ -202,6 +193,7 @@ class Runner:
         ctx, alloc = self.ctx, self.ctx.alloc
         # Its own, or nothing in it is: what stands at jobs/<jobid> already is moved aside.
         own_folder(ctx.queue.root, ctx.job_dir)
+        self.launcher.open()
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)
@@ -216,8 +208,6 @@ class Runner:
             f"{format_duration(round(end - now))} left"
         self.say(f"job {alloc.jobid} on {alloc.machine}: {counted(alloc.nnodes, 'node')}, "
                  f"{counted(alloc.gpus_per_node, 'GPU')} each, {left}, {self.scheduler.name}")
-        # Last, so that nothing before can fail and leave its helper thread behind.
-        self.launcher.open()
 
     def _loop(self) -> None:
         while True:
@@ -226,13 +216,10 @@ class Runner:
                 return
             # After the first pass: starting the watcher takes a while (see watch_queue).
             self.wakeups.watch_queue()
-            while not self._wait():
-                pass
+            self._wait()
 
-    def _wait(self) -> bool:
-        """Wait for the next wake-up or deadline and take everything that has arrived; whether
-        a pass is due. Processes that have started change nothing a decision sees: when they
-        are all that came and nothing is due, the loop waits again without a pass."""
+    def _wait(self) -> None:
+        """Wait for the next wake-up or deadline and take everything that has arrived."""
         now = self.clock.now()
         timeout = max(0.0, self._next_deadline() - now)
         if self.wakeups.idle() or now >= self._flush_by:
@@ -242,25 +229,14 @@ class Runner:
             self._flush_by = now + _FLUSH_EVERY
         longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
         wakeup = self.wakeups.wait(min(timeout, longest))
-        if wakeup is None:
-            return True
-        starts_only = True
         while wakeup is not None:  # take everything that arrived before deciding
             self._handle(wakeup)
-            starts_only = starts_only and wakeup.what is What.STARTED
             wakeup = self.wakeups.take()
-        if starts_only and self.stopping is None:
-            # A task just started may take a follow-on at once (none comes before its start).
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
-        return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
         if wakeup.what is What.EXIT:
             assert wakeup.process is not None
             self.settler.exited(wakeup.process, stopping=self.stopping)
-        elif wakeup.what is What.STARTED:
-            assert wakeup.started is not None
-            self.launcher.started(wakeup.started)
         elif wakeup.what is What.SIGNAL:
             assert wakeup.signum is not None
             name = signal.Signals(wakeup.signum).name
@@ -385,8 +361,6 @@ class Runner:
             self.launcher.redecide = False
             self.decider.decide(now, self.passes)
         self.launcher.launch_ready()
-        if self.stopping is None:
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -424,7 +398,6 @@ class Runner:
             self.stopping = "stopped by an error"
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {self.stopping}")
-        self.launcher.wait_started()  # no process may start after the last ones are stopped
         while (wakeup := self.wakeups.take()) is not None:
             self._handle(wakeup)
         running = [t for t in roster.live.values() if t.running]
@@ -438,8 +411,6 @@ class Runner:
                 t.process.wait(10)
             while (wakeup := self.wakeups.take()) is not None:
                 self._handle(wakeup)
-        self.launcher.close()
-        self.follow_ons.abandon()  # any the agent still held went with it
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)

@@ -90,7 +90,7 @@ def deep_path_rejected(w: World) -> None:
 
 
 def junk_by_the_thousand(w: World) -> None:  # issue 28: junk never starves real work
-    from metaq_py.queue.disk.walk import BIG_FOLDER
+    from metaq_py.queue.walk import BIG_FOLDER
 
     for i in range(BIG_FOLDER + 100):  # past the size where junk is told by its lstat
         (w.q.root / "todo" / f"junk-{i:05d}.txt").write_bytes(b"#!/bin/sh\n")
@@ -286,7 +286,7 @@ def test_12_a_far_notice_neither_holds_the_runner_nor_its_nodes(tmp_path: Path,
     without --linger: it stops once its tasks are done, well within the hang limit."""
     from datetime import datetime
 
-    w = make_world(tmp_path, nodes=4, mechanism=mechanism)
+    w = make_world(tmp_path, nodes=4, scheduler=mechanism)
     far = datetime(9999, 12, 31, 23, 59).timestamp()
     now = time.time()
     _notice(w, "far", arrival=far, issued=now)

@@ -16,16 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metaq_py.launch import LaunchError, launch, task_command, task_environment
-from metaq_py.launch.binding import (
-    cpu_list,
-    cpu_mask,
-    machine_cpus,
-    parse_cpu_list,
-    pin_tree,
-    srun_binding,
-)
+from metaq_py.launch.binding import cpu_mask, pin_tree, srun_binding
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.launch.command import gpu_variable
+from metaq_py.ranges import cpu_list, machine_cpus, parse_cpu_list
 from tests.capability import cgroup_problem
 from tests.launch.test_launch import finished, script, spec_for
 from tests.runner_helpers import wait_until

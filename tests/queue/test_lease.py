@@ -1,6 +1,6 @@
 """A lease as other runners read it (metaq_py/queue/lease.py): each field is believed only when
-it is what a runner writes, a lease that cannot be read counts as none, and a job reuses the
-lease files of its tasks that have left, within a bound."""
+it is what a runner writes, a lease that cannot be read counts as none, and a job places each
+claim in the smallest free slot of its folder."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from metaq_py.queue.lease import (
     LEASE_LIMIT,
     JobFolder,
-    LeaseFiles,
     claim_slot,
     find_claim,
     lease_path,
@@ -99,31 +98,6 @@ def test_a_written_lease_says_who_holds_the_task(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_a_job_reuses_at_most_its_limit_of_lease_files(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LeaseFiles, "LIMIT", 2)
-    spares = LeaseFiles(tmp_path)
-    leases = []
-    for i in range(3):
-        leases.append(write_lease(put(tmp_path / f"t{i}.sh"), machine="m", jobid="1",
-                                  folder="todo", relpath=f"t{i}.sh", host="h", pid=1,
-                                  start=1.0, attempts=0, submit=1.0))
-    inodes = {p.stat().st_ino for p in leases}
-    for lease in leases:
-        spares.retire(lease)
-    kept = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".spare-"))
-    assert len(kept) == 2 and not any(p.exists() for p in leases)  # the third was deleted
-    reused = write_lease(put(tmp_path / "u.sh"), machine="m", jobid="1", folder="todo",
-                         relpath="u.sh", host="h", pid=1, start=2.0, attempts=0, submit=2.0,
-                         spares=spares)
-    assert reused.stat().st_ino in inodes  # a retired file, rewritten whole
-    assert json.loads(reused.read_text())["relpath"] == "u.sh"
-    spares.clear()
-    assert not any(p.name.startswith(".spare-") for p in tmp_path.iterdir())
-    spares.retire(tmp_path / ".gone.lease")  # a lease someone removed: nothing to keep
-    assert not any(p.name.startswith(".spare-") for p in tmp_path.iterdir())
-
-
 def test_slots_are_the_smallest_free_and_a_job_folder_remembers_its_own(tmp_path: Path
                                                                          ) -> None:
     job = tmp_path / "working/m/1"
@@ -135,56 +109,14 @@ def test_slots_are_the_smallest_free_and_a_job_folder_remembers_its_own(tmp_path
     assert claim_slot(job, "t.sh") == job / "3/t.sh"
     assert claim_slot(job, "t.sh", held={3}) == job / "4/t.sh"
     folder = JobFolder(tmp_path / "working/m/2")
-    first, second = folder.place("x.sh"), folder.place("x.sh")
+    first, second = folder.take_slot("x.sh"), folder.take_slot("x.sh")
     assert (first, second) == (folder.job / "x.sh", folder.job / "2/x.sh")
     folder.leave(first)
-    assert folder.place("x.sh") == first  # free again
+    assert folder.take_slot("x.sh") == first  # free again
     folder.leave(second)
     folder.leave(first)
     folder.leave(folder.job / "nothing.sh")  # never held: nothing to forget
-    assert folder.place("x.sh") == first
-
-
-def _retired(spares: LeaseFiles, tmp_path: Path, name: str) -> Path:
-    """Write a lease for ``name`` and retire it into ``spares``; the spare file it became."""
-    lease = write_lease(put(tmp_path / name), machine="m", jobid="1", folder="todo",
-                        relpath=name, host="h", pid=1, start=1.0, attempts=0, submit=1.0)
-    before = {p.name for p in tmp_path.iterdir()}
-    spares.retire(lease)
-    [spare] = [p for p in tmp_path.iterdir() if p.name not in before]
-    return spare
-
-
-def test_a_spare_replaced_by_a_link_is_passed_over_and_its_target_kept(tmp_path: Path
-                                                                        ) -> None:
-    spares = LeaseFiles(tmp_path)
-    assert spares.reuse(b"{}", tmp_path / ".x.lease") is False  # none at hand
-    good = _retired(spares, tmp_path, "a.sh")
-    good_inode = good.stat().st_ino
-    bad = _retired(spares, tmp_path, "b.sh")  # taken first: the last retired
-    victim = tmp_path / "victim"
-    victim.write_text("keep")
-    bad.unlink()
-    bad.symlink_to(victim)
-    lease = write_lease(put(tmp_path / "c.sh"), machine="m", jobid="1", folder="todo",
-                        relpath="c.sh", host="h", pid=1, start=1.0, attempts=0, submit=1.0,
-                        spares=spares)
-    assert victim.read_text() == "keep"  # never written through the link
-    assert lease.stat().st_ino == good_inode  # the next spare was taken
-    assert json.loads(lease.read_text())["relpath"] == "c.sh"
-
-
-def test_a_full_set_of_spares_deletes_a_lease_even_one_already_gone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LeaseFiles, "LIMIT", 1)
-    spares = LeaseFiles(tmp_path)
-    _retired(spares, tmp_path, "a.sh")
-    spares.retire(tmp_path / ".gone.lease")  # full, and nothing there: no error
-    extra = write_lease(put(tmp_path / "b.sh"), machine="m", jobid="1", folder="todo",
-                        relpath="b.sh", host="h", pid=1, start=1.0, attempts=0, submit=1.0)
-    spares.retire(extra)
-    assert not extra.exists()
-    assert len([p for p in tmp_path.iterdir() if p.name.startswith(".spare-")]) == 1
+    assert folder.take_slot("x.sh") == first
 
 
 def test_a_folder_planted_at_a_leases_name_is_set_aside(tmp_path: Path) -> None:
@@ -206,9 +138,9 @@ def test_a_slot_folder_holding_the_name_is_taken(tmp_path: Path) -> None:
     put(job / "2/t.sh")
     assert claim_slot(job, "t.sh") == job / "3/t.sh"
     folder = JobFolder(tmp_path / "working/m/2")
-    _one, two, _three = (folder.place("x.sh") for _ in range(3))
+    _one, two, _three = (folder.take_slot("x.sh") for _ in range(3))
     folder.leave(two)  # slot 2 left while 1 and 3 are held
-    assert folder.place("x.sh") == two
+    assert folder.take_slot("x.sh") == two
 
 
 def test_claims_in_working_are_all_tasks_even_one_called_like_a_reason(tmp_path: Path
@@ -262,17 +194,7 @@ def test_a_claim_without_a_lease_is_listed_with_what_its_path_and_file_say(tmp_p
 
 def test_leaving_a_place_that_is_no_numbered_slot_forgets_nothing(tmp_path: Path) -> None:
     folder = JobFolder(tmp_path / "working/m/1")
-    first = folder.place("x.sh")
+    first = folder.take_slot("x.sh")
     folder.leave(folder.job / "todo" / "x.sh")  # an older runner's place: no slot
-    assert folder.place("x.sh") == folder.job / "2/x.sh"  # slot 1 is still held
+    assert folder.take_slot("x.sh") == folder.job / "2/x.sh"  # slot 1 is still held
     folder.leave(first)
-
-
-def test_a_job_keeps_sixty_four_spare_lease_files(tmp_path: Path) -> None:
-    spares = LeaseFiles(tmp_path)
-    for i in range(LeaseFiles.LIMIT + 1):
-        spares.retire(write_lease(put(tmp_path / f"t{i}.sh"), machine="m", jobid="1",
-                                  folder="todo", relpath=f"t{i}.sh", host="h", pid=1,
-                                  start=1.0, attempts=0, submit=1.0))
-    assert LeaseFiles.LIMIT == 64
-    assert len([p for p in tmp_path.iterdir() if p.name.startswith(".spare-")]) == 64

@@ -417,56 +417,34 @@ def test_claim_rereads_the_file_it_took(q: Queue) -> None:
     assert (q.root / "rejected/todo/y.sh.reason").exists()
 
 
-def test_a_job_reuses_the_lease_files_of_its_tasks_that_left(q: Queue) -> None:
-    """A lease file whose task has left working/ is kept (hidden) and becomes the next claim's
-    lease, rewritten whole; the claims read exactly as with new files, and nothing of the
-    job is left once it is tidied."""
-    for name in ("a.sh", "b.sh", "c.sh"):
+def test_a_link_planted_as_a_job_folder_is_never_taken_for_claims(q: Queue) -> None:
+    """``working/m/j -> ../../finished``: the finished task behind it is no claim, so no
+    runner ever takes it back and runs it again."""
+    put(q.root / "todo" / "a.sh")
+    q.finish(q.claim(q.pending()[0], machine="m", jobid="1"), exit_code=0)
+    assert (q.root / "finished" / "todo" / "a.sh").exists()
+    (q.root / "working" / "m").mkdir(parents=True, exist_ok=True)
+    (q.root / "working" / "m" / "j").symlink_to("../../finished")
+    (q.root / "working" / "evil").symlink_to("../finished")
+    assert q.leases() == []
+
+
+def test_a_task_leaving_working_takes_its_lease_along(q: Queue) -> None:
+    """Once its task has left working/, a lease is gone: nothing of the job is left there
+    once it is tidied."""
+    for name in ("a.sh", "b.sh"):
         put(q.root / "todo" / name)
-    a, b, c = q.pending()
+    a, b = q.pending()
     first = q.claim(a, machine="m", jobid="1", host="h1", pid=7)
-    inode = first.lease.stat().st_ino
     q.finish(first, exit_code=0)
     assert not first.lease.exists()
     second = q.claim(b, machine="m", jobid="1", host="h2", pid=8)
-    assert second.lease.stat().st_ino == inode  # the same file, renamed to its new name
-    lease = json.loads(second.lease.read_text())  # whole: nothing left of the longer old one
-    assert (lease["relpath"], lease["host"], lease["pid"]) == ("b.sh", "h2", 8)
-    [listed] = q.leases()  # a spare is never taken for a claim
+    [listed] = q.leases()
     assert listed.id == "todo/b.sh" and listed.host == "h2"
-    other = q.claim(c, machine="m", jobid="2", host="h3", pid=9)  # another job: its own
-    assert other.lease.stat().st_ino != inode
     q.requeue(second, reason="preempted", count_attempt=False)
-    assert [e.name for e in (q.root / "working/m/1").iterdir() if e.name.startswith(".spare")]
+    assert [e.name for e in (q.root / "working/m/1").iterdir()] == []
     q.tidy_job(machine="m", jobid="1")
     assert not (q.root / "working/m/1").exists()
-
-
-def test_records_are_whole_when_written_into_spares(q: Queue) -> None:
-    from metaq_py.queue.logbook import read_logbook
-    from metaq_py.queue.premade import Kind, Spares
-
-    spares = Spares(q.root / "jobs/1/.spares", depth=2, slow=0.0)  # always made ahead
-    try:
-        q.spares = spares
-        put(q.root / "todo" / "a.sh")
-        deadline = time.monotonic() + 5
-        while spares.ready(Kind.BLOCK) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        made = {p.stat().st_ino for p in (q.root / "jobs/1/.spares/ready").iterdir()
-                if p.name.startswith("block")}
-        claim = q.claim(q.pending()[0], machine="m", jobid="1", host="h1")
-        moved = q.finish(claim, exit_code=0)
-        record = moved.path.parent / ".a.sh.record"
-        assert record.stat().st_ino in made  # written into a spare
-        assert not record.read_bytes().endswith(b"\n\n")  # the filler is cut off
-        rec = read_logbook(moved.path, moved.path.stat().st_ino)
-        assert rec is not None and rec.attempts == 0
-        assert [h["event"] for h in rec.history] == ["finished"]
-    finally:
-        q.spares = None
-        spares.close()
-    assert not (q.root / "jobs/1/.spares").exists()
 
 
 def test_requeue_keeps_identity_submit_time_and_counts_attempts(q: Queue) -> None:

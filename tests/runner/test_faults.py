@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until, where
@@ -243,10 +244,40 @@ def test_kill_9_leaves_leases_that_the_next_runner_reclaims(tmp_path: Path) -> N
     assert not q.leases()
 
 
-def test_a_reused_lease_file_is_reclaimed_like_a_new_one(tmp_path: Path) -> None:
-    """The killed runner had finished a task first, so the lease of the task it was running
-    was that task's lease file, rewritten: the next runner reads and reclaims it all the
-    same, and the spare files the dead runner kept are never taken for claims."""
+@pytest.mark.skipif(runner_cgroup() is None, reason="no cgroup v2 this process may write")
+def test_what_a_killed_runner_left_running_dies_before_its_task_runs_again(
+        tmp_path: Path) -> None:
+    """No task runs twice at once: the next runner on this machine kills what the tasks of a
+    runner killed with kill -9 left running (their cgroups) before it takes the claims back."""
+    q = make_queue(tmp_path / "q")
+    out = tmp_path / "runs"
+    task(q, "work.sh", f"""
+        echo "$METAQ_ATTEMPT $$" >> {out}
+        if [ "$METAQ_ATTEMPT" = 1 ]; then sleep 300; fi
+    """)
+    _kill_9_mid_task(q, out)
+    orphan = int(out.read_text().split()[1])
+    assert _running(orphan)  # nothing ended it: the runner's death alone does not
+    subprocess.run([*METAQ, "run", "--queue", str(q.root), "--nodes", "1"], check=True,
+                   capture_output=True, timeout=60)
+    assert not _running(orphan)
+    runs = out.read_text().splitlines()
+    assert [r.split()[0] for r in runs] == ["1", "2"]
+    assert where(q, "work.sh") == "finished" and not q.leases()
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_lease_of_a_second_claim_is_reclaimed_like_the_first(tmp_path: Path) -> None:
+    """The killed runner had finished a task first: the lease of the task it was running is
+    the one the next runner reads and reclaims, and the finished task's is gone."""
     q = make_queue(tmp_path / "q")
     out = tmp_path / "runs"
     quick = task(q, "quick.sh", "true")

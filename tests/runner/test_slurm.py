@@ -145,7 +145,7 @@ $(grep Cpus_allowed_list /proc/self/status | cut -f2)" > {seen}/$me.out
 
 def test_one_gpu_shares_run_at_once_each_on_its_own_cores(slurm: SlurmCluster,
                                                            tmp_path: Path) -> None:
-    from metaq_py.launch.binding import parse_cpu_list
+    from metaq_py.ranges import parse_cpu_list
 
     q = make_queue(tmp_path / "q")
     seen = tmp_path / "seen"

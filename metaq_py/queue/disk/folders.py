@@ -8,7 +8,7 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 - ``.<name>.lease``: while claimed, its lease (:mod:`metaq_py.queue.lease`);
 - ``.<name>.cancel``: while claimed, a person's request to cancel it.
 
-The task folders themselves are walked by the index (:mod:`metaq_py.queue.disk.walk`); the helpers
+The task folders themselves are walked by the index (:mod:`metaq_py.queue.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
 that is neither hidden nor a ``.reason`` beside its task is a task (in ``working/``, which
 never holds a ``.reason``, every file that is not hidden).
@@ -215,10 +215,13 @@ def set_aside(path: str | os.PathLike[str]) -> str:
 
 def subfolders(path: Path) -> list[str]:
     """The names of the folders directly in ``path`` that are not hidden, sorted; none if
-    ``path`` is missing."""
+    ``path`` is missing. A link to a folder is not one: the queue never follows a link
+    someone planted (``working/<machine>/<job> -> ../../finished`` would make every finished
+    task look claimed, and lost)."""
     try:
         with os.scandir(path) as it:
-            return sorted(e.name for e in it if e.name[0] != "." and e.is_dir())
+            return sorted(e.name for e in it
+                          if e.name[0] != "." and e.is_dir(follow_symlinks=False))
     except (FileNotFoundError, NotADirectoryError):
         return []
 

@@ -34,15 +34,11 @@ import signal
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from metaq_py.launch import LaunchSpec, TaskProcess
 from metaq_py.policy.model import Job
 from metaq_py.queue.disk.fileio import replace_file
 from metaq_py.queue.lease import Claim
-
-if TYPE_CHECKING:
-    from metaq_py.runner.tasks.follow_ons import FollowOn
 
 __all__ = ["LiveTask", "Resizing", "Why", "ack_path"]
 
@@ -118,12 +114,6 @@ class LiveTask:
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
-    starting: bool = False
-    """Handed to the launch agent, its process not known yet (see
-    :mod:`~metaq_py.runner.tasks.launching`)."""
-    follow_on: FollowOn | None = None
-    """The task the launch agent starts in its place when it ends, while the agent holds it
-    (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
 
     @property
     def id(self) -> str:
@@ -139,8 +129,8 @@ class LiveTask:
         return self.process is not None and self.process.status is None
 
     def launched(self, process: TaskProcess, now: float) -> None:
-        """The process is started: accounting begins at ``now``. A task stopped while it was
-        starting gets its stop signal now (its kill follows at the time already set)."""
+        """The process is started: accounting begins at ``now``. A task stopped before its
+        launch gets its stop signal now (its kill follows at the time already set)."""
         self.process = process
         self.spec = process.spec
         self.started = self.since = now
@@ -162,8 +152,6 @@ class LiveTask:
         being stopped keeps its earlier (sooner) kill time; a second reason only replaces a
         milder one (a restart becomes an interruption, anything becomes a loss)."""
         grace = self.grace if grace is None else grace
-        if self.follow_on is not None:
-            self.follow_on.withdraw()  # before the signal: a stopped task's hosts are not passed on
         if self.why is None or _rank(why) > _rank(self.why):
             self.why = why
             self.for_task = for_task

@@ -45,7 +45,6 @@ from sim.trace.formats.pbs_dialects import (
     mixed_sentence,
     size_of,
 )
-from sim.trace.formats.textio import numbered_lines
 from sim.trace.formats.timefields import duration
 
 RECORD = re.compile(r"^(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);?(.*)$")
@@ -57,11 +56,6 @@ COLUMNS = ("id", "submit", "wait", "runtime", "nodes", "requested_nodes", "wallt
 def is_pbs(first_line: str) -> bool:
     """Whether a line looks like a PBS accounting record."""
     return RECORD.match(first_line.strip()) is not None
-
-
-def read_pbs(path: str) -> tuple[JobTable, tuple[str, ...]]:
-    """Read a PBS accounting file (plain or gzipped) into raw jobs and the reading notes."""
-    return parse_pbs(numbered_lines(path), source=str(path))
 
 
 def parse_pbs(lines: Iterable[tuple[int, str]], *, source: str, processors: bool = False,

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.formats.textio import numbered_lines
 from sim.trace.formats.timefields import duration, timestamp
 
 DEFAULT_COLUMNS = ("JobIDRaw", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes",
@@ -75,11 +74,6 @@ def is_sacct(first_line: str) -> bool:
     if len(cells) < 5:
         return False
     return cells[0].strip() in ("JobIDRaw", "JobID") or cells[0].strip()[:1].isdigit()
-
-
-def read_sacct(path: str) -> tuple[JobTable, tuple[str, ...]]:
-    """Read sacct output (plain or gzipped) into raw jobs and the reading notes."""
-    return parse_sacct(numbered_lines(path), source=str(path))
 
 
 def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,

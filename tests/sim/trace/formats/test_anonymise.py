@@ -14,10 +14,19 @@ from typer.testing import CliRunner
 from metaq_py.cli import app
 from sim.trace.columns import TEXT_COLUMNS, JobTable
 from sim.trace.formats.anonymise import anonymise
-from sim.trace.formats.pbs import read_pbs
-from sim.trace.formats.sacct import read_sacct
+from sim.trace.formats.pbs import parse_pbs
+from sim.trace.formats.sacct import parse_sacct
+from sim.trace.formats.textio import numbered_lines
 
 SAMPLES = Path(__file__).parents[1] / "samples"
+def read_sacct(path: str) -> tuple[JobTable, tuple[str, ...]]:
+    return parse_sacct(numbered_lines(path), source=path)
+
+
+def read_pbs(path: str) -> tuple[JobTable, tuple[str, ...]]:
+    return parse_pbs(numbered_lines(path), source=path)
+
+
 SITE_LOGS = [("sacct.txt", read_sacct), ("sacct_array_het.txt", read_sacct),
              ("pbs_20240301", read_pbs)]
 

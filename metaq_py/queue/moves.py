@@ -26,7 +26,7 @@ from metaq_py.queue.disk.folders import (
     make_folders,
     set_aside,
 )
-from metaq_py.queue.lease import LeaseFiles, lease_path
+from metaq_py.queue.lease import lease_path
 from metaq_py.queue.logbook import (
     Logbook,
     logbook_path,
@@ -34,22 +34,17 @@ from metaq_py.queue.logbook import (
     read_logbook,
     stage_logbook,
 )
-from metaq_py.queue.premade import Spares
 
 __all__ = ["history_entry", "inode_of", "logbook_of", "move_task", "rename_quietly"]
 
 
 def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
-              logbook: Logbook | None = None, spares: Spares | None = None,
-              lease_files: LeaseFiles | None = None, old_reason: bool = True,
+              logbook: Logbook | None = None, old_reason: bool = True,
               made: MadeFolders | None = None) -> Path | None:
     """Move the task at ``src`` to ``dst`` (or a free variant of it) with its companions:
     the logbook (``logbook`` if given, else the old one moves as it is) and, with ``reason``, a
-    ``.reason`` file. The old lease, reason and cancel request are removed; the lease goes
-    back to ``lease_files`` for reuse when given (see
-    :class:`~metaq_py.queue.lease.LeaseFiles`). A new logbook is written into a file made ahead
-    of time when ``spares`` has one. Returns where the task went, or ``None`` if ``src``
-    vanished first: then nothing was changed.
+    ``.reason`` file. The old lease, reason and cancel request are removed. Returns where the
+    task went, or ``None`` if ``src`` vanished first: then nothing was changed.
 
     ``root`` is the queue's: the folders on the way to ``dst`` are made as real folders below
     it (:func:`~metaq_py.queue.disk.folders.make_folders`), so a move never leaves the queue. The
@@ -65,7 +60,7 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     staged = None
     if logbook is not None:
         # Only the mover that wins the rename publishes its logbook.
-        staged = stage_logbook(dst, logbook, spares=spares)
+        staged = stage_logbook(dst, logbook)
     try:
         os.rename(src, dst)
     except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is a file now
@@ -82,10 +77,7 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     if reason is not None:
         with contextlib.suppress(FileExistsError):  # taken in the instant since free_name
             create_new(str(dst) + REASON_SUFFIX, (reason.rstrip() + "\n").encode())
-    if lease_files is not None:
-        lease_files.retire(lease_path(src))
-    else:
-        _unlink_quietly(lease_path(src))
+    _unlink_quietly(lease_path(src))
     _unlink_quietly(companion(src, CANCEL_SUFFIX))
     return dst
 

@@ -1,146 +1,134 @@
-"""The live part of ``metaq status``: running tasks with their hosts and time left, the live
-allocations with the nodes they hold for notices or have lent, the live notices, and the
-allocations ``metaq alloc`` submitted with their state at its last pass.
+"""``metaq status``: the queue's status (:class:`~metaq_py.report.status.QueueStatus`, read
+by :func:`~metaq_py.report.status.read_status`) drawn as tables, as JSON (``--json``), or live
+(``--watch``, with a progress bar per campaign folder).
 
-Running tasks come from the leases (the truth of what is claimed) and their hosts from the
-runners' ``start``, ``shrink`` and ``expand`` events. A task's time left is what remains of its
-``MIN_WC_TIME`` (or the queue's default) since it started, cut at the end of its allocation.
-
-The event logs are read through :mod:`metaq_py.report.logcache`, so a past job's log is read
-once, not on every call. ``metaq status --watch`` shows the same screen live, with a progress
-bar per campaign folder (:func:`watch`).
+This module only draws: what the status is comes from :mod:`metaq_py.report.status`. Errors
+are printed as one sentence on standard error, with exit status 1.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from rich.console import Console, Group
-from rich.live import Live
-from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from metaq_py.alloc.journal import allocations as alloc_made
-from metaq_py.cli.shared import cell
+from metaq_py.cli.shared import (
+    JsonOpt,
+    QueueOpt,
+    app,
+    cell,
+    console,
+    open_queue,
+    printable,
+    reported,
+)
 from metaq_py.durations import format_duration, format_time
+from metaq_py.errors import QueueError
 from metaq_py.queue.layout import FAILED, HOLD, PENDING, STATES, WORKING
-from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import Queue
-from metaq_py.queue.tally import summary_dir
-from metaq_py.queue.watcher import QueueWatcher
-from metaq_py.report.allocations import live_views
-from metaq_py.report.logcache import job_digests
-from metaq_py.report.summary import QueueCounts, queue_counts
+from metaq_py.report.status import QueueStatus, read_status
+from metaq_py.report.summary import QueueCounts
 
-__all__ = ["campaign_table", "count_tables", "live_section", "live_tables", "print_live",
-           "watch", "watch_screen"]
+if TYPE_CHECKING:
+    from metaq_py.queue.watcher import QueueWatcher
+
+__all__ = ["campaign_table", "count_tables", "live_tables", "status", "watch", "watch_screen"]
 
 MIN_GAP = 0.5
 """Seconds at least between two screens of ``--watch``: a busy queue changes at every claim."""
 CAMPAIGN_ROWS = 15
 """Campaign folders shown at most by ``--watch``."""
+INVALID_SHOWN = 10
+"""Invalid waiting files ``status`` names one by one; junk never floods it."""
 
 
-def live_section(q: Queue, *, now: float) -> dict[str, Any]:
-    """What runs now, as JSON values: ``running``, ``allocations``, ``notices``, ``alloc``
-    (the last allocations ``metaq alloc`` submitted) and ``problems`` (unreadable event-log
-    lines and notice files, one sentence each)."""
-    digests = job_digests(q.root, now=now)
-    claims = q.leases(specs=True)
-    dead = {jobid for d in digests for jobid in d.dead}
-    jobs = {j.jobid: j for j in live_views((d.view for d in digests), dead, claims, now=now,
-                                           stale_after=q.config.stale_after)}
-    running = []
-    for c in sorted(claims, key=lambda c: c.start):
-        job = jobs.get(c.jobid)
-        run = job.running.get(c.id) if job else None
-        wc = (c.spec.min_wc_time if c.spec and c.spec.min_wc_time is not None
-              else q.config.defaults.min_wc_time)
-        ends = c.start + wc
-        if job is not None and job.end is not None:
-            ends = min(ends, job.end)
-        running.append({"task": c.id, "job": c.jobid, "machine": c.machine,
-                        "hosts": list(run.hosts) if run else [], "start": c.start,
-                        "time_left": max(0.0, ends - now), "live": job is not None})
-    allocations = []
-    for job in jobs.values():
-        lent = [{"task": r.task, "to": to, "hosts": list(hs)}
-                for r in job.running.values() for to, hs in r.lent.items()]
-        allocations.append({
-            "job": job.jobid, "machine": job.machine, "nodes": job.nodes,
-            "idle": len(job.idle()), "end": job.end,
-            "time_left": None if job.end is None else max(0.0, job.end - now),
-            "mechanism": job.mechanism,
-            "reserved": {n: list(hs) for n, hs in job.reserved.items()}, "lent": lent})
-    records, bad = read_notices(q.root)
-    # A runner with a shorter --release-after may have released a notice before its default
-    # release time: its log says so (a later notice of the same name is not that one).
-    expired: dict[str, float] = {}
-    for d in digests:
-        for name, when in (d.expired or {}).items():
-            expired[name] = max(expired.get(name, 0.0), when)
-    notices = [{"name": r.name, "nodes": r.notice.nodes, "arrival": r.notice.arrival,
-                "walltime": r.notice.walltime, "issued": r.notice.issued, "who": r.who,
-                "state": _notice_state(r.notice.arrival, r.release, now,
-                                       released=expired.get(r.name, 0.0) >= r.notice.issued)}
-                for r in records]
-    problems = [p for d in digests for p in d.problems] + bad
-    return {"running": running, "allocations": allocations, "notices": notices,
-            "alloc": alloc_made(q.root), "problems": problems}
+@app.command()
+def status(
+    json_out: JsonOpt = False,
+    watch_: Annotated[bool, typer.Option(
+        "--watch", help="Keep the view live, refreshed as the queue changes (Ctrl-C stops).")
+    ] = False,
+    interval: Annotated[float, typer.Option(
+        help="With --watch: the most seconds between two refreshes.", min=0.5)] = 5.0,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """Count the tasks per state, folder and project, and show what runs now.
 
+    Running tasks with their hosts and time left, live allocations with their reserved and
+    lent nodes, notices, and the allocations metaq alloc submitted with their state. With
+    --watch, a live view that adds a progress bar per campaign folder."""
+    with reported():
+        q = open_queue(queue)
+        if watch_:
+            if json_out:
+                raise QueueError("--watch shows a live view for people; leave out --json")
+            try:
+                watch(q, console, interval=interval)
+            except KeyboardInterrupt:
+                raise typer.Exit(0) from None
+            return
+        now = read_status(q, now=time.time())
+        if json_out:
+            typer.echo(json.dumps(now.json(), indent=2))
+            return
+        counts = now.counts
+        for table in [*count_tables(q, counts), *live_tables(now)]:
+            console.print(table)
+        for item in counts.invalid[:INVALID_SHOWN]:
+            typer.echo(f"invalid: {printable(item['reason'])}", err=True)
+        if len(counts.invalid) > INVALID_SHOWN:
+            typer.echo(f"invalid: and {len(counts.invalid) - INVALID_SHOWN} more files that "
+                       f"are not tasks ('metaq ls pending' lists them)", err=True)
+        for problem in now.problems:
+            typer.echo(f"warning: {printable(problem)}", err=True)
 
-def print_live(section: dict[str, Any], out: Console) -> None:
-    """Print :func:`live_section` as tables (nothing for an empty part)."""
-    for table in live_tables(section):
-        out.print(table)
-
-
-def live_tables(section: dict[str, Any]) -> list[Table]:
-    """:func:`live_section` as tables: running tasks, live allocations, notices and the
-    allocations ``metaq alloc`` made (none for an empty part)."""
+def live_tables(now: QueueStatus) -> list[Table]:
+    """What runs now as tables: running tasks, live allocations, notices and the allocations
+    ``metaq alloc`` made (none for an empty part)."""
     tables = []
-    if section["running"]:
+    if now.running:
         t = Table(title="running")
         for col in ("task", "job", "hosts", "started", "time left"):
             t.add_column(col)
-        for r in section["running"]:
-            job = f"{r['job']} on {r['machine']}" + ("" if r["live"] else " (not live)")
-            t.add_row(cell(r["task"]), cell(job), ",".join(r["hosts"]) or "?",
-                      format_time(r["start"]), format_duration(round(r["time_left"])))
+        for r in now.running:
+            job = f"{r.job} on {r.machine}" + ("" if r.live else " (not live)")
+            t.add_row(cell(r.task), cell(job), ",".join(r.hosts) or "?",
+                      format_time(r.start), format_duration(round(r.time_left)))
         tables.append(t)
-    if section["allocations"]:
+    if now.allocations:
         t = Table(title="live allocations")
         for col in ("job", "nodes", "idle", "time left", "mechanism", "reserved", "lent"):
             t.add_column(col)
-        for a in section["allocations"]:
-            left = "no limit" if a["time_left"] is None else format_duration(
-                round(a["time_left"]))
-            reserved = "; ".join(f"{n}: {','.join(hs)}" for n, hs in a["reserved"].items())
-            lent = "; ".join(cell(f"{x['task']} -> {x['to']}: {','.join(x['hosts'])}")
-                             for x in a["lent"])
-            t.add_row(f"{a['job']} on {a['machine']}", str(a["nodes"]), str(a["idle"]), left,
-                      a["mechanism"] or "", reserved, lent)
+        for a in now.allocations:
+            left = "no limit" if a.time_left is None else format_duration(round(a.time_left))
+            reserved = "; ".join(f"{n}: {','.join(hs)}" for n, hs in a.reserved.items())
+            lent = "; ".join(cell(f"{task} -> {to}: {','.join(hs)}") for task, to, hs in a.lent)
+            t.add_row(f"{a.job} on {a.machine}", str(a.nodes), str(a.idle), left,
+                      a.mechanism or "", reserved, lent)
         tables.append(t)
-    if section["notices"]:
+    if now.notices:
         t = Table(title="notices")
         for col in ("name", "nodes", "arrival", "walltime", "who", "state"):
             t.add_column(col)
-        for n in section["notices"]:
-            t.add_row(cell(n["name"]), str(n["nodes"]), format_time(n["arrival"]),
-                      format_duration(n["walltime"]), cell(n["who"]), n["state"])
+        for n in now.notices:
+            t.add_row(cell(n.name), str(n.nodes), format_time(n.arrival),
+                      format_duration(n.walltime), cell(n.who), n.state)
         tables.append(t)
-    if section["alloc"]:
-        tables.append(_alloc_table(section["alloc"]))
+    if now.alloc:
+        tables.append(_alloc_table(now.alloc))
     return tables
 
 
-def _alloc_table(made: list[dict[str, Any]]) -> Table:
+def _alloc_table(made: tuple[Mapping[str, Any], ...]) -> Table:
     """The allocations ``metaq alloc`` submitted, with their state as its last pass saw it."""
     seen = made[-1]["seen"]
     title = "allocations metaq alloc made" + (
@@ -184,6 +172,8 @@ def campaign_table(counts: QueueCounts, *, rows: int = CAMPAIGN_ROWS) -> Table |
     cancelled) out of all its tasks. Unfinished campaigns first; at most ``rows`` rows."""
     if not counts.campaigns:
         return None
+    from rich.progress_bar import ProgressBar  # only --watch draws bars
+
     done_states = STATES[3:]
     items = []
     for name, c in counts.campaigns.items():
@@ -208,18 +198,18 @@ def campaign_table(counts: QueueCounts, *, rows: int = CAMPAIGN_ROWS) -> Table |
 def watch_screen(q: Queue, *, now: float) -> Group:
     """One screen of ``metaq status --watch``: counts, campaign progress and what runs now,
     with the problems found as warnings at the end."""
-    counts = queue_counts(q)
-    section = live_section(q, now=now)
+    status = read_status(q, now=now)
+    counts = status.counts
     parts: list[Any] = [Text(f"metaq status --watch  {format_time(now)}  (Ctrl-C to stop)",
                              style="bold")]
     parts.extend(count_tables(q, counts))
     progress = campaign_table(counts)
     if progress is not None:
         parts.append(progress)
-    parts.extend(live_tables(section))
+    parts.extend(live_tables(status))
     for item in counts.invalid:
         parts.append(Text(f"invalid: {item['reason']}", style="yellow"))
-    for problem in section["problems"]:
+    for problem in status.problems:
         parts.append(Text(f"warning: {problem}", style="yellow"))
     return Group(*parts)
 
@@ -234,6 +224,11 @@ def watch(q: Queue, out: Console, *, interval: float) -> None:
     a log file, a dumb terminal) each screen is printed after the last. SIGTERM and SIGHUP
     (``kill``, a closed terminal) end it as Ctrl-C does, so the terminal gets its cursor
     back."""
+    from rich.live import Live
+
+    from metaq_py.queue.tally import summary_dir
+    from metaq_py.queue.watcher import QueueWatcher
+
     folders = [q.root / f for f in (*q.config.folders, HOLD, WORKING, "notices", "alloc")]
     folders.append(summary_dir(q.root) / "tally")
     with _stopped_by_signals(), \
@@ -272,13 +267,3 @@ def _pause(watcher: QueueWatcher, interval: float) -> None:
     started = time.monotonic()
     watcher.wait(timeout=interval)
     time.sleep(max(0.0, MIN_GAP - (time.monotonic() - started)))
-
-
-def _notice_state(arrival: float, release: float, now: float, *, released: bool = False) -> str:
-    """``in <duration>`` before the arrival, ``due`` until its release (``release``, or
-    earlier when a runner's event log says it ``released`` it), then ``released``."""
-    if released:
-        return "released"
-    if now < arrival:
-        return f"in {format_duration(math.ceil(arrival - now))}"
-    return "due" if now < release else "released"

@@ -1,4 +1,4 @@
-"""The one move of a task with its companions (metaq_py/queue/disk/moves.py): what travels with
+"""The one move of a task with its companions (metaq_py/queue/moves.py): what travels with
 it, what is left behind and removed, and the quiet renames of companions that may be absent."""
 
 from __future__ import annotations
@@ -7,9 +7,20 @@ import os
 from pathlib import Path
 
 from metaq_py.queue.disk.folders import REASON_SUFFIX, free_name
-from metaq_py.queue.disk.moves import history_entry, inode_of, move_task, rename_quietly
 from metaq_py.queue.lease import lease_path
-from metaq_py.queue.logbook import Logbook, logbook_path, read_logbook, write_logbook
+from metaq_py.queue.logbook import (
+    Logbook,
+    logbook_path,
+    publish_logbook,
+    read_logbook,
+    stage_logbook,
+)
+from metaq_py.queue.moves import history_entry, inode_of, move_task, rename_quietly
+
+
+def write_logbook(task: Path, logbook: Logbook) -> Path:
+    """Give ``task`` its logbook as a runner does: staged beside it, then published."""
+    return publish_logbook(stage_logbook(task, logbook), task)
 
 
 def _task(path: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.launch import LaunchError, launch
-from metaq_py.launch.places import make_run_folder, open_task_log
+from metaq_py.launch.workdir import make_run_folder, open_task_log
 from tests.launch.test_launch import script, spec_for
 
 

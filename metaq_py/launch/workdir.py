@@ -1,4 +1,4 @@
-"""A task's own places: its run folder and its log, made where nothing else is.
+"""A start's working files: its run folder and its log, made where nothing else is.
 
 Both live under the batch job's folder, which collaborators can write to. Whatever is found
 at their names that is not what the runner makes there (a symlink, a FIFO, a folder where the

@@ -1,4 +1,4 @@
-"""One task folder's walk (metaq_py/queue/disk/walk.py): what it hands back for each file, a
+"""One task folder's walk (metaq_py/queue/walk.py): what it hands back for each file, a
 file that vanishes between the listing and its stat, and what the index remembers."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from metaq_py.errors import TaskError
-from metaq_py.queue.disk.walk import CachedFile, stat_key, walk_folder
 from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.walk import CachedFile, stat_key, walk_folder
 
 TRUST = Trust(gid=None, uids=frozenset())
 

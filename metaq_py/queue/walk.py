@@ -13,7 +13,6 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from metaq_py.directives import not_executable
 from metaq_py.errors import TaskError
@@ -23,17 +22,15 @@ from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.task_spec import TaskSpec
 
-if TYPE_CHECKING:
-    from metaq_py.queue.index import Task
-
 __all__ = ["BIG_FOLDER", "CachedFile", "lstat_key", "mtime_of", "remembered", "stat_key",
            "walk_folder"]
 
 
 class CachedFile:
     """What the cache remembers of one file; ``mtime`` is that of the stat ``key`` came from.
-    ``task`` is the task last made from it, and ``lkey`` the stat of its logbook then (see
-    ``Index._task``): while neither changes, the task is the same object."""
+    ``task`` is the task last made from it (a :class:`~metaq_py.queue.index.Task`, which the
+    walk never looks at), and ``lkey`` the stat of its logbook then (see ``Index._task``):
+    while neither changes, the task is the same object."""
 
     __slots__ = ("key", "lkey", "mtime", "result", "task")
 
@@ -41,7 +38,7 @@ class CachedFile:
         self.key = stat_key(st)
         self.mtime = st.st_mtime
         self.result = result
-        self.task: Task | None = None
+        self.task: object | None = None
         self.lkey: tuple | None = None
 
 
