@@ -59,6 +59,9 @@ def status(
     ] = False,
     interval: Annotated[float, typer.Option(
         help="With --watch: the most seconds between two refreshes.", min=0.5)] = 5.0,
+    prometheus: Annotated[bool, typer.Option(
+        "--prometheus", help="Print the counts in Prometheus' text format, for "
+                             "node_exporter's textfile collector.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Count the tasks per state, folder and project, and show what runs now.
@@ -68,15 +71,20 @@ def status(
     --watch, a live view that adds a progress bar per campaign folder."""
     with reported():
         q = open_queue(queue)
+        if json_out + watch_ + prometheus > 1:
+            raise QueueError("--json, --watch and --prometheus each choose the whole output; "
+                             "give one of them")
         if watch_:
-            if json_out:
-                raise QueueError("--watch shows a live view for people; leave out --json")
             try:
                 watch(q, console, interval=interval)
             except KeyboardInterrupt:
                 raise typer.Exit(0) from None
             return
         now = read_status(q, now=time.time())
+        if prometheus:
+            from metaq_py.report.prometheus import exposition
+            typer.echo(exposition(now), nl=False)
+            return
         if json_out:
             typer.echo(json.dumps(now.json(), indent=2))
             return
