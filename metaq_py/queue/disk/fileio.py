@@ -262,6 +262,10 @@ def name_problem(name: str, *, path: str | os.PathLike[str] | None = None) -> st
     """Why the queue cannot keep a task file called ``name`` (at ``path``), or ``None``: its
     name with the longest companion the queue makes from it must fit ``NAME_MAX``, and its
     path ``PATH_MAX``."""
+    if (len(name) * 4 <= MAX_TASK_NAME and path is not None
+            and len(where := os.fspath(path)) * 4 + COMPANION_ROOM + 64 <= PATH_MAX
+            and where.startswith("/")):
+        return None  # short enough in any encoding (UTF-8 takes at most 4 bytes a character)
     size = len(os.fsencode(name))
     if size > MAX_TASK_NAME:
         return (f"the file name is {size} bytes long; the queue keeps names of at most "

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies
 
 from metaq_py.queue.disk.fileio import (
     COMPANION_ROOM,
@@ -254,3 +255,29 @@ def test_a_file_at_its_limit_that_grows_between_two_reads_is_refused(
     with pytest.raises(Refused, match="more than the 100 bytes"):
         read_regular(path, limit=100)
     assert reads == [100, 1]
+
+
+ONE_CHARACTER = strategies.sampled_from(["a", "é", "字", "😀", "\udcff"])
+"""Characters of 1 to 4 bytes in UTF-8, and an undecodable byte as Python keeps it."""
+
+
+@settings(max_examples=500)
+@given(name=strategies.one_of(
+           strategies.text(min_size=1, max_size=260),
+           strategies.builds(lambda c, n: c * n, ONE_CHARACTER,
+                             strategies.integers(min_value=1, max_value=260))),
+       folder_bytes=strategies.integers(min_value=0, max_value=4200)
+       | strategies.integers(min_value=3800, max_value=4100),
+       unit=ONE_CHARACTER)
+def test_a_names_limits_are_counted_in_bytes_whatever_its_length_in_characters(
+        name: str, folder_bytes: int, unit: str) -> None:
+    """The bytes a name and its path take, in the file system's encoding, decide; a name
+    short in characters but long in bytes is refused as one long in both (the short cut for
+    short names must agree with the count)."""
+    path = "/" + unit * (folder_bytes // len(os.fsencode(unit))) + "/" + name
+    too_long = len(os.fsencode(name)) > MAX_TASK_NAME
+    too_deep = len(os.fsencode(path)) + COMPANION_ROOM + 64 > PATH_MAX
+    problem = name_problem(name, path=path)
+    assert (problem is not None) == (too_long or too_deep)
+    if too_long:
+        assert "bytes long" in str(problem)
