@@ -80,8 +80,9 @@ def _policy_files() -> tuple[Target, ...]:
 
 
 MODULES = {m.name: m for m in [
-    Module("queue/disk", tuple(Target(f"metaq_py/queue/disk/{n}.py") for n in
-                               ("fileio", "folders", "logfile", "moves", "walk")),
+    Module("queue/disk", (*(Target(f"metaq_py/queue/disk/{n}.py") for n in
+                            ("fileio", "folders", "logfile")),
+                          Target("metaq_py/queue/moves.py"), Target("metaq_py/queue/walk.py")),
            ("tests/queue",)),
     Module("claim+lease", (
         Target("metaq_py/queue/lease.py"),
