@@ -30,15 +30,17 @@ from metaq_py.cli.shared import (
     printable,
     reported,
 )
-from metaq_py.cli.task_view import entry_json, print_history, print_spec
+from metaq_py.cli.task_view import entry_json, print_attempts, print_history, print_spec
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import PENDING, STATES
 from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
+from metaq_py.report.attempts import Attempt, last_starts, task_attempts
 from metaq_py.words import counted
 
 LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
@@ -174,6 +176,8 @@ def show(
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []
         data["running"] = _placement(q, found) if found.state == "working" else None
+        tries = _attempts(q, found, data["history"])
+        data["attempts"] = [a.to_json() for a in tries]
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
@@ -185,6 +189,22 @@ def show(
         if data["running"]:
             _print_placement(data["running"])
         print_history(data["submitted"], data["history"], now=time.time())
+        retries = q.config.defaults.retries
+        if found.spec is not None and found.spec.retries is not None:
+            retries = found.spec.retries
+        print_attempts(tries, retries=retries)
+
+
+def _attempts(q: Queue, e: Entry, history: list[dict[str, Any]]) -> list[Attempt]:
+    """Every attempt of ``e`` its jobs' event logs tell: the jobs its logbook names, and
+    the job that holds it now."""
+    jobs = [str(h["job"]) for h in history if isinstance(h.get("job"), str)]
+    if e.jobid:
+        jobs.append(e.jobid)
+    log = None
+    if e.spec is not None and e.spec.log is not None:
+        log = resolve_log(e.spec.log, root=q.root, config=q.config)
+    return task_attempts(q, e.id, jobs, log=log)
 
 
 def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
@@ -192,10 +212,7 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
     (``None``: whole nodes) and GPU ids."""
     if not e.jobid:
         return None
-    last = None
-    for ev in q.events(e.jobid):  # read in bounded pieces; a FIFO or a link has no events
-        if ev.get("event") == "start" and str(ev.get("task", "")).endswith("/" + e.relpath):
-            last = ev
+    last = last_starts(q, e.jobid).get(e.id)
     if last is None:
         return None
     return {"hosts": last.get("hosts", []), "cores": last.get("cores"),

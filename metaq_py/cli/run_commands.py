@@ -166,9 +166,12 @@ def running(
         q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
         from metaq_py.cli.when import in_units  # only running speaks of ages
+        from metaq_py.report.attempts import last_starts
         views = view_leases(q, adapter, machine=machine, now=time.time())
+        starts = {job: last_starts(q, job) for job in {v.claim.jobid for v in views}}
         rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
                  "host": v.claim.host, "pid": v.claim.pid, "age": round(v.age, 1),
+                 "nodes": list(starts[v.claim.jobid].get(v.claim.id, {}).get("hosts") or []),
                  "alive": v.alive, "lost": v.lost} for v in views]
         if json_out:
             typer.echo(json.dumps(rows, indent=2))
@@ -178,8 +181,9 @@ def running(
             return
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
-            line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
-                    f"heartbeat {in_units(r['age'])} ago  job {alive}")
+            nodes = ",".join(map(str, r["nodes"])) or "not started yet"
+            line = (f"{r['task']}  on {nodes}  job {r['machine']}/{r['job']}  runner on "
+                    f"{r['host'] or '?'}  heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"
             typer.echo(line)

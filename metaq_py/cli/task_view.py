@@ -14,13 +14,16 @@ from typing import Any
 
 import typer
 
-from metaq_py.cli.when import in_words, iso_local
+from metaq_py.cli.when import in_units, in_words, iso_local
 from metaq_py.durations import format_duration
 from metaq_py.queue.admin import Entry
 from metaq_py.queue.logbook import USAGE_FIELDS
+from metaq_py.report.attempts import Attempt, retry_words
 from metaq_py.task_spec import TaskShape, TaskSpec
+from metaq_py.words import counted
 
-__all__ = ["entry_json", "print_history", "print_spec", "spec_json", "usage_words"]
+__all__ = ["entry_json", "print_attempts", "print_history", "print_spec", "spec_json",
+           "usage_words"]
 
 
 def spec_json(spec: TaskSpec) -> dict[str, Any]:
@@ -60,6 +63,34 @@ def print_history(submitted: float | None, history: list[dict[str, Any]], *,
             rest = f"{rest}; used {used}" if rest else f"used {used}"
         typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
                    + (f": {rest}" if rest else "") + after)
+
+
+OUTCOME_WORDS = {"retry": "failed (retried)", "requeued": "requeued (not a failure)",
+                 "preempted": "preempted (not a failure)",
+                 "reclaimed": "taken back from a lost job"}
+"""An ``end`` event's outcome as people read it, where its word alone would mislead."""
+
+
+def print_attempts(attempts: list[Attempt], *, retries: int) -> None:
+    """Every attempt of a task for people: when it started, on which nodes, for how long,
+    how it ended, and where its output is (``RETRIES`` is ``retries``)."""
+    if not attempts:
+        return
+    typer.echo("attempts:")
+    for a in attempts:
+        nodes = ", ".join(a.hosts) or "unknown nodes"
+        where = f"on {nodes} ({counted(len(a.hosts), 'node')})" if a.hosts else "on ?"
+        if a.outcome is None:
+            how = "running, or its job ended without a word"
+        else:
+            how = OUTCOME_WORDS.get(a.outcome, a.outcome) + (
+                f", exit code {a.exit_code}" if a.exit_code is not None else "") + (
+                f", killed by {a.signal}" if a.signal else "")
+        ran = f", after {in_units(a.seconds)}" if a.seconds is not None else ""
+        typer.echo(f"  {a.number}. {iso_local(a.start)}  job {a.job} {where}: {how}{ran} "
+                   f"({retry_words(a.number, retries)})")
+        for path in a.output:
+            typer.echo(f"     output: {path}")
 
 
 def usage_words(entry: dict[str, Any]) -> str | None:
