@@ -35,7 +35,7 @@ from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array
-from metaq_py.queue.layout import PENDING, STATES
+from metaq_py.queue.layout import PENDING, REJECTED, STATES
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.store import Queue
@@ -184,6 +184,9 @@ def show(
         typer.echo(printable(f"{found.id}: {found.state} ({found.path})"))
         if found.reason:
             typer.echo(f"reason: {printable(found.reason)}")
+        if found.state == REJECTED:
+            typer.echo(printable(f"to run it: fix the file where it is now, {found.path}, "
+                                 f"then 'metaq retry {found.id}'"))
         if found.spec is not None:
             print_spec(found.spec, header=False, words=True)
         if data["running"]:

@@ -91,3 +91,24 @@ def test_running_names_the_nodes_a_task_runs_on(tmp_path: Path) -> None:
     finally:
         go.touch()
         assert run.wait(timeout=60) == 0
+
+
+def test_the_advice_for_a_rejected_task_names_where_its_file_is_now(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    bad = q / "todo" / "bad.sh"
+    bad.write_text("#!/bin/sh\n#METAQ NODES two\necho fixed\n")
+    bad.chmod(0o755)
+    os.utime(bad, (bad.stat().st_atime - 600, bad.stat().st_mtime - 600))  # settled
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    now = q / "rejected" / "todo" / "bad.sh"
+    assert now.is_file() and not bad.exists()
+    told = metaq("explain", "bad.sh", "--queue", str(q)).stdout
+    assert f"The file is now at {now}: fix it there" in told.replace("\n", " "), told
+    shown = metaq("show", "bad.sh", "--queue", str(q)).stdout
+    assert f"to run it: fix the file where it is now, {now}, then 'metaq retry " \
+           f"todo/bad.sh'" in shown, shown
+    # The advice works as written.
+    now.write_text(now.read_text().replace("NODES two", "NODES 1"))
+    assert metaq("retry", "todo/bad.sh", "--queue", str(q)).returncode == 0
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert (q / "finished" / "todo" / "bad.sh").is_file()
