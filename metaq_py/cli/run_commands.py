@@ -92,6 +92,10 @@ def run(
         "--fs-events/--no-fs-events",
         help="Wake at once on file-system events (watchdog) when the queue changes; without "
              "them, changes are found by polling every poll_interval of metaq.yaml.")] = True,
+    verbose: Annotated[bool | None, typer.Option(
+        "--verbose", "-v",
+        help="A line per start and end of a task (default: no, or METAQ_VERBOSITY above "
+             "0).")] = None,
     end_signal: Annotated[str, typer.Option(
         "--end-signal", metavar="SIGNAL",
         help="The stop signal that means the wall clock is ending (as the batch script's "
@@ -124,6 +128,7 @@ def run(
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
                 srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
                 warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events,
+                verbose=bool(_first(verbose, metaq.verbose)),
                 end_signal=end_signal.upper().removeprefix("SIG"))
         except typer.BadParameter as e:
             raise MetaqError(str(e)) from None
