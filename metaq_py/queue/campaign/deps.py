@@ -351,8 +351,11 @@ class Dependencies:
             if state in need:
                 return READY
             if state in _ENDED_BADLY and need == (FINISHED,):
+                array, _, index = ident.rpartition("/")
+                shown = f"{array}[{index}]" if index.isdigit() and "/" in array and \
+                    look.array(array) is not None else ident  # as people name an index
                 return Readiness(False, ident, _WORDS[state],
-                                 failed=f"dependency {ident} {_ENDED_BADLY[state]}")
+                                 failed=f"dependency {shown} {_ENDED_BADLY[state]}")
             return Readiness(False, ident, _WORDS[state])
         names = {str(i) for i in indices}
         done = 0
@@ -363,7 +366,7 @@ class Dependencies:
             elif ended and need == (FINISHED,):
                 first = min(ended, key=int)
                 return Readiness(False, ident, _WORDS[state], failed=f"dependency "
-                                 f"{ident}/{first} {_ENDED_BADLY[state]}")
+                                 f"{ident}[{first}] {_ENDED_BADLY[state]}")
         if done >= len(names):
             return READY
         what = "finished" if need == (FINISHED,) else "ended"

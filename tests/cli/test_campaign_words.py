@@ -1,0 +1,98 @@
+"""A campaign in the words people use: ``check`` shows ``ARRAY`` and ``AFTER``, ``ls`` says
+what a task waits on, ``ls running`` and ``ls waiting`` are states too, an index of an array
+is ``prop.sh[13]`` wherever it is named, and ``retry`` says when a dependency failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.test_queue import metaq
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def _campaign(tmp_path: Path) -> Path:
+    """prop.sh[10-14] and contract.sh[10-14], each index of contract after its prop."""
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = _script(tmp_path / "prop.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\necho p\n")
+    contract = _script(tmp_path / "contract.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                       "#METAQ AFTER prop.sh[{index}]\necho c\n")
+    done = metaq("submit", "--array", "10-14", str(prop), str(contract), "--queue", str(q))
+    assert done.returncode == 0, done.stderr
+    return q
+
+
+def test_check_shows_array_and_after(tmp_path: Path) -> None:
+    task = _script(tmp_path / "c.sh", "#!/bin/sh\n#METAQ ARRAY 0-3\n#METAQ AFTER "
+                   "prop.sh[{index}]\n#METAQ AFTER_ANY setup.sh\necho\n")
+    r = metaq("check", str(task))
+    assert r.returncode == 0, r.stderr
+    assert "  array        0-3\n" in r.stdout
+    assert "  after        prop.sh[{index}] (to finish)\n" in r.stdout
+    assert "  after_any    setup.sh (to end, however)\n" in r.stdout
+
+
+def test_ls_says_what_a_task_waits_on(tmp_path: Path) -> None:
+    q = _campaign(tmp_path)
+    each = metaq("ls", "--each", "--queue", str(q))
+    assert each.returncode == 0, each.stderr
+    rows = {line.split()[0]: line for line in each.stdout.splitlines()[3:]}
+    assert set(rows) == {f"todo/{s}.sh[{i}]" for s in ("prop", "contract")
+                         for i in range(10, 15)}
+    assert rows["todo/contract.sh[13]"].endswith("waiting on todo/prop.sh[13] (waiting)")
+    assert not rows["todo/prop.sh[13]"].endswith(")")
+    whole = metaq("ls", "waiting", "--queue", str(q)).stdout
+    assert whole.splitlines()[0] == f"pending in {q}"
+    assert "todo/contract.sh[10-14]" in whole
+    assert whole.rstrip().endswith("5 tasks of an array, 5 waiting on their dependencies "
+                                   "(ls --each names them)")
+
+
+def test_ls_takes_the_states_as_people_say_them(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    for said, state in (("running", "working"), ("waiting", "pending"), ("held", "hold")):
+        r = metaq("ls", said, "--queue", str(q))
+        assert r.returncode == 0 and r.stdout.splitlines()[0] == f"{state} in {q}", r.stderr
+    wrong = metaq("ls", "sleeping", "--queue", str(q))
+    assert wrong.returncode == 1 and wrong.stderr.startswith("metaq: 'sleeping' is not a "
+                                                             "state; use one of ")
+
+
+def test_a_failed_dependency_is_named_by_ls_and_retry(tmp_path: Path) -> None:
+    q = _campaign(tmp_path)
+    cancel = metaq("cancel", "prop.sh[13]", "--queue", str(q))
+    assert cancel.stdout == "cancel: todo/prop.sh[13] -> cancelled/todo/prop.sh/13\n"
+    each = metaq("ls", "--each", "--queue", str(q)).stdout
+    assert "dependency todo/prop.sh[13] was cancelled: the next runner moves it to " \
+           "failed/" in each
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    failed = metaq("ls", "failed", "--queue", str(q)).stdout.splitlines()[3:]
+    assert [line.split()[0] for line in failed] == ["todo/contract.sh[13]"]
+    again = metaq("retry", "contract.sh[13]", "--queue", str(q))
+    assert again.returncode == 0
+    assert again.stdout == "retry: todo/contract.sh[13] -> todo/contract.sh/13\n"
+    assert again.stderr == ("warning: todo/contract.sh[13] is back, but its dependency "
+                            "todo/prop.sh[13] was cancelled: the next runner moves it to "
+                            "failed/ again unless 'metaq retry todo/prop.sh[13]' comes "
+                            "first\n")
+    assert metaq("show", "contract.sh[13]", "--queue", str(q)).stdout.startswith(
+        "todo/contract.sh[13]: pending (")
+    # As the warning says: the dependency first, and both run.
+    first = metaq("retry", "todo/prop.sh[13]", "--queue", str(q))
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert (q / "finished" / "todo" / "contract.sh" / "13").is_file()
+
+
+def test_retrying_both_in_one_command_warns_of_nothing(tmp_path: Path) -> None:
+    q = _campaign(tmp_path)
+    assert metaq("cancel", "prop.sh[13]", "--queue", str(q)).returncode == 0
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    both = metaq("retry", "contract.sh[13]", "prop.sh[13]", "--queue", str(q))
+    assert both.returncode == 0 and both.stderr == "", both.stderr
