@@ -96,3 +96,29 @@ def test_retrying_both_in_one_command_warns_of_nothing(tmp_path: Path) -> None:
     assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
     both = metaq("retry", "contract.sh[13]", "prop.sh[13]", "--queue", str(q))
     assert both.returncode == 0 and both.stderr == "", both.stderr
+
+
+def test_short_names_reach_arrays_in_sub_folders(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = _script(tmp_path / "prop.sh", '#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n'
+                   '[ "$METAQ_ARRAY_INDEX" = 2 ] && exit 4\nexit 0\n')
+    sub = metaq("submit", "--array", "0-3", "--folder", "batch1", str(prop), "--queue", str(q))
+    assert sub.returncode == 0, sub.stderr
+    cancel = metaq("cancel", "prop.sh[1]", "--queue", str(q))
+    assert cancel.stdout == "cancel: todo/batch1/prop.sh[1] -> " \
+                            "cancelled/todo/batch1/prop.sh/1\n", cancel.stderr
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    retry = metaq("retry", "prop.sh", "--failed", "--queue", str(q))
+    assert retry.stdout == "retry: todo/batch1/prop.sh[2] -> todo/batch1/prop.sh/2\n", \
+        retry.stderr
+    # A second array of that name: the short name is refused with both, the longer taken.
+    sub = metaq("submit", "--array", "0-1", "--folder", "batch2", str(prop), "--queue", str(q))
+    assert sub.returncode == 0, sub.stderr
+    both = metaq("cancel", "prop.sh[1]", "--queue", str(q))
+    assert both.returncode == 1 and both.stderr == (
+        "metaq: 2 arrays are called 'prop.sh': todo/batch1/prop.sh, todo/batch2/prop.sh; "
+        "name one by its <folder>/<path>, such as todo/batch1/prop.sh.\n")
+    one = metaq("cancel", "batch2/prop.sh[1]", "--queue", str(q))
+    assert one.stdout == "cancel: todo/batch2/prop.sh[1] -> " \
+                         "cancelled/todo/batch2/prop.sh/1\n", one.stderr
