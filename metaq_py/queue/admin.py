@@ -132,7 +132,8 @@ class QueueAdmin:
         for p in plans:
             names = (*p.spec.after, *p.spec.after_any)
             first = p.indices[0] if p.indices else None
-            deps = [d for n in names for d in resolver.resolve(_for_index(n, first))]
+            near = p.ident.rpartition("/")[0]
+            deps = [d for n in names for d in resolver.resolve(_for_index(n, first), near=near)]
             edges[p.ident] = [d if d in coming else d.rpartition("/")[0] for d in deps]
         cycle = find_cycle(edges)
         if cycle is not None:
@@ -177,8 +178,11 @@ class QueueAdmin:
         make_folders(q.root, dst.parent)  # a link planted at --folder's name is set aside
         mode = (os.stat(p.src).st_mode & 0o755) | 0o700
 
+        near = p.ident.rpartition("/")[0]
+
         def resolved(names: tuple[str, ...], index: int | None) -> tuple[str, ...]:
-            return tuple(d for n in names for d in resolver.resolve(_for_index(n, index)))
+            return tuple(d for n in names
+                         for d in resolver.resolve(_for_index(n, index), near=near))
 
         if p.indices is not None:
             assert p.spec.array is not None

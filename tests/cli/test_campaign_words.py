@@ -122,3 +122,47 @@ def test_short_names_reach_arrays_in_sub_folders(tmp_path: Path) -> None:
     one = metaq("cancel", "batch2/prop.sh[1]", "--queue", str(q))
     assert one.stdout == "cancel: todo/batch2/prop.sh[1] -> " \
                          "cancelled/todo/batch2/prop.sh/1\n", one.stderr
+
+
+def test_a_bare_after_name_prefers_its_command_then_its_folder(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = _script(tmp_path / "prop.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\nexit 0\n")
+    contract = _script(tmp_path / "contract.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                       "#METAQ AFTER prop.sh[{index}]\nexit 0\n")
+    for batch in ((), ("--folder", "batch2")):
+        done = metaq("submit", "--array", "20-21", *batch, str(prop), str(contract),
+                     "--queue", str(q))
+        assert done.returncode == 0, done.stderr
+    # The second command's contract.sh waits on its own prop.sh, not the first one's.
+    assert "#METAQ AFTER todo/batch2/prop.sh/21\n" in \
+        (q / "todo/batch2/contract.sh/21").read_text()
+    assert "#METAQ AFTER todo/prop.sh/21\n" in (q / "todo/contract.sh/21").read_text()
+    # Submitted later into batch2, a script naming prop.sh takes its own folder's.
+    late = _script(tmp_path / "late.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                   "#METAQ AFTER prop.sh\nexit 0\n")
+    done = metaq("submit", "--folder", "batch2", str(late), "--queue", str(q))
+    assert done.returncode == 0, done.stderr
+    assert "#METAQ AFTER todo/batch2/prop.sh\n" in (q / "todo/batch2/late.sh").read_text()
+    # From a third folder, two arrays deeper than the task folder are refused with both.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    deep = _script(alone / "prop.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\nexit 0\n")
+    for batch in ("b5", "b6"):
+        assert metaq("submit", "--array", "0-1", "--folder", batch, str(deep),
+                     "--queue", str(q)).returncode == 0
+    other = _script(alone / "use.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                    "#METAQ AFTER b5/prop.sh\nexit 0\n")
+    done = metaq("submit", "--folder", "b7", str(other), "--queue", str(q))
+    assert done.returncode == 0, done.stderr
+    assert "#METAQ AFTER todo/b5/prop.sh\n" in (q / "todo/b7/use.sh").read_text()
+    both = _script(alone / "both.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                   "#METAQ AFTER x/prop.sh\nexit 0\n")
+    for batch in ("b8/x", "b9/x"):
+        assert metaq("submit", "--array", "0-1", "--folder", batch, str(deep),
+                     "--queue", str(q)).returncode == 0
+    refused = metaq("submit", "--folder", "b7", str(both), "--queue", str(q))
+    assert refused.returncode == 1 and refused.stderr == (
+        "metaq: AFTER 'x/prop.sh' could mean 2 tasks: todo/b8/x/prop.sh, todo/b9/x/prop.sh; "
+        "name one in full, such as todo/b8/x/prop.sh.\n")
+    assert not (q / "todo/b7/both.sh").exists()
