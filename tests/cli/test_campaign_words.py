@@ -166,3 +166,17 @@ def test_a_bare_after_name_prefers_its_command_then_its_folder(tmp_path: Path) -
         "metaq: AFTER 'x/prop.sh' could mean 2 tasks: todo/b8/x/prop.sh, todo/b9/x/prop.sh; "
         "name one in full, such as todo/b8/x/prop.sh.\n")
     assert not (q / "todo/b7/both.sh").exists()
+
+
+def test_an_arrays_log_has_its_index_and_doctor_takes_log(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = _script(tmp_path / "prop.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                   "#METAQ LOG log/prop_{index}.out\necho \"index $METAQ_ARRAY_INDEX\"\n")
+    assert metaq("submit", "--array", "0-2", str(prop), "--queue", str(q)).returncode == 0
+    assert "#METAQ LOG log/prop_2.out\n" in (q / "todo/prop.sh/2").read_text()
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert sorted(p.name for p in (q / "log").iterdir()) == [f"prop_{i}.out" for i in range(3)]
+    assert all((q / "log" / f"prop_{i}.out").read_text() == f"index {i}\n" for i in range(3))
+    doctor = metaq("doctor", "--queue", str(q))
+    assert doctor.returncode == 0 and doctor.stdout == "no anomaly found\n", doctor.stdout
