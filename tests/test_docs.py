@@ -17,8 +17,9 @@ block is and how it runs (no block goes without one, so a new example is a new t
 - ``<!-- doc: python [continues] -->``: run by Python in a fresh folder with a queue
   ``queue``; ``continues`` runs it after the block before it, in the same folder and namespace.
 - ``<!-- doc: yaml -->``: ``metaq.yaml`` settings; a queue takes them (``metaq status``).
-- ``<!-- doc: slurm -->``: commands that need a real batch system; run by
-  ``tests/slurm/test_docs_slurm.py``.
+- ``<!-- doc: slurm [as shell] [here="-N 64=>-N 2|..."] -->``: commands that need a real
+  batch system, run as ``shell`` blocks by ``tests/test_docs_slurm.py`` on the local SLURM,
+  with the ``here`` replacements (sizes this four-node cluster has).
 - ``<!-- doc: output -->``, ``<!-- doc: picture -->``, ``<!-- doc: synopsis -->``: what a
   command prints, a drawing of the folders, a command's synopsis: nothing to run.
 - ``<!-- doc: install -->``: installs the package; ``tests/test_install.py`` runs it.
@@ -100,7 +101,7 @@ def test_every_example_is_marked() -> None:
 TASK = "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\necho \"$0 ran\"\n"
 
 
-def _scratch(tmp_path: Path, b: Block) -> dict[str, str]:
+def scratch(tmp_path: Path, b: Block) -> dict[str, str]:
     """A fresh folder with a queue, the files ``b`` asks for, and the environment to run its
     commands in."""
     if "no-queue" not in b.options:
@@ -115,8 +116,14 @@ def _scratch(tmp_path: Path, b: Block) -> dict[str, str]:
 
 
 def _rooted(text: str, b: Block, tmp_path: Path) -> str:
+    """``text`` with absolute paths under the block's ``root`` moved under ``tmp_path``, and
+    the ``here`` replacements made (``-N 64=>-N 2|...``: a size this test cluster has)."""
     root = b.options.get("root")
-    return text.replace(root, str(tmp_path) + root) if root else text
+    text = text.replace(root, str(tmp_path) + root) if root else text
+    for pair in filter(None, b.options.get("here", "").split("|")):
+        old, _, new = pair.partition("=>")
+        text = text.replace(old, new)
+    return text
 
 
 def _commands(b: Block) -> list[str]:
@@ -127,11 +134,17 @@ def _commands(b: Block) -> list[str]:
 
 @pytest.mark.parametrize("b", of("shell", "session"), ids=lambda b: b.id)
 def test_commands_run_as_written(b: Block, tmp_path: Path) -> None:
-    env = _scratch(tmp_path, b)
+    env = scratch(tmp_path, b)
+    run_block(b, tmp_path, env)
+
+
+def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
+    """Run the commands of ``b`` in ``tmp_path`` (made by :func:`scratch`), as a person
+    types them, each to its end with exit status 0."""
     setup = b.options.get("setup")
     if setup:
-        done = subprocess.run(["bash", "-ec", setup], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(["bash", "-ec", _rooted(setup, b, tmp_path)], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"setup: {done.stderr}"
     commands = [_rooted(c, b, tmp_path) for c in _commands(b)]
     cwd = ROOT if any("metaq_py/share" in c for c in commands) else tmp_path
@@ -159,11 +172,11 @@ def _until_stopped(line: str, cwd: Path, env: dict[str, str]) -> None:
     import signal
 
     proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert first, proc.stderr.read() if proc.stderr else ""
+        assert first and not first.startswith("metaq: "), first
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
@@ -191,7 +204,7 @@ def _python_groups() -> list[list[Block]]:
 
 @pytest.mark.parametrize("group", _python_groups(), ids=lambda g: "+".join(b.id for b in g))
 def test_python_examples_run_in_order(group: list[Block], tmp_path: Path) -> None:
-    env = _scratch(tmp_path, group[0])
+    env = scratch(tmp_path, group[0])
     program = "\n".join(b.text for b in group)
     done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
@@ -202,7 +215,7 @@ def test_python_examples_run_in_order(group: list[Block], tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("b", of("yaml"), ids=lambda b: b.id)
 def test_settings_are_taken(b: Block, tmp_path: Path) -> None:
-    _scratch(tmp_path, b)
+    scratch(tmp_path, b)
     (tmp_path / "queue" / "metaq.yaml").write_text(b.text)
     done = metaq("status", "--queue", str(tmp_path / "queue"))
     assert done.returncode == 0, done.stderr
