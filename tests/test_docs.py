@@ -10,8 +10,9 @@ block is and how it runs (no block goes without one, so a new example is a new t
   commands, run one after the other by ``bash -e`` in a fresh folder holding a queue
   ``queue`` (``METAQ_QUEUE`` unset) and, for ``files``, small task scripts of those names;
   ``setup`` is run first (what the example supposes was done before); absolute paths under
-  ``root`` are taken to be under the test's folder; with ``until-stopped``, a line that runs
-  until Ctrl-C (``--watch``) is stopped after it has drawn its first screen.
+  ``root`` are taken to be under the test's folder; with ``until-stopped[=TEXT]``, a line
+  that runs until Ctrl-C (``--watch``) is stopped once it has printed a line (one holding
+  TEXT).
 - ``<!-- doc: session ... -->``: as ``shell``, for lines written ``$ command`` with what it
   prints below (the printed lines are not run).
 - ``<!-- doc: python [continues] -->``: run by Python in a fresh folder with a queue
@@ -151,7 +152,7 @@ def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
     if "until-stopped" in b.options:
         for line in commands:
             if "--watch" in line:
-                _until_stopped(line, cwd, env)
+                _until_stopped(line, cwd, env, b.options["until-stopped"])
                 continue
             done = subprocess.run(["bash", "-ec", line], cwd=cwd, env=env,
                                   capture_output=True, text=True, timeout=300)
@@ -167,16 +168,19 @@ def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
                                   f"{done.stderr}")
 
 
-def _until_stopped(line: str, cwd: Path, env: dict[str, str]) -> None:
-    """Run ``line``, which runs until Ctrl-C, until it has printed a screen; then Ctrl-C."""
+def _until_stopped(line: str, cwd: Path, env: dict[str, str], awaited: str) -> None:
+    """Run ``line``, which runs until Ctrl-C, until it has printed a line holding
+    ``awaited`` (any line, when empty); then Ctrl-C."""
     import signal
 
     proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first and not first.startswith("metaq: "), first
+        seen = []
+        while not seen or awaited not in seen[-1]:
+            seen.append(proc.stdout.readline())
+            assert seen[-1] and not seen[-1].startswith("metaq: "), "".join(seen)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
