@@ -330,8 +330,9 @@ def jobs(
     json_out: JsonOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """List the batch jobs that ran metaq on this queue, the latest last: when each
-    started, its nodes, how its tasks ended and why it stopped."""
+    """List the batch jobs that ran metaq on this queue, the latest last.
+
+    Each with when it started, its nodes, how its tasks ended and why it stopped."""
     with reported():
         from metaq_py.report.jobs import job_record
 
