@@ -25,7 +25,8 @@ block is and how it runs (no block goes without one, so a new example is a new t
   command prints, a drawing of the folders, a command's synopsis: nothing to run.
 - ``<!-- doc: install -->``: installs the package; ``tests/test_install.py`` runs it.
 - ``<!-- doc: long -->``: runs for minutes or hours (a year of a machine's trace, the paper's
-  whole study); the simulator's tests run the same commands on small inputs.
+  whole study): checked as written instead, one command a line with flags its command has
+  (the simulator's tests run such commands on small inputs).
 """
 
 from __future__ import annotations
@@ -223,3 +224,19 @@ def test_settings_are_taken(b: Block, tmp_path: Path) -> None:
     (tmp_path / "queue" / "metaq.yaml").write_text(b.text)
     done = metaq("status", "--queue", str(tmp_path / "queue"))
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("b", of("long"), ids=lambda b: b.id)
+def test_long_examples_are_commands_metaq_takes(b: Block) -> None:
+    """What is not run for its length is checked as written: each line is one command (an
+    unquoted ``&`` would send it to the background), and every flag it gives is one of its
+    subcommand's."""
+    for line in _commands(b):
+        words = shlex.split(line, comments=True)
+        lexed = list(shlex.shlex(line.split("  #")[0], posix=True, punctuation_chars=True))
+        assert not {"&", ";", "|", "&&", "||"} & set(lexed), f"{line!r} is not one command"
+        assert words[0] == "metaq", line
+        helped = metaq(words[1], "--help", env={**os.environ, "COLUMNS": "300"})
+        assert helped.returncode == 0, helped.stderr
+        for flag in (w.split("=")[0] for w in words[2:] if w.startswith("--")):
+            assert flag in helped.stdout, f"{line!r}: metaq {words[1]} has no {flag}"
