@@ -320,7 +320,9 @@ def explain(
             typer.echo(json.dumps({"task": ex.task, "state": ex.state,
                                    "reasons": list(ex.reasons)}, indent=2))
             return
-        typer.echo(f"{ex.task}: {ex.state}")
+        from metaq_py.cli.task_view import PeopleIds
+
+        typer.echo(f"{PeopleIds(q.root)(ex.task)}: {ex.state}")
         for reason in ex.reasons:
             typer.echo(f"  - {reason}")
 

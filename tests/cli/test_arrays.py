@@ -30,7 +30,7 @@ def test_an_array_from_submit_to_retry(tmp_path: Path) -> None:
     assert back.returncode == 0
     assert back.stdout == "retry: 3 tasks of run.sh: 3 to todo/\n"  # one line for a range
     explain = metaq("explain", "--queue", str(q), "run.sh[17]")
-    assert explain.returncode == 0 and "todo/run.sh/17: pending" in explain.stdout
+    assert explain.returncode == 0 and "todo/run.sh[17]: pending" in explain.stdout
 
 
 def test_submit_after_refuses_unknown_names_and_resolves_known(tmp_path: Path) -> None:
