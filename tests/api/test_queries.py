@@ -27,7 +27,7 @@ def test_a_campaign_is_asked_about_from_python(tmp_path: Path) -> None:
     assert q.finished("sweep.sh[2]")
     assert q.state("prop_14.sh") == "failed" and q.tasks("failed") == ["todo/prop_14.sh"]
     assert q.tasks("waiting") == [] and len(q.tasks("finished")) == 5
-    with pytest.raises(QueueError, match="no task called 'prop_99.sh'"):
+    with pytest.raises(QueueError, match=r"no task called 'prop_99\.sh'"):
         q.state("prop_99.sh")
     with pytest.raises(QueueError, match="'done' is not a state"):
         q.tasks("done")
