@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.capability import missing
 from tests.cli.test_queue import metaq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +145,8 @@ def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
     """Run the commands of ``b`` in ``tmp_path`` (made by :func:`scratch`), as a person
     types them, each to its end with exit status 0."""
     setup = b.options.get("setup")
+    if setup and "groupadd" in setup and os.geteuid() != 0:
+        missing(f"{b.id} makes a group for its example, which only root may do")
     if setup:
         done = subprocess.run(["bash", "-ec", _rooted(setup, b, tmp_path)], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=120)
