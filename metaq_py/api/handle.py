@@ -27,6 +27,7 @@ from metaq_py.errors import QueueError, TaskError
 from metaq_py.hybrid import Kind
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.disk.fileio import write_all
+from metaq_py.queue.finding import STATE_WORDS
 from metaq_py.queue.settings.config import CONFIG_NAME
 from metaq_py.queue.store import Queue
 
@@ -66,6 +67,29 @@ class TaskQueue:
     def root(self) -> Path:
         """The queue's folder."""
         return self.queue.root
+
+    # --- asking about tasks, as metaq show and metaq ls do --------------------------------
+
+    def state(self, task: str) -> str:
+        """Where the task ``task`` is, as people say it: ``waiting``, ``held``, ``running``,
+        ``finished``, ``failed``, ``rejected`` or ``cancelled``. ``task`` is named as on the
+        command line: ``prop_13.sh``, ``todo/prop_13.sh``, ``prop.sh[13]``. A
+        :class:`QueueError` says when it names no task, or several."""
+        return STATE_WORDS[self.admin.find(task).state]
+
+    def finished(self, task: str) -> bool:
+        """Whether the task ``task`` (see :meth:`state`) has finished (exited 0)."""
+        return self.state(task) == "finished"
+
+    def tasks(self, state: str) -> list[str]:
+        """The identities of the tasks in ``state`` (``failed``, ``waiting``, ... or a
+        folder's name such as ``pending``), an index of an array as ``todo/prop.sh/13``: the
+        tasks ``metaq ls STATE --json`` lists."""
+        folder = {word: name for name, word in STATE_WORDS.items()}.get(state, state)
+        if folder not in STATE_WORDS:
+            raise QueueError(f"{state!r} is not a state; use one of "
+                             f"{', '.join(STATE_WORDS.values())}")
+        return [e.id for e in self.admin.entries(folder, specs=False)]
 
     def submit(  # one keyword per directive and per placement flag of metaq submit
         self, name: str, *,

@@ -44,7 +44,7 @@ COMMANDS = {
         ("init", "submit", "check", "hold", "release", "cancel", "retry"), "queue_commands"),
     "status": "status_commands",
     **dict.fromkeys(("ls", "show"), "listing_commands"),
-    **dict.fromkeys(("notice", "report", "explain", "gantt"), "report_commands"),
+    **dict.fromkeys(("notice", "report", "explain", "gantt", "jobs"), "report_commands"),
     **dict.fromkeys(("run", "running", "reset", "checkpoint", "demo"), "run_commands"),
     "simulate": "sim_commands",
     "trace": "trace_commands",

@@ -30,15 +30,23 @@ from metaq_py.cli.shared import (
     printable,
     reported,
 )
-from metaq_py.cli.task_view import entry_json, print_history, print_spec
+from metaq_py.cli.task_view import (
+    PeopleIds,
+    entry_json,
+    print_attempts,
+    print_history,
+    print_spec,
+)
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
-from metaq_py.queue.campaign.arrays import read_array
-from metaq_py.queue.layout import PENDING, STATES
+from metaq_py.queue.finding import STATE_WORDS
+from metaq_py.queue.layout import PENDING, REJECTED, STATES
 from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
+from metaq_py.report.attempts import Attempt, last_starts, task_attempts
 from metaq_py.words import counted
 
 LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
@@ -50,7 +58,8 @@ are read, and the rest follows as it is read."""
 @app.command("ls")
 def ls_(
     state: Annotated[str, typer.Argument(
-        help=f"One of: {', '.join(STATES)}.")] = PENDING,
+        help=f"One of: {', '.join(STATES)}; or as people say them: "
+             f"{', '.join(w for s, w in STATE_WORDS.items() if w != s)}.")] = PENDING,
     json_out: JsonOpt = False,
     each: Annotated[bool, typer.Option(
         "--each", help="One row per index of an array, not one per array.")] = False,
@@ -62,58 +71,78 @@ def ls_(
     indices of an array that come together are one row, such as todo/run.sh[0-999]."""
     with reported():
         q = open_queue(queue)
+        state = {w: s for s, w in STATE_WORDS.items()}.get(state, state)
         if state not in STATES:
-            raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
+            raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)} (or "
+                             f"waiting, held, running)")
         entries = QueueAdmin(q).entries(state)
+        named = PeopleIds(q.root)
+        waits = _waits(q, named) if state == PENDING else {}
         try:
             if json_out:
                 _stream_json(entry_json(e) for e in entries)
             else:
                 typer.echo(f"{state} in {q.root}")
-                rows = (_ls_row(e) for e in entries) if each else _array_rows(entries, q.root)
+                rows = (_ls_row(e, named, waits) for e in entries) if each \
+                    else _array_rows(entries, named, waits)
                 _stream_rows(rows, LS_COLUMNS)
         except BrokenPipeError:
             # The reader (head, less) has seen enough: stop quietly, as ls would.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _ls_row(e: Entry) -> tuple[str, ...]:
+def _waits(q: Queue, named: PeopleIds) -> dict[str, str]:
+    """For each waiting task whose dependencies are not met: the note ``ls`` gives it
+    (``waiting on todo/prop.sh[13] (running)``)."""
+    from metaq_py.queue.campaign.deps import Dependencies
+
+    deps = Dependencies(q)
+    notes: dict[str, str] = {}
+    for t in q.scan().tasks:
+        if not (t.spec.after or t.spec.after_any):
+            continue
+        ready = deps.check(t)
+        if ready.failed is not None:
+            notes[t.id] = f"{ready.failed}: the next runner moves it to failed/"
+        elif not ready.ready and ready.waits_for is not None:
+            notes[t.id] = f"waiting on {named(ready.waits_for)} ({ready.state})"
+    return notes
+
+
+def _ls_row(e: Entry, named: PeopleIds, waits: dict[str, str]) -> tuple[str, ...]:
     s = e.spec
-    note = e.reason or (f"{e.machine} job {e.jobid}" if e.jobid else "")
+    note = e.reason or (f"{e.machine} job {e.jobid}" if e.jobid else "") or \
+        waits.get(e.id, "")
     if e.attempts:
         note = f"{counted(e.attempts, 'attempt')} " + note
     if s is None:
-        return (e.id, "", "", "", "", "", note)
+        return (named(e.id), "", "", "", "", "", note)
     wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
     nodes = f"{s.min_nodes}-{s.nodes}" if s.min_nodes != s.nodes else str(s.nodes)
-    return (e.id, s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
+    return (named(e.id), s.type.value, nodes, str(s.gpus), wc, s.project or "", note)
 
 
-def _array_rows(entries: Iterator[Entry], root: Path) -> Iterator[tuple[str, ...]]:
+def _array_rows(entries: Iterator[Entry], named: PeopleIds,
+                waits: dict[str, str]) -> Iterator[tuple[str, ...]]:
     """The rows of ``ls``, with each run of indices of one array that come one after the
     other made into one row: ``todo/run.sh[0-999]``, noting how many tasks it holds."""
-    arrays: dict[str, bool] = {}
     run: list[Entry] = []
     run_id = ""
 
-    def array_of(e: Entry) -> str:
-        parent, _, last = e.id.rpartition("/")
-        if not last.isdigit() or "/" not in parent:
-            return ""
-        if parent not in arrays:
-            arrays[parent] = read_array(root, parent) is not None
-        return parent if arrays[parent] else ""
-
     def flush() -> Iterator[tuple[str, ...]]:
         if len(run) == 1:
-            yield _ls_row(run[0])
+            yield _ls_row(run[0], named, waits)
         elif run:
-            first = _ls_row(run[0])
+            first = _ls_row(run[0], named, waits)
             span = format_indices([int(e.id.rpartition("/")[2]) for e in run])
-            yield (f"{run_id}[{span}]", *first[1:-1], f"{len(run)} tasks of an array")
+            blocked = sum(1 for e in run if e.id in waits)
+            note = f"{len(run)} tasks of an array" + (
+                f", {blocked} waiting on their dependencies (ls --each names them)"
+                if blocked else "")
+            yield (f"{run_id}[{span}]", *first[1:-1], note)
 
     for e in entries:
-        ident = array_of(e)
+        ident = named.array_of(e.id)
         if run and ident != run_id:
             yield from flush()
             run = []
@@ -121,7 +150,7 @@ def _array_rows(entries: Iterator[Entry], root: Path) -> Iterator[tuple[str, ...
             run_id = ident
             run.append(e)
         else:
-            yield _ls_row(e)
+            yield _ls_row(e, named, waits)
     yield from flush()
 
 
@@ -174,17 +203,38 @@ def show(
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []
         data["running"] = _placement(q, found) if found.state == "working" else None
+        tries = _attempts(q, found, data["history"])
+        data["attempts"] = [a.to_json() for a in tries]
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
-        typer.echo(printable(f"{found.id}: {found.state} ({found.path})"))
+        typer.echo(printable(f"{PeopleIds(q.root)(found.id)}: {found.state} ({found.path})"))
         if found.reason:
             typer.echo(f"reason: {printable(found.reason)}")
+        if found.state == REJECTED:
+            typer.echo(printable(f"to run it: fix the file where it is now, {found.path}, "
+                                 f"then 'metaq retry {found.id}'"))
         if found.spec is not None:
             print_spec(found.spec, header=False, words=True)
         if data["running"]:
             _print_placement(data["running"])
         print_history(data["submitted"], data["history"], now=time.time())
+        retries = q.config.defaults.retries
+        if found.spec is not None and found.spec.retries is not None:
+            retries = found.spec.retries
+        print_attempts(tries, retries=retries)
+
+
+def _attempts(q: Queue, e: Entry, history: list[dict[str, Any]]) -> list[Attempt]:
+    """Every attempt of ``e`` its jobs' event logs tell: the jobs its logbook names, and
+    the job that holds it now."""
+    jobs = [str(h["job"]) for h in history if isinstance(h.get("job"), str)]
+    if e.jobid:
+        jobs.append(e.jobid)
+    log = None
+    if e.spec is not None and e.spec.log is not None:
+        log = resolve_log(e.spec.log, root=q.root, config=q.config)
+    return task_attempts(q, e.id, jobs, log=log)
 
 
 def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
@@ -192,10 +242,7 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
     (``None``: whole nodes) and GPU ids."""
     if not e.jobid:
         return None
-    last = None
-    for ev in q.events(e.jobid):  # read in bounded pieces; a FIFO or a link has no events
-        if ev.get("event") == "start" and str(ev.get("task", "")).endswith("/" + e.relpath):
-            last = ev
+    last = last_starts(q, e.jobid).get(e.id)
     if last is None:
         return None
     return {"hosts": last.get("hosts", []), "cores": last.get("cores"),

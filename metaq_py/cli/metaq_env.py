@@ -28,7 +28,6 @@ IGNORED: dict[str, str] = {
     "METAQ_MAX_LAUNCHES": "metaq run launches tasks until nothing left fits, with no count",
     "METAQ_SLEEPY_TIME": "metaq run wakes on queue changes and on poll_interval of metaq.yaml",
     "METAQ_SLEEPY_TIME_TASK_SATURATION": "metaq run waits for a task to end, not a fixed time",
-    "METAQ_VERBOSITY": "metaq run prints one line per decision and writes jobs/<id>/events.jsonl",
     "METAQ_MIN_NODES": "the scheduler (--scheduler) picks task sizes, without size bounds",
     "METAQ_MIN_GPUS": "the scheduler (--scheduler) picks task sizes, without size bounds",
     "METAQ_MAX_NODES": "the scheduler (--scheduler) picks task sizes, without size bounds",
@@ -52,7 +51,9 @@ class MetaqEnv:
     overridden by a flag). ``queue`` is ``METAQ``; ``nodes`` ``METAQ_NODES``;
     ``gpus_per_node`` is ``METAQ_GPUS`` (the job's GPUs in total) over the nodes; ``walltime``
     is ``METAQ_RUN_TIME`` in seconds; ``max_tasks`` is ``METAQ_SIMULTANEOUS_TASKS``;
-    ``linger`` is ``METAQ_LOOP_FOREVER``; ``launch_pause`` is ``METAQ_SLEEP_AFTER_LAUNCH``.
+    ``linger`` is ``METAQ_LOOP_FOREVER``; ``launch_pause`` is ``METAQ_SLEEP_AFTER_LAUNCH``;
+    ``verbose`` is ``METAQ_VERBOSITY`` above 0 (METAQ's levels are whole numbers; metaq run
+    has one, ``-v``).
     ``warnings`` holds one line for each variable set that has no meaning here."""
 
     queue: Path | None = None
@@ -64,6 +65,7 @@ class MetaqEnv:
     max_tasks: int | None = None
     linger: bool | None = None
     launch_pause: float | None = None
+    verbose: bool | None = None
     warnings: tuple[str, ...] = ()
 
 
@@ -85,6 +87,7 @@ def read_metaq_env(env: Mapping[str, str], *, nodes: int | None = None) -> Metaq
         if _text(env, name) is not None:
             warnings.append(f"{name} is ignored: {why}")
     pause = _seconds(env, "METAQ_SLEEP_AFTER_LAUNCH")
+    verbosity = _count(env, "METAQ_VERBOSITY", least=0)
     return MetaqEnv(
         queue=queue, jobid=_text(env, "METAQ_JOB_ID"), machine=_text(env, "METAQ_MACHINE"),
         nodes=env_nodes,
@@ -92,7 +95,8 @@ def read_metaq_env(env: Mapping[str, str], *, nodes: int | None = None) -> Metaq
         walltime=_seconds(env, "METAQ_RUN_TIME"),
         max_tasks=_count(env, "METAQ_SIMULTANEOUS_TASKS", least=1),
         linger=_boolean(env, "METAQ_LOOP_FOREVER"),
-        launch_pause=pause, warnings=tuple(warnings))
+        launch_pause=pause, verbose=None if verbosity is None else verbosity > 0,
+        warnings=tuple(warnings))
 
 
 def _text(env: Mapping[str, str], name: str) -> str | None:

@@ -141,11 +141,17 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
         q = open_queue(queue)
         admin = QueueAdmin(q)
         action = getattr(admin, verb)
+        retried: set[str] = set()
+        from metaq_py.cli.task_view import PeopleIds  # not loaded by submit
+        named = PeopleIds(q.root)
         for ref in tasks:
             entries = admin.select(ref, states=states or _MOVE_STATES[verb])
+            if verb == "retry":
+                retried.update(e.id for e in entries)
             if len(entries) == 1:
                 moved = action(entries[0].id)
-                typer.echo(f"{verb}: {entries[0].id} -> {moved.path.relative_to(q.root)}"
+                typer.echo(f"{verb}: {named(entries[0].id)} -> "
+                           f"{moved.path.relative_to(q.root)}"
                            + (" (the running job will stop it)" if moved.state == "working"
                               else ""))
                 continue
@@ -159,6 +165,31 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
                 top = moved.path.relative_to(q.root).parts[0]
                 went["working" if moved.state == "working" else f"{top}/"] += 1
             typer.echo(f"{verb}: {_moved_words(ref, len(entries), went)}")
+        if retried:
+            _warn_failed_dependencies(q, retried)
+
+
+def _warn_failed_dependencies(q: Queue, retried: set[str]) -> None:
+    """Say which of the tasks just ``retried`` wait on a dependency that failed for good:
+    the next runner would move them back to ``failed/`` at once."""
+    from metaq_py.cli.task_view import PeopleIds
+    from metaq_py.queue.campaign.deps import Dependencies
+
+    deps = Dependencies(q)
+    doomed = [(t.id, why) for t in q.scan().tasks if t.id in retried and t.spec.after
+              and (why := deps.check(t).failed) is not None]
+    named = PeopleIds(q.root)
+    for ident, why in doomed[:WARNED]:
+        dep = why.split(" ")[1]  # "dependency todo/prop.sh[13] failed"
+        typer.echo(f"warning: {named(ident)} is back, but its {why}: the next runner moves it to "
+                   f"failed/ again unless 'metaq retry {dep}' comes first", err=True)
+    if len(doomed) > WARNED:
+        typer.echo(f"warning: and {len(doomed) - WARNED} more of the tasks retried wait on "
+                   f"a dependency that did not finish ('metaq ls' notes each)", err=True)
+
+
+WARNED = 5
+"""How many retried tasks with a failed dependency are named (the rest are counted)."""
 
 
 def _moved_words(ref: str, asked: int, went: Counter[str]) -> str:

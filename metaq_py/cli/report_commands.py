@@ -320,14 +320,47 @@ def explain(
             typer.echo(json.dumps({"task": ex.task, "state": ex.state,
                                    "reasons": list(ex.reasons)}, indent=2))
             return
-        typer.echo(f"{ex.task}: {ex.state}")
+        from metaq_py.cli.task_view import PeopleIds
+
+        typer.echo(f"{PeopleIds(q.root)(ex.task)}: {ex.state}")
         for reason in ex.reasons:
             typer.echo(f"  - {reason}")
 
 
 @app.command()
+def jobs(
+    json_out: JsonOpt = False,
+    queue: QueueOpt = Path("queue"),
+) -> None:
+    """List the batch jobs that ran metaq on this queue, the latest last.
+
+    Each with when it started, its nodes, how its tasks ended and why it stopped."""
+    with reported():
+        from metaq_py.report.jobs import job_record
+
+        q = open_queue(queue)
+        records = sorted((job_record(log) for log in read_job_logs(q.root)),
+                         key=lambda r: (r.start is None, r.start or 0.0, r.jobid))
+        if json_out:
+            typer.echo(json.dumps([r.to_json() for r in records], indent=2))
+            return
+        if not records:
+            typer.echo(f"no batch job has run metaq on {q.root} yet")
+            return
+        for r in records:
+            began = format_time(r.start) if r.start is not None else "start unknown"
+            ran = (f"for {format_duration(round(r.stop - r.start))}, stopped: {r.reason}"
+                   if r.stop is not None and r.start is not None else
+                   "no stop recorded (running, or killed)")
+            tasks = ", ".join(f"{n} {o}" for o, n in sorted(r.ended.items())) or "no task"
+            typer.echo(f"{r.jobid}  {began}  {counted(r.nodes, 'node')}  {tasks}  {ran}")
+
+
+@app.command()
 def gantt(
-    jobid: Annotated[str, typer.Argument(help="The batch job id (a folder of jobs/).")],
+    jobid: Annotated[str | None, typer.Argument(
+        help="The batch job id (a folder of jobs/; 'metaq jobs' lists them); default: the "
+             "latest.")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where to write the PNG (default gantt-JOBID.png here).")] = None,
     full: Annotated[bool, typer.Option(
@@ -340,6 +373,14 @@ def gantt(
     shows the whole allocation."""
     with reported():
         q = open_queue(queue)
+        if jobid is None:
+            from metaq_py.report.jobs import job_record, latest
+
+            last = latest(job_record(log) for log in read_job_logs(q.root))
+            if last is None:
+                raise QueueError(f"no batch job has run metaq on {q.root} yet; there is "
+                                 f"nothing to draw")
+            jobid = last.jobid
         target = out if out is not None else Path(f"gantt-{jobid}.png")
         if target.suffix.lower() != ".png":
             raise QueueError(f"--out {target} must end in .png; the chart is a PNG image")
@@ -365,5 +406,6 @@ def gantt(
         lo, hi = view(tl, full=full)
         shown = "" if full else (f", showing the tasks' {format_duration(round(hi - lo))} "
                                  f"(--full for all of it)")
-        typer.echo(f"wrote {target}: {len(tl.hosts)} hosts, {len({b.task for b in tl.bars})} "
-                   f"tasks, {format_duration(round(tl.stop - tl.start))}{shown}")
+        typer.echo(f"wrote {target}: {counted(len(tl.hosts), 'host')}, "
+                   f"{counted(len({b.task for b in tl.bars}), 'task')}, "
+                   f"{format_duration(round(tl.stop - tl.start))}{shown}")

@@ -92,6 +92,10 @@ def run(
         "--fs-events/--no-fs-events",
         help="Wake at once on file-system events (watchdog) when the queue changes; without "
              "them, changes are found by polling every poll_interval of metaq.yaml.")] = True,
+    verbose: Annotated[bool | None, typer.Option(
+        "--verbose", "-v",
+        help="A line per start and end of a task (default: no, or METAQ_VERBOSITY above "
+             "0).")] = None,
     end_signal: Annotated[str, typer.Option(
         "--end-signal", metavar="SIGNAL",
         help="The stop signal that means the wall clock is ending (as the batch script's "
@@ -124,6 +128,7 @@ def run(
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
                 srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
                 warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events,
+                verbose=bool(_first(verbose, metaq.verbose)),
                 end_signal=end_signal.upper().removeprefix("SIG"))
         except typer.BadParameter as e:
             raise MetaqError(str(e)) from None
@@ -166,9 +171,12 @@ def running(
         q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
         from metaq_py.cli.when import in_units  # only running speaks of ages
+        from metaq_py.report.attempts import last_starts
         views = view_leases(q, adapter, machine=machine, now=time.time())
+        starts = {job: last_starts(q, job) for job in {v.claim.jobid for v in views}}
         rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
                  "host": v.claim.host, "pid": v.claim.pid, "age": round(v.age, 1),
+                 "nodes": list(starts[v.claim.jobid].get(v.claim.id, {}).get("hosts") or []),
                  "alive": v.alive, "lost": v.lost} for v in views]
         if json_out:
             typer.echo(json.dumps(rows, indent=2))
@@ -178,8 +186,9 @@ def running(
             return
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
-            line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
-                    f"heartbeat {in_units(r['age'])} ago  job {alive}")
+            nodes = ",".join(map(str, r["nodes"])) or "not started yet"
+            line = (f"{r['task']}  on {nodes}  job {r['machine']}/{r['job']}  runner on "
+                    f"{r['host'] or '?'}  heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"
             typer.echo(line)

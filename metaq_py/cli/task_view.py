@@ -4,23 +4,54 @@
 (:func:`print_spec`), ``ls --json`` and ``show --json`` give an
 :class:`~metaq_py.queue.admin.Entry` as JSON (:func:`entry_json`), and ``show`` prints a task's
 logbook with local times, durations in words and the resources each run used
-(:func:`print_history`). Nothing here reads the queue: the commands pass in what they read.
+(:func:`print_history`). Nothing here reads the queue, but for :class:`PeopleIds`, which reads
+an array's ``.array`` to name its indices as people do: the commands pass in what they read.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from metaq_py.cli.when import in_words, iso_local
+from metaq_py.cli.when import in_units, in_words, iso_local
 from metaq_py.durations import format_duration
 from metaq_py.queue.admin import Entry
+from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.logbook import USAGE_FIELDS
 from metaq_py.task_spec import TaskShape, TaskSpec
+from metaq_py.words import counted
 
-__all__ = ["entry_json", "print_history", "print_spec", "spec_json", "usage_words"]
+if TYPE_CHECKING:
+    from metaq_py.report.attempts import Attempt
+
+__all__ = ["PeopleIds", "entry_json", "print_attempts", "print_history", "print_spec", "spec_json",
+           "usage_words"]
+
+
+class PeopleIds:
+    """Task identities as people write them and every command takes them: an index of an
+    array as ``todo/prop.sh[13]``, not the ``todo/prop.sh/13`` of its file; any other task as
+    its identity. Each array's ``.array`` is read once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._arrays: dict[str, bool] = {}
+
+    def array_of(self, ident: str) -> str:
+        """The array ``ident`` is an index of, or ``""``."""
+        parent, _, last = ident.rpartition("/")
+        if not last.isdigit() or "/" not in parent:
+            return ""
+        if parent not in self._arrays:
+            self._arrays[parent] = read_array(self.root, parent) is not None
+        return parent if self._arrays[parent] else ""
+
+    def __call__(self, ident: str) -> str:
+        array = self.array_of(ident)
+        return f"{array}[{ident.rpartition('/')[2]}]" if array else ident
 
 
 def spec_json(spec: TaskSpec) -> dict[str, Any]:
@@ -60,6 +91,36 @@ def print_history(submitted: float | None, history: list[dict[str, Any]], *,
             rest = f"{rest}; used {used}" if rest else f"used {used}"
         typer.echo(f"  {iso_local(when)}  {h.get('event', '?')}"
                    + (f": {rest}" if rest else "") + after)
+
+
+OUTCOME_WORDS = {"retry": "failed (retried)", "requeued": "requeued (not a failure)",
+                 "preempted": "preempted (not a failure)",
+                 "reclaimed": "taken back from a lost job"}
+"""An ``end`` event's outcome as people read it, where its word alone would mislead."""
+
+
+def print_attempts(attempts: list[Attempt], *, retries: int) -> None:
+    """Every attempt of a task for people: when it started, on which nodes, for how long,
+    how it ended, and where its output is (``RETRIES`` is ``retries``)."""
+    if not attempts:
+        return
+    from metaq_py.report.attempts import retry_words
+
+    typer.echo("attempts:")
+    for a in attempts:
+        nodes = ", ".join(a.hosts) or "unknown nodes"
+        where = f"on {nodes} ({counted(len(a.hosts), 'node')})" if a.hosts else "on ?"
+        if a.outcome is None:
+            how = "running, or its job ended without a word"
+        else:
+            how = OUTCOME_WORDS.get(a.outcome, a.outcome) + (
+                f", exit code {a.exit_code}" if a.exit_code is not None else "") + (
+                f", killed by {a.signal}" if a.signal else "")
+        ran = f", after {in_units(a.seconds)}" if a.seconds is not None else ""
+        typer.echo(f"  {a.number}. {iso_local(a.start)}  job {a.job} {where}: {how}{ran} "
+                   f"({retry_words(a.number, retries)})")
+        for path in a.output:
+            typer.echo(f"     output: {path}")
 
 
 def usage_words(entry: dict[str, Any]) -> str | None:
@@ -119,6 +180,12 @@ def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> N
         value = getattr(spec, name)
         if value is not None:
             rows.append((name, str(value)))
+    if spec.array is not None:
+        rows.append(("array", spec.array))
+    if spec.after:
+        rows.append(("after", " ".join(spec.after) + " (to finish)"))
+    if spec.after_any:
+        rows.append(("after_any", " ".join(spec.after_any) + " (to end, however)"))
     if spec.priority:
         rows.append(("priority", str(spec.priority)))
     if spec.setup:

@@ -29,7 +29,15 @@ from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, sp
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, replace_file, write_all
 from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
-from metaq_py.queue.finding import STATE_WORDS, Entry, by_name, files_in, tasks_named
+from metaq_py.queue.finding import (
+    NAMED_SHOWN,
+    STATE_WORDS,
+    Entry,
+    arrays_below,
+    by_name,
+    files_in,
+    tasks_named,
+)
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -124,7 +132,8 @@ class QueueAdmin:
         for p in plans:
             names = (*p.spec.after, *p.spec.after_any)
             first = p.indices[0] if p.indices else None
-            deps = [d for n in names for d in resolver.resolve(_for_index(n, first))]
+            near = p.ident.rpartition("/")[0]
+            deps = [d for n in names for d in resolver.resolve(_for_index(n, first), near=near)]
             edges[p.ident] = [d if d in coming else d.rpartition("/")[0] for d in deps]
         cycle = find_cycle(edges)
         if cycle is not None:
@@ -169,8 +178,11 @@ class QueueAdmin:
         make_folders(q.root, dst.parent)  # a link planted at --folder's name is set aside
         mode = (os.stat(p.src).st_mode & 0o755) | 0o700
 
+        near = p.ident.rpartition("/")[0]
+
         def resolved(names: tuple[str, ...], index: int | None) -> tuple[str, ...]:
-            return tuple(d for n in names for d in resolver.resolve(_for_index(n, index)))
+            return tuple(d for n in names
+                         for d in resolver.resolve(_for_index(n, index), near=near))
 
         if p.indices is not None:
             assert p.spec.array is not None
@@ -281,7 +293,17 @@ class QueueAdmin:
             info = read_array(self.queue.root, name)
             if info is not None:
                 return info
-        return None
+        if base.split("/", 1)[0] in folders or not base or base in (".", ".."):
+            return None
+        # An array submitted with --folder sits deeper: todo/batch2/prop.sh.
+        found = [info for f in folders for ident in arrays_below(self.queue.root, f, base)
+                 if (info := read_array(self.queue.root, ident)) is not None]
+        if len(found) > 1:
+            raise QueueError(f"{len(found)} arrays are called {base!r}: "
+                             f"{', '.join(i.id for i in found[:NAMED_SHOWN])}"
+                             f"{' and more' if len(found) > NAMED_SHOWN else ''}; name one "
+                             f"by its <folder>/<path>, such as {found[0].id}")
+        return found[0] if found else None
 
     def select(self, ref: str, *, states: tuple[str, ...]) -> list[Entry]:
         """The tasks in ``states`` that ``ref`` names: one task (see :meth:`find`), or the

@@ -42,9 +42,10 @@ from metaq_py.queue.store import Queue
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]
 
-_OTHER_TOP = ("alloc", "examples")
+_OTHER_TOP = ("alloc", "examples", "log")
 """Folders at the top of a queue that other parts of metaq make (``metaq alloc``'s journal),
-or that hold scripts to submit rather than tasks (the example queue's ``examples/``)."""
+that hold scripts to submit rather than tasks (the example queue's ``examples/``), or the
+tasks' own output (METAQ's ``log/``, where a ``LOG`` may go: the user guide's "Logs")."""
 
 
 class Kind(enum.Enum):

@@ -12,11 +12,13 @@ never for a runner's pass.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import QueueError
+from metaq_py.queue.campaign.arrays import ARRAY_FILE
 from metaq_py.queue.disk.folders import subfolders, task_files
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -31,7 +33,8 @@ from metaq_py.queue.layout import (
 )
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["STATE_WORDS", "Entry", "by_name", "files_in", "tasks_named"]
+__all__ = ["NAMED_SHOWN", "STATE_WORDS", "Entry", "arrays_below", "by_name", "files_in",
+           "tasks_named"]
 
 STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
                FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
@@ -114,3 +117,27 @@ def by_name(q: Layout, name: str, states: tuple[str, ...]) -> Entry:
     where = ("; " + ", ".join(f"{e.id} is {STATE_WORDS[e.state]}" for e in elsewhere)
              if elsewhere else "; 'metaq ls' lists the tasks")
     raise QueueError(f"no task called {name!r} is {wanted}{where}")
+
+
+def arrays_below(root: Path, folder: str, name: str) -> Iterator[str]:
+    """The identities of the arrays in the task folder ``folder`` of the queue at ``root``,
+    at any depth, whose path ends with ``name`` (``prop.sh``, ``batch2/prop.sh``): found by a
+    walk of its sub-folders that never enters an array nor follows a link. For a person's
+    command, when ``name`` is not an array right below a task folder."""
+    tail = tuple(p for p in name.split("/") if p)
+    stack = [(root / folder, (folder,))]
+    while stack:
+        top, parts = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                subs = sorted((e.name for e in it if e.name[0] != "." and
+                               e.is_dir(follow_symlinks=False)), reverse=True)
+        except OSError:
+            continue
+        for sub in subs:
+            path, where = top / sub, (*parts, sub)
+            if os.path.lexists(path / ARRAY_FILE):
+                if len(where) > len(tail) and where[-len(tail):] == tail:
+                    yield "/".join(where)
+            else:
+                stack.append((path, where))

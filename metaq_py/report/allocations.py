@@ -110,6 +110,9 @@ def job_view(log: JobLog) -> JobView | None:
     view: dict[str, Any] | None = None
     running: dict[str, dict[str, Any]] = {}
     reserved: dict[str, list[str]] = {}
+    loans: dict[str, dict[str, tuple[str, ...]]] = {}
+    """What a task restarted for a resize (``RESIZE restart``: an ``end`` requeued, then its
+    ``start`` at the new size) had lent: its next start carries the loan on."""
     for e in log.events:
         kind = e["event"]
         t = float(e["time"])
@@ -120,6 +123,7 @@ def job_view(log: JobLog) -> JobView | None:
                     "stop_reason": None}
             running.clear()
             reserved.clear()
+            loans.clear()
         if view is None:
             continue
         view["last_event"] = t
@@ -132,12 +136,14 @@ def job_view(log: JobLog) -> JobView | None:
                              "hosts": list(_hosts(e.get("hosts"))), "start": t,
                              "gpus": _gpu_count(e.get("gpus")),
                              "kind": _str(e.get("kind")), "project": _str(e.get("project")),
-                             "notice": _str(e.get("notice")), "lent": {}}
+                             "notice": _str(e.get("notice")), "lent": loans.pop(task, {})}
             notice = e.get("notice")
             if isinstance(notice, str) and e.get("kind") == "ondemand":
                 reserved.pop(notice, None)  # redeemed: its nodes are now the task's
         elif kind == "end" and isinstance(task, str):
-            running.pop(task, None)
+            ended = running.pop(task, None)
+            if ended is not None and ended["lent"] and e.get("outcome") == "requeued":
+                loans[task] = ended["lent"]
         elif kind in ("shrink", "expand") and task in running:
             r = running[task]
             new = list(_hosts(e.get("hosts")))

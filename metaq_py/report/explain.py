@@ -56,7 +56,8 @@ def explain(q: Queue, ref: str, *, now: float) -> Explanation:
         "finished": ["it has already finished (it exited with code 0)"],
         "failed": [f"it failed{why}", f"'metaq retry {e.id}' sends it back to wait"],
         "rejected": [f"it was rejected as invalid{why}",
-                     f"fix the script, then 'metaq retry {e.id}' checks it again"],
+                     f"the file is now at {e.path}: fix it there, then 'metaq retry "
+                     f"{e.id}' checks it again and sends it back to wait"],
         "cancelled": [f"it was cancelled{why}", f"'metaq retry {e.id}' sends it back to wait"],
     }
     return Explanation(e.id, e.state, tuple(_sentence(s) for s in words[e.state]))

@@ -76,9 +76,11 @@ def gantt_figure(tl: Timeline, *, full: bool = False) -> Figure:
         if b.host not in row:
             continue
         colour = KIND_COLOURS.get(b.kind or "", OTHER)
-        edge = "#c0392b" if b.outcome == "failed" else "white"
+        ending = OUTCOME_STYLES.get(b.outcome or "")
+        edge, hatch = ending if ending else ("white", None)
         ax.broken_barh([(x(b.start), x(b.end) - x(b.start))], (row[b.host] - _ROW / 2, _ROW),
-                       facecolors=colour, edgecolors=edge, linewidth=0.8, zorder=2)
+                       facecolors=colour, edgecolors=edge, hatch=hatch,
+                       linewidth=1.6 if ending else 0.8, zorder=2)
         if (x(b.end) - x(b.start)) > width * 0.07 and (b.task, b.start) not in labelled:
             labelled.add((b.task, b.start))
             ax.text(max(x(b.start), left) + width * 0.012, row[b.host], _short(b.task), va="center",
@@ -126,9 +128,23 @@ def draw_gantt(tl: Timeline, out: str | os.PathLike[str], *, full: bool = False)
     return Path(out)
 
 
+OUTCOME_STYLES = {"failed": ("#c0392b", None), "retry": ("#c0392b", None),
+                  "cancelled": ("#222222", "xx")}
+"""How a bar shows a run that did not finish well: its edge colour and hatching (failed,
+retried after a failure, cancelled)."""
+
+_OUTCOME_LABELS = {"failed": "failed (red edge)", "cancelled": "cancelled (hatched)"}
+
+
 def _legend(tl: Timeline) -> list:
     kinds = sorted({b.kind for b in tl.bars if b.kind in KIND_COLOURS})
     items: list = [Patch(facecolor=KIND_COLOURS[k], label=k) for k in kinds]
+    outcomes = {"failed" if b.outcome == "retry" else b.outcome for b in tl.bars}
+    for outcome, label in _OUTCOME_LABELS.items():
+        if outcome in outcomes:
+            edge, hatch = OUTCOME_STYLES[outcome]
+            items.append(Patch(facecolor="white", edgecolor=edge, hatch=hatch,
+                               linewidth=1.6, label=label))
     items.append(Patch(facecolor=IDLE, edgecolor="#cccccc", label="idle"))
     if tl.holds:
         items.append(Patch(facecolor=HOLD, hatch="//", edgecolor="#b59b00",

@@ -55,7 +55,7 @@ from metaq_py.queue.disk.folders import own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
-from metaq_py.runner.events import EventWriter
+from metaq_py.runner.events import EventWriter, Narrator
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
@@ -131,7 +131,9 @@ class Runner:
         if alloc.end_time is not None and alloc.end_time <= clock.now():
             raise RunnerError(f"job {alloc.jobid} ended at {format_time(alloc.end_time)} "
                               f"(so its batch system says); there is no time left to run a task")
-        events = EventWriter(queue.events(alloc.jobid), now=clock.now, warn=say, buffered=True)
+        self.narrator = Narrator(say, verbose=options.verbose)
+        events = EventWriter(queue.events(alloc.jobid), now=clock.now, warn=say, buffered=True,
+                             narrator=self.narrator)
         self.ctx = ctx = Context(
             queue=queue, batch=batch, alloc=alloc, options=options, clock=clock, events=events,
             say=say, host=socket.gethostname(),
@@ -419,6 +421,9 @@ class Runner:
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.ctx.events.write("runner-stop", reason=reason)
         self.ctx.events.flush()
+        summary = self.narrator.summary()
+        if summary is not None:
+            self.say(summary)
         self.say(f"stopped: {reason}")
 
 

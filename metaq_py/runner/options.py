@@ -44,6 +44,8 @@ class RunOptions:
     warning: float = 120.0
     fs_events: bool = True
     handle_signals: bool = True
+    verbose: bool = False
+    """A line per start and end of a task on standard error (``-v``)."""
     end_signal: str = "USR1"
     """The stop signal that means the allocation's wall clock is ending (as the batch
     script's ``--signal`` sends it): the runner then takes the end to be its grace and margin

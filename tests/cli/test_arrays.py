@@ -18,7 +18,7 @@ def test_an_array_from_submit_to_retry(tmp_path: Path) -> None:
     ls = metaq("ls", "--queue", str(q))
     assert "todo/run.sh[0-19]" in ls.stdout and "20 tasks of an array" in ls.stdout
     assert len(json.loads(metaq("ls", "--json", "--queue", str(q)).stdout)) == 20
-    assert metaq("ls", "--each", "--queue", str(q)).stdout.count("todo/run.sh/") == 20
+    assert metaq("ls", "--each", "--queue", str(q)).stdout.count("todo/run.sh[") == 20
     cancel = metaq("cancel", "--queue", str(q), "run.sh[17]", "run.sh[3-4]")
     assert cancel.returncode == 0, cancel.stderr
     assert sorted(p.name for p in (q / "cancelled/todo/run.sh").iterdir()
@@ -30,7 +30,7 @@ def test_an_array_from_submit_to_retry(tmp_path: Path) -> None:
     assert back.returncode == 0
     assert back.stdout == "retry: 3 tasks of run.sh: 3 to todo/\n"  # one line for a range
     explain = metaq("explain", "--queue", str(q), "run.sh[17]")
-    assert explain.returncode == 0 and "todo/run.sh/17: pending" in explain.stdout
+    assert explain.returncode == 0 and "todo/run.sh[17]: pending" in explain.stdout
 
 
 def test_submit_after_refuses_unknown_names_and_resolves_known(tmp_path: Path) -> None:
@@ -64,4 +64,4 @@ def test_a_range_is_moved_with_one_summary_line(tmp_path: Path) -> None:
     assert cancel.stdout == ("cancel: 4500 tasks of p.sh: 4497 to cancelled/, 3 running "
                              "(their jobs will stop them)\n")
     one = metaq("retry", "--queue", str(q), "p.sh[4000]")
-    assert one.stdout == "retry: todo/p.sh/4000 -> todo/p.sh/4000\n"
+    assert one.stdout == "retry: todo/p.sh[4000] -> todo/p.sh/4000\n"

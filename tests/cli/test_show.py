@@ -33,13 +33,13 @@ def test_show_prints_local_iso_times_and_durations_in_words(tmp_path: Path) -> N
     assert not re.search(r"\b1[0-9]{9}(\.[0-9]+)?\b", text), text  # no epoch seconds
     assert "min_wc_time  01:05:00 (1 hour 5 minutes)" in text
     stamps = re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", text)
-    assert len(stamps) == 3  # submitted, failed, retried
+    assert len(stamps) == 4  # submitted, failed, retried, and the failed attempt's start
     for stamp in stamps:
         moment = datetime.fromisoformat(stamp)
         assert moment.utcoffset() == datetime.now().astimezone().utcoffset()
         assert abs(moment.timestamp() - time.time()) < 120
     assert re.search(r"^submitted: \S+ \((less than a second|\d+ seconds?) ago\)$", text, re.M)
-    history = text.split("history:\n", 1)[1].splitlines()
+    history = text.split("history:\n", 1)[1].split("attempts:\n")[0].splitlines()
     assert [line.split()[1].rstrip(":") for line in history] == ["failed", "retried"]
     assert "exit code 3" in history[0]
     assert all(line.endswith("after submission)") for line in history)

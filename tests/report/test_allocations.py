@@ -39,6 +39,36 @@ def test_shrink_lends_hosts_and_expand_gives_them_back() -> None:
     assert m.hosts == ("a", "b") and m.lent == {"todo/od.sh": ("c",)}
 
 
+def test_a_loan_outlives_a_restart_for_the_resize() -> None:
+    # RESIZE restart: the shrink, the process ended (requeued) and started again smaller.
+    events = [runner_start(T0, ["a", "b", "c"], end=T0 + 3600),
+              start(T0 + 1, "todo/m.sh", ["a", "b", "c"], kind="malleable"),
+              {"time": T0 + 2, "event": "shrink", "task": "todo/m.sh", "hosts": ["a"],
+               "for_task": "todo/od.sh", "mode": "restart"},
+              end(T0 + 3, "todo/m.sh", ["a", "b", "c"], outcome="requeued", seconds=2,
+                  kind="malleable"),
+              start(T0 + 3, "todo/m.sh", ["a"], kind="malleable"),
+              start(T0 + 4, "todo/od.sh", ["b", "c"], kind="ondemand")]
+    m = job_view(_log("1", events)).running["todo/m.sh"]
+    assert m.hosts == ("a",) and m.lent == {"todo/od.sh": ("b", "c")}
+    events += [end(T0 + 9, "todo/od.sh", ["b", "c"], seconds=5, kind="ondemand"),
+               {"time": T0 + 10, "event": "expand", "task": "todo/m.sh",
+                "hosts": ["a", "b", "c"], "for_task": None, "mode": "restart"},
+               end(T0 + 11, "todo/m.sh", ["a"], outcome="requeued", seconds=8,
+                   kind="malleable"),
+               start(T0 + 11, "todo/m.sh", ["a", "b", "c"], kind="malleable")]
+    m = job_view(_log("1", events)).running["todo/m.sh"]
+    assert m.hosts == ("a", "b", "c") and m.lent == {}
+    # A task requeued at the end of the allocation and started by a later runner owes nothing.
+    events += [{"time": T0 + 12, "event": "shrink", "task": "todo/m.sh", "hosts": ["a"],
+                "for_task": "todo/od2.sh", "mode": "restart"},
+               end(T0 + 13, "todo/m.sh", ["a", "b", "c"], outcome="requeued", seconds=2,
+                   kind="malleable"),
+               runner_start(T0 + 20, ["a", "b", "c"], end=T0 + 3600),
+               start(T0 + 21, "todo/m.sh", ["a", "b", "c"], kind="malleable")]
+    assert job_view(_log("1", events)).running["todo/m.sh"].lent == {}
+
+
 def test_reservations_add_up_and_end_on_release_or_redemption() -> None:
     events = [runner_start(T0, ["a", "b", "c"], end=None),
               {"time": T0 + 1, "event": "reserve", "notice": "n", "hosts": ["a"]},

@@ -175,3 +175,25 @@ def test_work_up_to_the_end_shows_the_end_line_itself() -> None:
     ax = gantt_figure(tl).axes[0]
     assert not [t for t in ax.texts if "allocation ends" in t.get_text()]
     assert ax.get_xlim()[1] == pytest.approx(24.0)
+
+
+def test_failed_and_cancelled_runs_are_drawn_and_named_in_the_legend() -> None:
+    events = [
+        runner_start(T0, HOSTS[:2], end=T0 + 3600),
+        start(T0 + 60, "todo/bad.sh", ["n1"]),
+        start(T0 + 60, "todo/stop.sh", ["n2"]),
+        end(T0 + 1200, "todo/bad.sh", ["n1"], seconds=1140, outcome="failed"),
+        end(T0 + 1800, "todo/stop.sh", ["n2"], seconds=1740, outcome="cancelled"),
+        {"time": T0 + 1900, "event": "runner-stop", "reason": "nothing left"},
+    ]
+    tl = build_timeline(events, jobid="7")
+    ax = gantt_figure(tl, full=True).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "failed (red edge)" in legend and "cancelled (hatched)" in legend
+    bars = {c.get_hatch(): to_rgb(c.get_edgecolor()[0]) for c in ax.collections
+            if len(c.get_paths()) == 1 and c.get_zorder() == 2}
+    assert bars[None] == to_rgb("#c0392b") and bars["xx"] == to_rgb("#222222")
+    # A campaign where every run finished names neither.
+    calm = build_timeline(_events(), jobid="42")
+    texts = [t.get_text() for t in gantt_figure(calm).axes[0].get_legend().get_texts()]
+    assert not any(t.startswith(("failed", "cancelled")) for t in texts)

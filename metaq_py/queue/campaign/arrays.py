@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directive_keys import parse_indices
+from metaq_py.directive_keys import INDEX, parse_indices
 from metaq_py.directives import SCRIPT_LIMIT, format_directives
 from metaq_py.errors import QueueError
 from metaq_py.program import Program
@@ -136,8 +136,11 @@ def _index_list(text: str) -> bool:
 def index_file(spec: TaskSpec, *, script: Path, index: int, array_id: str,
                after: tuple[str, ...], after_any: tuple[str, ...]) -> bytes:
     """The task file of one index: the script's directives (``ARRAY`` left out, the
-    dependencies as resolved for this index) and an ``exec`` of the stored script."""
-    header = format_directives(replace(spec, array=None, after=after, after_any=after_any))
+    dependencies as resolved for this index, ``{index}`` in its ``LOG`` filled in) and an
+    ``exec`` of the stored script."""
+    log = spec.log.replace(INDEX, str(index)) if spec.log is not None else None
+    header = format_directives(replace(spec, array=None, after=after, after_any=after_any,
+                                       log=log))
     return (f"#!/bin/sh\n{header}"
             f"# index {index} of the task array {array_id} (metaq submit --array)\n"
             f"METAQ_ARRAY_INDEX={index} METAQ_ARRAY_ID={shlex.quote(array_id)}\n"
@@ -163,7 +166,7 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
         meta = {"script": Path(spec.path).name, "indices": indices_text, "submit": now}
         _write(tmp / ARRAY_FILE, json.dumps(meta).encode(), 0o644)
         plain = None
-        if not any("{index}" in n for n in (*spec.after, *spec.after_any)):
+        if not any(INDEX in n for n in (*spec.after, *spec.after_any, spec.log or "")):
             after, after_any = resolve(indices[0])
             plain = index_file(spec, script=script, index=0, array_id=array_id,
                                after=after, after_any=after_any)

@@ -84,13 +84,16 @@ class Resolver:
         info = self._arrays[ident]
         return None if info is None else info.indices
 
-    def resolve(self, name: str) -> list[str]:
-        """The identities ``name`` stands for (an array as one), in a stable order. Raises
-        :class:`QueueError` when it names nothing in the queue."""
+    def resolve(self, name: str, *, near: str | None = None) -> list[str]:
+        """The identities ``name`` stands for (an array as one), in a stable order. A name
+        without its task folder is looked for first among the scripts submitted along, then
+        in ``near`` (the folder of the task that names it, ``todo/batch2``), then right in
+        each task folder, then as an array deeper in one; two found at one step are refused
+        with both named. Raises :class:`QueueError` when it names nothing in the queue."""
         base, sel = split_ref(name)
         found: list[str] = []
         if sel is not None:
-            for ident in self._candidates(base):
+            for ident in self._named(base, near, lambda c: self.array(c) is not None):
                 indices = self.array(ident)
                 if indices is None:
                     continue
@@ -104,15 +107,40 @@ class Resolver:
                                      f"{ident} does not have")
                 return [f"{ident}/{i}" for i in wanted]
         elif _GLOB.isdisjoint(name):
-            for ident in self._candidates(name):
-                if ident in self.coming or self.array(ident) is not None or self.where(ident):
-                    return [ident]
+            for ident in self._named(name, near, lambda c: c in self.coming or
+                                     self.array(c) is not None or self.where(c) is not None):
+                return [ident]
         else:
             found = self._glob(name)
         if not found:
             raise QueueError(f"AFTER {name!r} names no task, array or glob match in the queue "
                              f"{self.q.root}; 'metaq ls' lists the tasks")
         return found
+
+    def _named(self, name: str, near: str | None, fits: Callable[[str], bool]) -> list[str]:
+        """The one identity a name stands for among those that ``fits`` (see
+        :meth:`resolve`), as a list of one; none found, an empty list."""
+        name = name.strip("/")
+        folders = self.q.config.folders
+        if name.split("/", 1)[0] in folders:
+            return [name] if fits(name) else []
+        # Loaded only here: the names a runner reads were resolved at submit, folder and all.
+        from metaq_py.queue.finding import NAMED_SHOWN, arrays_below
+
+        steps = (lambda: [c for c in self.coming if c.endswith("/" + name)],
+                 lambda: [f"{near}/{name}"] if near else [],
+                 lambda: [f"{f}/{name}" for f in folders],
+                 lambda: [a for f in folders for a in arrays_below(self.q.root, f, name)])
+        for step in steps:
+            hits = list(dict.fromkeys(c for c in step() if fits(c)))
+            if len(hits) > 1:
+                raise QueueError(f"AFTER {name!r} could mean {len(hits)} tasks: "
+                                 f"{', '.join(hits[:NAMED_SHOWN])}"
+                                 f"{' and more' if len(hits) > NAMED_SHOWN else ''}; name "
+                                 f"one in full, such as {hits[0]}")
+            if hits:
+                return hits
+        return []
 
     def _candidates(self, name: str) -> list[str]:
         folders = self.q.config.folders
@@ -351,8 +379,11 @@ class Dependencies:
             if state in need:
                 return READY
             if state in _ENDED_BADLY and need == (FINISHED,):
+                array, _, index = ident.rpartition("/")
+                shown = f"{array}[{index}]" if index.isdigit() and "/" in array and \
+                    look.array(array) is not None else ident  # as people name an index
                 return Readiness(False, ident, _WORDS[state],
-                                 failed=f"dependency {ident} {_ENDED_BADLY[state]}")
+                                 failed=f"dependency {shown} {_ENDED_BADLY[state]}")
             return Readiness(False, ident, _WORDS[state])
         names = {str(i) for i in indices}
         done = 0
@@ -363,7 +394,7 @@ class Dependencies:
             elif ended and need == (FINISHED,):
                 first = min(ended, key=int)
                 return Readiness(False, ident, _WORDS[state], failed=f"dependency "
-                                 f"{ident}/{first} {_ENDED_BADLY[state]}")
+                                 f"{ident}[{first}] {_ENDED_BADLY[state]}")
         if done >= len(names):
             return READY
         what = "finished" if need == (FINISHED,) else "ended"
