@@ -96,5 +96,5 @@ def test_watch_refuses_json_with_one_sentence(tmp_path: Path) -> None:
                         str(tmp_path / "q")], cwd=REPO, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 1
-    assert r.stderr.strip() == ("metaq: --watch shows a live view for people; leave out "
-                                "--json.")
+    assert r.stderr.strip() == ("metaq: --json, --watch and --prometheus each choose the "
+                                "whole output; give one of them.")
