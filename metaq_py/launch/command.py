@@ -26,6 +26,9 @@ loaded modules carry over, as in METAQ) plus:
     a share of a node's core ids (comma-separated, numbered ``0 ..`` on its node), their
     number (``HQ_CPUS`` in HyperQueue's words) and their mask for a script's own ``srun
     --cpu-bind=mask_cpu:$METAQ_CPU_MASK``; unset for whole-node tasks;
+``METAQ_MPIRUN``
+    a ready launch prefix for the task's nodes, ranks per node and cores, for the site's MPI
+    launcher (``$METAQ_MPIRUN ./prop``; :mod:`metaq_py.launch.binding`), when there is one;
 ``METAQ_CHECKPOINT_FILE``, ``METAQ_RESIZE_FILE``
     the file to touch after a checkpoint and the file the runner writes a new node list to
     before a resize signal;
@@ -110,6 +113,8 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
         METAQ_RESIZE_FILE=os.path.abspath(spec.resize_file),
         METAQ_LOG=os.path.abspath(spec.log),
     )
+    if spec.mpirun:
+        env["METAQ_MPIRUN"] = " ".join(spec.mpirun)
     if spec.gpus is not None:
         env[gpu_variable(base)] = ",".join(spec.gpus)
     if spec.cores is not None:

@@ -12,11 +12,13 @@ once its attempts are used up).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.launch.binding import MpiLayout, detect_launcher, mpirun_line, which_launcher
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
@@ -62,6 +64,9 @@ class Launcher:
         self.redecide = False
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
+        self._launcher: tuple[str | None, str | None] | None = None
+        """The MPI launcher of ``$METAQ_MPIRUN`` and why it cannot be used (``None``: not
+        yet worked out)."""
 
     def open(self) -> None:
         """Make this job's run folder and, for real processes, the cgroup folder of its
@@ -130,6 +135,7 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
+                mpirun=self._mpirun(live),
                 env=claim.program.env if claim.program is not None else {})
             self._make_room(spec)
         except (LaunchError, OSError) as e:
@@ -153,6 +159,32 @@ class Launcher:
             shape=live.job.shape,
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
+
+    def _mpirun(self, live: LiveTask) -> tuple[str, ...]:
+        """``live``'s ``$METAQ_MPIRUN`` (:mod:`metaq_py.launch.binding`): one rank per GPU
+        on each node, else one per core; a launcher ``metaq.yaml`` names that is not
+        installed gets a prefix that says so and fails (said here once as well)."""
+        if self._launcher is None:
+            settings = self.ctx.queue.config.mpi
+            name, why = settings.launcher, None
+            if name is None:
+                name = detect_launcher(self.ctx.alloc.system)
+            else:
+                why = which_launcher(name)
+                if why is not None:
+                    self.ctx.say(f"{why}; tasks that use $METAQ_MPIRUN will fail")
+            self._launcher = (name, why)
+        name, why = self._launcher
+        if name is None:
+            return ()
+        if why is not None:
+            return (sys.executable, "-m", "metaq_py.launch.rank", "--unavailable", name)
+        cpus = live.cores if live.cores is not None else \
+            tuple(range(self.ctx.alloc.cores_per_node))
+        gpus = len(live.gpu_ids or ())
+        layout = MpiLayout(live.hosts, gpus or len(cpus), cpus, gpus)
+        return tuple(mpirun_line(name, layout, args=self.ctx.queue.config.mpi.args,
+                                 in_step=self.ctx.options.srun))
 
     def _binds(self) -> bool:
         """Whether a share started here is pinned to its cores on this machine; said once when
