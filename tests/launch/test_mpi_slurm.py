@@ -1,10 +1,11 @@
 """Real MPI programs started by ``$METAQ_MPIRUN`` in real jobs on the local four-node SLURM.
 
 A small C program (``mpi/rankinfo.c``, compiled here with MPICH's ``mpicc``) reports each
-rank's node (every pretend node has the same host name: the ``SLURMD_NODENAME`` slurmstepd set
-on the node, see the program) and the CPUs it may run on. Two 2-node tasks of 4 ranks run at once in one 4-node allocation, once with
-``srun`` and once with MPICH's ``mpiexec`` as the launcher; each task's ranks must be on
-exactly its two nodes, two a node, each bound to its own core of the node.
+rank's node (every pretend node has the same host name: the ``SLURMD_NODENAME`` slurmstepd
+set on the node, see the program) and the CPUs it may run on. Two 2-node tasks of 4 ranks run
+at once in one 4-node allocation, once with ``srun`` and once with MPICH's ``mpiexec`` as the
+launcher; each task's ranks must be on exactly its two nodes, two a node, each bound to its
+own core of the node.
 
 The pretend nodes are four daemons on one machine, so UCX is kept to TCP over the loopback
 (``UCX_TLS=self,tcp``): its shared-memory transport would take ranks of two pretend nodes for
