@@ -50,7 +50,10 @@ The line of each launcher, for a task on ``n1,n2`` with 2 ranks a node on cores 
     itself a step (``metaq run --srun``) the line adds ``--overlap``.
 ``mpiexec`` (MPICH's Hydra)
     ``mpiexec -hosts n1,n2 -n 4 -ppn 2 -bind-to user:0,1`` (``user:0+1,2+3`` for two
-    cores a rank). Inside a SLURM job Hydra starts its proxies with ``srun`` itself.
+    cores a rank). Inside a SLURM job Hydra starts its proxies with ``srun`` itself; on a
+    local pretend cluster the line adds ``-launcher fork``. MPICH 4.0's Hydra, over SLURM,
+    does not end the other ranks when one rank exits alone (the task then runs on until its
+    ranks end or it is stopped): where that matters, prefer ``srun``.
 ``mpirun`` (Open MPI)
     ``mpirun --host n1:2,n2:2 -np 4 --map-by ppr:2:node:PE=1 --bind-to core
     --cpu-set 0,1``.
@@ -202,10 +205,13 @@ def rank_cpus(cpus: Sequence[int], ranks_per_node: int) -> list[tuple[int, ...]]
 
 
 def mpirun_line(launcher: str, layout: MpiLayout, *, args: Sequence[str] = (),
-                in_step: bool = False, python: str = sys.executable) -> list[str]:
+                in_step: bool = False, local: bool = False,
+                python: str = sys.executable) -> list[str]:
     """The words of ``$METAQ_MPIRUN`` for ``launcher`` and ``layout`` (see the module's
     text); ``args`` follow the launcher's name. ``in_step``: the script is itself a SLURM
-    step (``metaq run --srun``), whose own steps must overlap it."""
+    step (``metaq run --srun``), whose own steps must overlap it. ``local``: the nodes are
+    a local pretend cluster's, all this machine, which Hydra reaches with ``-launcher fork``
+    (its host names name no machine)."""
     per = rank_cpus(layout.cpus, layout.ranks_per_node)
     n, ppn, depth = str(layout.ranks), str(layout.ranks_per_node), len(per[0])
     nodes = ",".join(layout.nodes)
@@ -217,7 +223,8 @@ def mpirun_line(launcher: str, layout: MpiLayout, *, args: Sequence[str] = (),
                 "--kill-on-bad-exit=1",
                 python, "-m", "metaq_py.launch.rank", _joined(per, "+")]
     if launcher == "mpiexec":
-        return ["mpiexec", *args, "-hosts", nodes, "-n", n, "-ppn", ppn,
+        fork = ["-launcher", "fork"] if local else []
+        return ["mpiexec", *fork, *args, "-hosts", nodes, "-n", n, "-ppn", ppn,
                 "-bind-to", f"user:{_joined(per, '+')}"]
     if launcher == "mpirun":
         return ["mpirun", *args, "--host", ",".join(f"{h}:{ppn}" for h in layout.nodes),

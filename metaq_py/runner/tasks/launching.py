@@ -184,7 +184,8 @@ class Launcher:
         gpus = len(live.gpu_ids or ())
         layout = MpiLayout(live.hosts, gpus or len(cpus), cpus, gpus)
         return tuple(mpirun_line(name, layout, args=self.ctx.queue.config.mpi.args,
-                                 in_step=self.ctx.options.srun))
+                                 in_step=self.ctx.options.srun,
+                                 local=self.ctx.alloc.system == "local"))
 
     def _binds(self) -> bool:
         """Whether a share started here is pinned to its cores on this machine; said once when
