@@ -1,0 +1,220 @@
+"""``python -m metaq_py.launch.node_agent HOST:PORT [NODE]``: the agent on one node.
+
+One agent runs on every node of an allocation, started once (one ``srun --ntasks-per-node=1``
+step on SLURM, a plain process on a local pretend cluster; :mod:`metaq_py.launch.agents`), so
+that starting a task on a node costs the batch system's controller nothing: a step per task is
+an RPC storm on ``slurmctld`` (``bench/node_agents.py`` counts them with ``sdiag``). As
+mpi_jm's daemons did, the agent starts, binds, signals, kills and measures its node's tasks;
+the runner decides everything, the agent only does what it is told and reports.
+
+It connects to the runner at ``HOST:PORT``, says hello with the token the runner gave it in
+``METAQ_AGENT_TOKEN`` (so that no other process can pose as an agent), and then reads
+commands, one JSON object a line:
+
+- ``{"op": "start", "id": ID, "argv": [...], "env": {...}, "log": PATH, "cpus": [...]|null}``
+  starts ``argv`` in a session of its own with its output appended to ``log`` and, with
+  ``cpus`` (core ids numbered among the CPUs this agent may use), pinned to those cores
+  (:func:`~metaq_py.launch.binding.pin_tree`); answers ``started`` with the pid, or ``exit``
+  with ``error`` when it cannot start;
+- ``{"op": "signal", "id": ID, "sig": N}`` signals the task's process group;
+  ``{"op": "kill", "id": ID}`` kills its whole tree (its session and every process carrying
+  its mark, :func:`~metaq_py.launch.sweep.kill_session`).
+
+Each task's end is reported as ``{"op": "exit", "id": ID, "code": C, "cpu_user_seconds": ...,
+"cpu_system_seconds": ..., "max_rss_bytes": ..., "seconds": ...}``: the ``wait4`` figures of
+the task's tree on this node. Every :data:`BEAT` seconds the agent says ``alive``; the runner
+takes a node whose agent has been silent for longer than its timeout as lost. When the runner's
+connection closes (the runner ended, or died), the agent kills every task it started and exits:
+nothing outlives the runner on the node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from metaq_py.launch.binding import pin_tree
+from metaq_py.launch.spawn import spawn
+from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
+from metaq_py.launch.usage import Usage
+from metaq_py.ranges import machine_cpus
+
+__all__ = ["BEAT", "TOKEN_VARIABLE", "LineReader", "send"]
+
+BEAT = 1.0
+"""Seconds between two ``alive`` lines of an agent."""
+
+TOKEN_VARIABLE = "METAQ_AGENT_TOKEN"
+"""The environment variable that hands an agent the runner's token."""
+
+LINE_LIMIT = 16 * 1024 * 1024
+"""The longest command line read (a task's environment travels in it)."""
+
+
+def send(sock: socket.socket, lock: threading.Lock, message: dict[str, Any]) -> None:
+    """Send ``message`` as one JSON line; ``OSError`` when the peer is gone."""
+    data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+    with lock:
+        sock.sendall(data)
+
+
+class LineReader:
+    """JSON lines from a socket, one at a time; ``None`` at its end."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def next(self) -> dict[str, Any] | None:
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > LINE_LIMIT:
+                return None
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                raise  # nothing yet: the caller judges the silence
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        return message if isinstance(message, dict) else None
+
+
+class NodeAgent:
+    """The agent's state: its connection and the tasks it started, by id."""
+
+    def __init__(self, sock: socket.socket, node: str) -> None:
+        self.sock = sock
+        self.node = node
+        self.lock = threading.Lock()
+        self.tasks: dict[int, tuple[str, str, float]] = {}  # pid -> (id, mark, start)
+        self.by_id: dict[str, int] = {}
+        self.children = threading.Condition()
+        self.cpus = machine_cpus()
+
+    def serve(self) -> int:
+        """Obey the runner until it goes; then kill every task left and return 0."""
+        threading.Thread(target=self._reap, daemon=True).start()
+        threading.Thread(target=self._beat, daemon=True).start()
+        reader = LineReader(self.sock)
+        while (message := reader.next()) is not None:
+            op = message.get("op")
+            if op == "start":
+                self._start(message)
+            elif op in ("signal", "kill"):
+                self._signal(str(message.get("id")), op, message.get("sig"))
+        with self.children:
+            left = [(pid, mark) for pid, (_, mark, _) in self.tasks.items()]
+        for pid, mark in left:
+            kill_session(pid, mark)
+        return 0
+
+    def _say(self, message: dict[str, Any]) -> None:
+        # A runner gone is seen by serve(), which then kills the tasks.
+        with contextlib.suppress(OSError):
+            send(self.sock, self.lock, message)
+
+    def _start(self, message: dict[str, Any]) -> None:
+        task = str(message.get("id"))
+        env = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}
+        mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
+        cpus = message.get("cpus")
+        try:
+            if cpus is not None and max(cpus) >= len(self.cpus):
+                raise OSError(0, f"the cores {cpus} are not all among the {len(self.cpus)} "
+                                 f"CPUs the agent on {self.node} may use")
+            out = os.open(str(message["log"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                          | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            try:
+                with self.children:
+                    pid = spawn([str(a) for a in message["argv"]], output=out, env=env)
+                    self.tasks[pid] = (task, mark, time.monotonic())
+                    self.by_id[task] = pid
+                    self.children.notify()
+            finally:
+                os.close(out)
+            if cpus is not None:
+                pin_tree(pid, [self.cpus[c] for c in cpus])
+        except (OSError, KeyError, TypeError, ValueError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            self._say({"op": "exit", "id": task, "error": f"cannot start on {self.node}: "
+                                                          f"{why}"})
+            return
+        self._say({"op": "started", "id": task, "pid": pid})
+
+    def _signal(self, task: str, op: str, sig: object) -> None:
+        with self.children:
+            pid = self.by_id.get(task)
+            mark = self.tasks[pid][1] if pid is not None else None
+        if pid is None:
+            return
+        if op == "kill":
+            kill_session(pid, mark)
+        elif isinstance(sig, int):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
+
+    def _reap(self) -> None:
+        while True:
+            with self.children:
+                while not self.tasks:
+                    self.children.wait()
+            try:
+                pid, status, rusage = os.wait4(-1, 0)
+            except ChildProcessError:
+                continue
+            with self.children:
+                entry = self.tasks.pop(pid, None)
+                if entry is not None:
+                    self.by_id.pop(entry[0], None)
+            if entry is None:
+                continue
+            task, _mark, start = entry
+            usage = Usage.from_rusage(rusage)
+            self._say({"op": "exit", "id": task, "code": os.waitstatus_to_exitcode(status),
+                       "seconds": round(time.monotonic() - start, 3), **usage.fields()})
+
+    def _beat(self) -> None:
+        while True:
+            self._say({"op": "alive"})
+            time.sleep(BEAT)
+
+
+def main(argv: list[str]) -> int:
+    """Connect to the runner at ``argv[0]`` and serve it."""
+    if not argv or ":" not in argv[0]:
+        print("usage: python -m metaq_py.launch.node_agent HOST:PORT [NODE]", file=sys.stderr)
+        return 2
+    host, _, port = argv[0].rpartition(":")
+    node = argv[1] if len(argv) > 1 else os.environ.get("SLURMD_NODENAME") or \
+        socket.gethostname().split(".")[0]
+    token = os.environ.pop(TOKEN_VARIABLE, "")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner ends it, by closing the line
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=60)
+        sock.settimeout(None)
+        send(sock, threading.Lock(), {"op": "hello", "node": node, "token": token,
+                                      "pid": os.getpid(), "cpus": len(machine_cpus())})
+    except (OSError, ValueError) as e:
+        print(f"metaq: the agent on {node} cannot reach the runner at {argv[0]}: {e}",
+              file=sys.stderr)
+        return 1
+    return NodeAgent(sock, node).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
