@@ -132,6 +132,8 @@ class NodeAgent:
         task = str(message.get("id"))
         env = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}
         mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
+        if "SLURMD_NODENAME" in os.environ:  # this node's, not the batch node's
+            env["SLURMD_NODENAME"] = os.environ["SLURMD_NODENAME"]
         cpus = message.get("cpus")
         try:
             if cpus is not None and max(cpus) >= len(self.cpus):
