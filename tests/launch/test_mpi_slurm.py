@@ -72,16 +72,20 @@ TOGETHER = """
 """
 
 
-@pytest.mark.parametrize("launcher", ["srun", "mpiexec"])
+@pytest.mark.parametrize(("launcher", "run_args"), [
+    ("srun", ()), ("mpiexec", ()),
+    ("srun", ("--srun",)),  # the script in a step of its own, whose ranks' step overlaps it
+], ids=["srun", "mpiexec", "srun-in-a-step"])
 def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
-        slurm: SlurmCluster, rankinfo: Path, tmp_path: Path, launcher: str) -> None:
+        slurm: SlurmCluster, rankinfo: Path, tmp_path: Path, launcher: str,
+        run_args: tuple[str, ...]) -> None:
     q = _queue(tmp_path / "q", launcher)
     seen = tmp_path / "seen"
     seen.mkdir()
     for name in ("a", "b"):
         task(q, f"{name}.sh", TOGETHER.format(seen=seen, name=name, program=rankinfo), NODES=2)
     jobid = slurm.sbatch("-N", "4", "--exclusive", "-t", "5", "-o", tmp_path / "job.out",
-                         JOBSCRIPT, "--launch-pause", "0", cwd=tmp_path, env=_env(q))
+                         JOBSCRIPT, "--launch-pause", "0", *run_args, cwd=tmp_path, env=_env(q))
     end = slurm.wait(jobid, timeout=180)
     out = (tmp_path / "job.out").read_text()
     assert end.state == "COMPLETED", out
@@ -90,7 +94,8 @@ def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
     given = {n: (seen / f"{n}.given").read_text().split()[0].split(",") for n in ("a", "b")}
     assert sorted(given["a"] + given["b"]) == ["n1", "n2", "n3", "n4"]
     for name in ("a", "b"):
-        assert (seen / f"{name}.line").read_text().startswith(launcher + " ")
+        line = (seen / f"{name}.line").read_text()
+        assert line.startswith(launcher + " ") and ("--overlap" in line) == bool(run_args)
         ranks = {}
         for line in (seen / f"{name}.ranks").read_text().splitlines():
             # rank R of N node NODE cpus LIST
