@@ -12,10 +12,11 @@ It connects to the runner at ``HOST:PORT``, says hello with the token the runner
 commands, one JSON object a line:
 
 - ``{"op": "start", "id": ID, "argv": [...], "env": {...}, "log": PATH, "cpus": [...]|null}``
-  starts ``argv`` in a session of its own with its output appended to ``log`` and, with
-  ``cpus`` (core ids numbered among the CPUs this agent may use), pinned to those cores
-  (:func:`~metaq_py.launch.binding.pin_tree`); answers ``started`` with the pid, or ``exit``
-  with ``error`` when it cannot start;
+  starts ``argv`` in a session of its own with its output appended to ``log``, in a cgroup of
+  its own where the kernel allows and, with ``cpus`` (core ids numbered among the CPUs this
+  agent may use), pinned to those cores: what :func:`~metaq_py.launch.process.launch` does
+  for a task it starts (:func:`~metaq_py.launch.process.contain`); answers ``started`` with
+  the pid, or ``exit`` with ``error`` when it cannot start;
 - ``{"op": "signal", "id": ID, "sig": N}`` signals the task's process group;
   ``{"op": "kill", "id": ID}`` kills its whole tree (its session and every process carrying
   its mark, :func:`~metaq_py.launch.sweep.kill_session`).
@@ -39,12 +40,15 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from metaq_py.launch.binding import pin_tree
+from metaq_py.launch.cgroup import kill_cgroup, release_cgroup, remove_cgroup, runner_cgroup
+from metaq_py.launch.process import contain
 from metaq_py.launch.spawn import spawn
-from metaq_py.launch.sweep import MARK_VARIABLE, kill_session
-from metaq_py.launch.usage import Usage
+from metaq_py.launch.sweep import MARK_VARIABLE, kill_session, sweep_ended
+from metaq_py.launch.usage import reap
 from metaq_py.ranges import machine_cpus
 
 __all__ = ["BEAT", "TOKEN_VARIABLE", "LineReader", "send"]
@@ -94,6 +98,19 @@ class LineReader:
         return message if isinstance(message, dict) else None
 
 
+@dataclass(slots=True)
+class _Started:
+    """A task this agent started: its id, mark, start time, cgroup (and whether that holds
+    all of it), and whether the runner stopped it."""
+
+    id: str
+    mark: str
+    start: float
+    cgroup: Path | None
+    contained: bool
+    stopped: bool = False
+
+
 class NodeAgent:
     """The agent's state: its connection and the tasks it started, by id."""
 
@@ -101,13 +118,14 @@ class NodeAgent:
         self.sock = sock
         self.node = node
         self.lock = threading.Lock()
-        self.tasks: dict[int, tuple[str, str, float]] = {}  # pid -> (id, mark, start)
+        self.tasks: dict[int, _Started] = {}
         self.by_id: dict[str, int] = {}
         self.children = threading.Condition()
         self.cpus = machine_cpus()
 
     def serve(self) -> int:
         """Obey the runner until it goes; then kill every task left and return 0."""
+        runner_cgroup()  # made (and dead agents' leftovers killed) before any task starts
         threading.Thread(target=self._reap, daemon=True).start()
         threading.Thread(target=self._beat, daemon=True).start()
         reader = LineReader(self.sock)
@@ -118,9 +136,9 @@ class NodeAgent:
             elif op in ("signal", "kill"):
                 self._signal(str(message.get("id")), op, message.get("sig"))
         with self.children:
-            left = [(pid, mark) for pid, (_, mark, _) in self.tasks.items()]
-        for pid, mark in left:
-            kill_session(pid, mark)
+            left = list(self.tasks)
+        for pid in left:
+            self._kill(pid)
         return 0
 
     def _say(self, message: dict[str, Any]) -> None:
@@ -144,13 +162,14 @@ class NodeAgent:
             try:
                 with self.children:
                     pid = spawn([str(a) for a in message["argv"]], output=out, env=env)
-                    self.tasks[pid] = (task, mark, time.monotonic())
+                    # Contained and pinned before the reaper may see its end.
+                    cgroup, contained = contain(
+                        pid, mark=mark, cpus=None if cpus is None else [self.cpus[c] for c in cpus])
+                    self.tasks[pid] = _Started(task, mark, time.monotonic(), cgroup, contained)
                     self.by_id[task] = pid
                     self.children.notify()
             finally:
                 os.close(out)
-            if cpus is not None:
-                pin_tree(pid, [self.cpus[c] for c in cpus])
         except (OSError, KeyError, TypeError, ValueError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             self._say({"op": "exit", "id": task, "error": f"cannot start on {self.node}: "
@@ -161,14 +180,24 @@ class NodeAgent:
     def _signal(self, task: str, op: str, sig: object) -> None:
         with self.children:
             pid = self.by_id.get(task)
-            mark = self.tasks[pid][1] if pid is not None else None
         if pid is None:
             return
         if op == "kill":
-            kill_session(pid, mark)
+            self._kill(pid)
         elif isinstance(sig, int):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, sig)
+
+    def _kill(self, pid: int) -> None:
+        """Kill task ``pid``'s whole tree: its cgroup, its session, its marked processes."""
+        with self.children:
+            started = self.tasks.get(pid)
+            if started is None:
+                return
+            started.stopped = True
+            if started.cgroup is not None:
+                kill_cgroup(started.cgroup)
+            kill_session(pid, started.mark)
 
     def _reap(self) -> None:
         while True:
@@ -176,19 +205,31 @@ class NodeAgent:
                 while not self.tasks:
                     self.children.wait()
             try:
-                pid, status, rusage = os.wait4(-1, 0)
+                # Seen, not reaped: while it is a zombie its session id cannot be reused, and
+                # the sweep below is safe (as in TaskProcess).
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
             except ChildProcessError:
                 continue
-            with self.children:
-                entry = self.tasks.pop(pid, None)
-                if entry is not None:
-                    self.by_id.pop(entry[0], None)
-            if entry is None:
+            if info is None:
                 continue
-            task, _mark, start = entry
-            usage = Usage.from_rusage(rusage)
-            self._say({"op": "exit", "id": task, "code": os.waitstatus_to_exitcode(status),
-                       "seconds": round(time.monotonic() - start, 3), **usage.fields()})
+            pid = info.si_pid
+            with self.children:
+                started = self.tasks.get(pid)
+                if started is not None:
+                    sweep_ended(pid, mark=started.mark, cgroup=started.cgroup,
+                                contained=started.contained, stopped=started.stopped)
+                code, usage = reap(pid)
+                if started is None:
+                    continue
+                del self.tasks[pid]
+                self.by_id.pop(started.id, None)
+            if started.cgroup is not None and started.stopped:
+                remove_cgroup(started.cgroup, wait=1.0)
+            elif started.cgroup is not None:
+                release_cgroup(started.cgroup)
+            self._say({"op": "exit", "id": started.id, "code": code,
+                       "seconds": round(time.monotonic() - started.start, 3),
+                       **(usage.fields() if usage is not None else {})})
 
     def _beat(self) -> None:
         while True:

@@ -17,6 +17,7 @@ import pytest
 from metaq_py.launch.agents import AgentPool
 from metaq_py.launch.sweep import marked_processes
 from metaq_py.ranges import machine_cpus
+from tests.capability import cgroup_problem
 from tests.conftest import SlurmCluster
 
 
@@ -79,6 +80,9 @@ def test_a_kill_takes_the_whole_tree(two: Pool, tmp_path: Path) -> None:
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ready.exists()
+    if cgroup_problem() is None:  # contained as a task the runner starts itself
+        cgroup = Path(f"/proc/{started['pid']}/cgroup").read_text()
+        assert f"/metaq-{two.pool.agent_pids['local0']}/" in cgroup, cgroup
     mark = Path(f"/proc/{started['pid']}/environ").read_bytes().split(b"METAQ_TASK_MARK=")[1]
     mark_text = mark.split(b"\0")[0].decode()
     assert len(marked_processes(mark_text)) >= 3  # sh, a sleep, the sleep that left
