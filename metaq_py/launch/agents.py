@@ -156,10 +156,12 @@ class AgentPool:
         return True
 
     def start(self, node: str, task: str, argv: Sequence[str], *, env: Mapping[str, str],
-              log: str, cpus: Sequence[int] | None = None) -> bool:
-        """Ask ``node``'s agent to start ``argv``; ``False`` when the node is lost."""
+              log: str, cpus: Sequence[int] | None = None,
+              logs: Sequence[str] = ()) -> bool:
+        """Ask ``node``'s agent to start ``argv`` with its output in ``log`` (and each of
+        ``logs``, when given); ``False`` when the node is lost."""
         return self._command(node, {"op": "start", "id": task, "argv": list(argv),
-                                    "env": dict(env), "log": log,
+                                    "env": dict(env), "log": log, "logs": list(logs) or [log],
                                     "cpus": None if cpus is None else list(cpus)})
 
     def signal(self, node: str, task: str, sig: int) -> bool:

@@ -12,9 +12,10 @@ It connects to the runner at ``HOST:PORT``, says hello with the token the runner
 commands, one JSON object a line:
 
 - ``{"op": "start", "id": ID, "argv": [...], "env": {...}, "log": PATH, "cpus": [...]|null}``
-  starts ``argv`` in a session of its own with its output appended to ``log``, in a cgroup of
-  its own where the kernel allows and, with ``cpus`` (core ids numbered among the CPUs this
-  agent may use), pinned to those cores: what :func:`~metaq_py.launch.process.launch` does
+  (or ``"logs": [PATH, ...]``, every one receiving the output, the task's ``LOG`` beside its
+  own log) starts ``argv`` in a session of its own with its output appended to ``log``, in a
+  cgroup of its own where the kernel allows and, with ``cpus`` (core ids numbered among the
+  CPUs this agent may use), pinned to those cores: what :func:`~metaq_py.launch.process.launch` does
   for a task it starts (:func:`~metaq_py.launch.process.contain`); answers ``started`` with
   the pid, or ``exit`` with ``error`` when it cannot start;
 - ``{"op": "signal", "id": ID, "sig": N}`` signals the task's process group;
@@ -157,8 +158,7 @@ class NodeAgent:
             if cpus is not None and max(cpus) >= len(self.cpus):
                 raise OSError(0, f"the cores {cpus} are not all among the {len(self.cpus)} "
                                  f"CPUs the agent on {self.node} may use")
-            out = os.open(str(message["log"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND
-                          | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            out = _output([str(p) for p in (message.get("logs") or [message["log"]])])
             try:
                 with self.children:
                     pid = spawn([str(a) for a in message["argv"]], output=out, env=env)
@@ -235,6 +235,36 @@ class NodeAgent:
         while True:
             self._say({"op": "alive"})
             time.sleep(BEAT)
+
+
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _output(paths: list[str]) -> int:
+    """A descriptor a task's output goes to: its one log, or a pipe a thread copies to each
+    of ``paths`` until the task's last process closes it."""
+    fds = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, _APPEND, 0o644))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    if len(fds) == 1:
+        return fds[0]
+    read, write = os.pipe2(os.O_CLOEXEC)
+
+    def copy() -> None:
+        while data := os.read(read, 65536):
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.write(fd, data)
+        for fd in (read, *fds):
+            os.close(fd)
+
+    threading.Thread(target=copy, daemon=True, name="output").start()
+    return write
 
 
 def main(argv: list[str]) -> int:
