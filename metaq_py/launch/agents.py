@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from metaq_py.launch.node_agent import TOKEN_VARIABLE, LineReader, send
+from metaq_py.launch.node_agent import PATIENCE_VARIABLE, TOKEN_VARIABLE, LineReader, send
 
 __all__ = ["AgentPool"]
 
@@ -65,7 +65,8 @@ class AgentPool:
         listener = socket.create_server((self.host, 0))
         self._listener = listener
         address = f"{self.host}:{listener.getsockname()[1]}"
-        env = {**(env if env is not None else os.environ), TOKEN_VARIABLE: self.token}
+        env = {**(env if env is not None else os.environ), TOKEN_VARIABLE: self.token,
+               PATIENCE_VARIABLE: str(self.timeout / 2)}
         agent = [sys.executable, "-m", "metaq_py.launch.node_agent", address]
         if self.system == "slurm":
             self.processes.append(subprocess.Popen(

@@ -27,7 +27,9 @@ Each task's end is reported as ``{"op": "exit", "id": ID, "code": C, "cpu_user_s
 the task's tree on this node. Every :data:`BEAT` seconds the agent says ``alive``; the runner
 takes a node whose agent has been silent for longer than its timeout as lost. When the runner's
 connection closes (the runner ended, or died), the agent kills every task it started and exits:
-nothing outlives the runner on the node.
+nothing outlives the runner on the node. A sentinel, a child forked first, kills the agent's
+tasks when the agent itself dies (``kill -9``) or stays stopped (SIGSTOP) for half the
+runner's timeout: a node the runner gives up runs none of its tasks on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import contextlib
 import json
 import os
 import secrets
+import select
 import signal
 import socket
 import sys
@@ -43,22 +46,26 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from metaq_py.launch.cgroup import kill_cgroup, release_cgroup, remove_cgroup, runner_cgroup
 from metaq_py.launch.process import contain
 from metaq_py.launch.spawn import spawn
-from metaq_py.launch.sweep import MARK_VARIABLE, kill_session, sweep_ended
+from metaq_py.launch.sweep import MARK_VARIABLE, kill_session, marked_processes, sweep_ended
 from metaq_py.launch.usage import reap
 from metaq_py.ranges import machine_cpus
 
-__all__ = ["BEAT", "TOKEN_VARIABLE", "LineReader", "send"]
+__all__ = ["BEAT", "PATIENCE_VARIABLE", "TOKEN_VARIABLE", "LineReader", "send"]
 
 BEAT = 1.0
 """Seconds between two ``alive`` lines of an agent."""
 
 TOKEN_VARIABLE = "METAQ_AGENT_TOKEN"
 """The environment variable that hands an agent the runner's token."""
+
+PATIENCE_VARIABLE = "METAQ_AGENT_PATIENCE"
+"""Seconds an agent may stay stopped before its sentinel kills its tasks (half the time the
+runner waits before it gives the node up)."""
 
 LINE_LIMIT = 16 * 1024 * 1024
 """The longest command line read (a task's environment travels in it)."""
@@ -115,8 +122,10 @@ class _Started:
 class NodeAgent:
     """The agent's state: its connection and the tasks it started, by id."""
 
-    def __init__(self, sock: socket.socket, node: str) -> None:
+    def __init__(self, sock: socket.socket, node: str, *, sentinel: int | None = None) -> None:
         self.sock = sock
+        self.sentinel = sentinel
+        """The pipe to the sentinel (:func:`_sentinel`), which is told each task's mark."""
         self.node = node
         self.lock = threading.Lock()
         self.tasks: dict[int, _Started] = {}
@@ -126,7 +135,6 @@ class NodeAgent:
 
     def serve(self) -> int:
         """Obey the runner until it goes; then kill every task left and return 0."""
-        runner_cgroup()  # made (and dead agents' leftovers killed) before any task starts
         threading.Thread(target=self._reap, daemon=True).start()
         threading.Thread(target=self._beat, daemon=True).start()
         reader = LineReader(self.sock)
@@ -151,6 +159,9 @@ class NodeAgent:
         task = str(message.get("id"))
         env = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}
         mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
+        if self.sentinel is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.sentinel, f"{mark}\n".encode())
         if "SLURMD_NODENAME" in os.environ:  # this node's, not the batch node's
             env["SLURMD_NODENAME"] = os.environ["SLURMD_NODENAME"]
         cpus = message.get("cpus")
@@ -277,6 +288,13 @@ def main(argv: list[str]) -> int:
         socket.gethostname().split(".")[0]
     token = os.environ.pop(TOKEN_VARIABLE, "")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner ends it, by closing the line
+    patience = float(os.environ.pop(PATIENCE_VARIABLE, "5"))
+    cgroups = runner_cgroup()  # made (and dead agents' leftovers killed) before any task starts
+    read, write = os.pipe()
+    if os.fork() == 0:  # before any thread or socket of the agent
+        os.close(write)
+        _sentinel(os.getppid(), read, patience, cgroups)
+    os.close(read)
     try:
         sock = socket.create_connection((host, int(port)), timeout=60)
         sock.settimeout(None)
@@ -286,7 +304,52 @@ def main(argv: list[str]) -> int:
         print(f"metaq: the agent on {node} cannot reach the runner at {argv[0]}: {e}",
               file=sys.stderr)
         return 1
-    return NodeAgent(sock, node).serve()
+    return NodeAgent(sock, node, sentinel=write).serve()
+
+
+def _sentinel(agent: int, marks_fd: int, patience: float, cgroups: Path | None) -> NoReturn:
+    """The agent's sentinel, a child forked before anything else: it reads the mark of each
+    task the agent starts, and kills every task of the agent (each process with one of the
+    marks, and every cgroup under ``cgroups``) when the agent is gone (its end of the pipe
+    closes: killed, even with ``kill -9``, or ended) or has been stopped (SIGSTOP) for
+    ``patience`` seconds, sooner than the runner gives the node up, so that a task the
+    runner requeues never runs on here."""
+    marks: set[str] = set()
+    rest = b""
+    stopped_since: float | None = None
+    while True:
+        ready, _, _ = select.select([marks_fd], [], [], 0.25)
+        if ready:
+            data = os.read(marks_fd, 65536)
+            if not data:
+                break
+            *lines, rest = (rest + data).split(b"\n")
+            marks.update(line.decode() for line in lines if line)
+        if _stopped(agent):
+            stopped_since = stopped_since or time.monotonic()
+            if time.monotonic() - stopped_since >= patience:
+                break
+        else:
+            stopped_since = None
+    if cgroups is not None:
+        with contextlib.suppress(OSError):
+            for child in cgroups.iterdir():
+                if child.is_dir():
+                    kill_cgroup(child)
+    for mark in marks:
+        for pid in marked_processes(mark):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    os._exit(0)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (``T`` in ``/proc/PID/stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:][:1] in ("T", "t")
 
 
 if __name__ == "__main__":

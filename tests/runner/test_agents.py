@@ -3,6 +3,7 @@ in a real runner on a local pretend cluster and in a real job on the local SLURM
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -41,8 +42,9 @@ def test_agents_run_whole_node_tasks_and_shares_bound(tmp_path: Path) -> None:
     assert all(e["usage_from"] == "agent" and e["cpu_user_seconds"] is not None for e in ends)
 
 
-def test_a_killed_agent_requeues_its_node_s_task_once_and_the_rest_finish(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["kill-9", "sigstop"])
+def test_a_lost_agent_requeues_its_node_s_task_once_and_the_rest_finish(
+        tmp_path: Path, sig: signal.Signals) -> None:
     q = make_queue(tmp_path / "q")
     ledger = tmp_path / "ledger"
     gate = tmp_path / "gate"
@@ -50,6 +52,7 @@ def test_a_killed_agent_requeues_its_node_s_task_once_and_the_rest_finish(
     task(q, "slow.sh", f"""
         echo "slow $METAQ_ATTEMPT $METAQ_NODELIST" >> {ledger}
         while [ ! -e {gate} ]; do sleep 0.1; done
+        echo "slow-done $METAQ_ATTEMPT" >> {ledger}
     """)
     for i in range(6):
         task(q, f"t{i}.sh", f'echo "t{i} $METAQ_ATTEMPT $METAQ_NODELIST" >> {ledger}; sleep 0.5')
@@ -61,14 +64,24 @@ def test_a_killed_agent_requeues_its_node_s_task_once_and_the_rest_finish(
         assert wait_until(lambda: ledger.exists() and "slow 1" in ledger.read_text(), 30)
         node = next(line.split()[2] for line in ledger.read_text().splitlines()
                     if line.startswith("slow 1"))
-        os.kill(r.launcher.agents.pool.agent_pids[node], signal.SIGKILL)
+        agent = r.launcher.agents.pool.agent_pids[node]
+        os.kill(agent, sig)
         assert wait_until(lambda: any(f"node {node} is lost" in s for s in said), 30), said
         gate.touch()
+        # the runner ends without waiting for the stopped agent
+        done.join(120)
+        assert not done.is_alive()
     finally:
         gate.touch()
+        if sig == signal.SIGSTOP:
+            with contextlib.suppress(ProcessLookupError):  # the runner killed it at its end
+                os.kill(agent, signal.SIGCONT)
         done.join(120)
     assert not done.is_alive()
     lines = ledger.read_text().splitlines()
+    # the first attempt was killed with its agent's node: it never got past the gate
+    assert "slow-done 1" not in lines and "slow-done 2" in lines, lines
+    lines = [line for line in lines if not line.startswith("slow-done")]
     starts = [line.split()[0] for line in lines]
     # slow ran twice (requeued once, on the other node); every other task ran exactly once
     assert sorted(starts) == sorted(["slow", "slow", *(f"t{i}" for i in range(6))]), lines
