@@ -10,7 +10,7 @@ once as the allocation has cores:
 
 - ``srun``: one step per task, ``srun --exact --nodes=1 --ntasks=1 --cpus-per-task=1
   --nodelist=NODE --cpu-bind=mask_cpu:MASK true``, as ``metaq run --srun`` starts them;
-- ``agents``: one ``srun --ntasks-per-node=1`` step starts an agent on each node
+- ``agents``: a one-task ``srun`` step a node starts an agent on each node
   (:class:`~metaq_py.launch.agents.AgentPool`), which then starts every task of its node;
   the agents' start and end are counted in.
 

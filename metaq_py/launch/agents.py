@@ -1,8 +1,9 @@
 """The runner's side of the node agents (:mod:`metaq_py.launch.node_agent`): one per node.
 
 :meth:`AgentPool.open` listens on a TCP port of the batch node, starts the agents (one
-``srun --ntasks-per-node=1`` step over all the nodes on SLURM, one process per pretend node
-locally) and waits for each to say hello with the pool's token. A node whose agent did not
+one-task ``srun`` step a node on SLURM, one process per pretend node locally: a step over
+all nodes with ``--ntasks-per-node=1`` would be ended whole by ``srun`` when one agent is
+killed) and waits for each to say hello with the pool's token. A node whose agent did not
 come within ``timeout`` is left out, and :attr:`AgentPool.missing` says which.
 
 The runner then starts a task's share of a node with :meth:`AgentPool.start`, signals it with
@@ -69,12 +70,14 @@ class AgentPool:
                PATIENCE_VARIABLE: str(self.timeout / 2)}
         agent = [sys.executable, "-m", "metaq_py.launch.node_agent", address]
         if self.system == "slurm":
-            self.processes.append(subprocess.Popen(
-                [self.srun, f"--nodelist={','.join(self.nodes)}", f"--nodes={len(self.nodes)}",
-                 f"--ntasks={len(self.nodes)}", "--ntasks-per-node=1", "--overlap",
-                 f"--cpus-per-task={self.cores}", "--cpu-bind=none",
-                 "--job-name=metaq-agents", *agent],
-                env=env, stdin=subprocess.DEVNULL, start_new_session=True))
+            # A step a node, not one over all of them: srun ends a whole step when one of its
+            # tasks is killed, and one agent's death must not take the others with it.
+            for node in self.nodes:
+                self.processes.append(subprocess.Popen(
+                    [self.srun, f"--nodelist={node}", "--nodes=1", "--ntasks=1", "--overlap",
+                     f"--cpus-per-task={self.cores}", "--cpu-bind=none", "--quiet",
+                     "--job-name=metaq-agent", *agent],
+                    env=env, stdin=subprocess.DEVNULL, start_new_session=True))
         else:
             for node in self.nodes:
                 self.processes.append(subprocess.Popen(

@@ -1,7 +1,7 @@
 """``python -m metaq_py.launch.node_agent HOST:PORT [NODE]``: the agent on one node.
 
-One agent runs on every node of an allocation, started once (one ``srun --ntasks-per-node=1``
-step on SLURM, a plain process on a local pretend cluster; :mod:`metaq_py.launch.agents`), so
+One agent runs on every node of an allocation, started once (a one-task ``srun`` step a node
+on SLURM, a plain process on a local pretend cluster; :mod:`metaq_py.launch.agents`), so
 that starting a task on a node costs the batch system's controller nothing: a step per task is
 an RPC storm on ``slurmctld`` (``bench/node_agents.py`` counts them with ``sdiag``). As
 mpi_jm's daemons did, the agent starts, binds, signals, kills and measures its node's tasks;

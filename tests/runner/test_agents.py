@@ -13,7 +13,10 @@ import pytest
 
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.ranges import machine_cpus, parse_cpu_list
+from tests.conftest import REPO, SlurmCluster
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until
+
+JOBSCRIPT = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
 
 
 def _state(q, state: str) -> list[str]:
@@ -93,3 +96,69 @@ def test_a_lost_agent_requeues_its_node_s_task_once_and_the_rest_finish(
     assert _state(q, "finished") == sorted(["todo/slow.sh", *(f"todo/t{i}.sh" for i in range(6))])
     requeued = of(events(q), "end", task="todo/slow.sh", outcome="requeued")
     assert len(requeued) == 1
+
+
+def _agent_pid(jobid: str, node: str) -> int | None:
+    """The pid of the agent of SLURM job ``jobid`` on ``node`` (not its sentinel)."""
+    def cmd(pid: str) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return b""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if b"metaq_py.launch.node_agent" not in cmd(pid):
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+        if f"SLURM_JOB_ID={jobid}".encode() in env and \
+                f"SLURMD_NODENAME={node}".encode() in env and \
+                b"metaq_py.launch.node_agent" not in cmd(ppid):
+            return int(pid)
+    return None
+
+
+@pytest.mark.slurm
+def test_agents_in_a_slurm_job_run_each_task_on_its_node_and_survive_a_kill(
+        slurm: SlurmCluster, tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    ledger = tmp_path / "ledger"
+    gate = tmp_path / "gate"
+    task(q, "slow.sh", f"""
+        echo "slow $METAQ_ATTEMPT $METAQ_NODELIST $SLURMD_NODENAME" >> {ledger}
+        while [ ! -e {gate} ]; do sleep 0.1; done
+        echo "slow-done $METAQ_ATTEMPT" >> {ledger}
+    """)
+    for i in range(12):
+        task(q, f"t{i:02d}.sh",
+             f'echo "t{i:02d} $METAQ_ATTEMPT $METAQ_NODELIST $SLURMD_NODENAME" >> {ledger}')
+    jobid = slurm.sbatch("-N", "4", "--exclusive", "-t", "5", "-o", tmp_path / "job.out",
+                         JOBSCRIPT, "--agents", "--launch-pause", "0", cwd=tmp_path,
+                         env={"PYTHONPATH": str(REPO), "METAQ_QUEUE": str(q.root)})
+    try:
+        assert wait_until(lambda: ledger.exists() and "slow 1" in ledger.read_text(), 120)
+        node = next(line.split()[2] for line in ledger.read_text().splitlines()
+                    if line.startswith("slow 1"))
+        pid = _agent_pid(jobid, node)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda: "slow 2" in ledger.read_text(), 60), \
+            (tmp_path / "job.out").read_text()
+    finally:
+        gate.touch()
+    end = slurm.wait(jobid, timeout=120)
+    out = (tmp_path / "job.out").read_text()
+    assert end.state == "COMPLETED", out
+    assert f"node {node} is lost" in out
+    lines = ledger.read_text().splitlines()
+    assert "slow-done 1" not in lines and "slow-done 2" in lines, lines
+    starts = [line.split() for line in lines if not line.startswith("slow-done")]
+    assert sorted(w[0] for w in starts) == sorted(["slow", "slow",
+                                                    *(f"t{i:02d}" for i in range(12))])
+    # each ran on its node: the one the runner gave it is the one slurmstepd says it is on
+    assert all(w[2] == w[3] for w in starts), lines
+    assert _state(q, "finished") == sorted(["todo/slow.sh",
+                                            *(f"todo/t{i:02d}.sh" for i in range(12))])
+    assert len(of(events(q), "end", task="todo/slow.sh", outcome="requeued")) == 1
