@@ -16,11 +16,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.errors import MetaqError
 from metaq_py.hybrid import Kind
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
-from metaq_py.launch.agent_task import AgentStarter
 from metaq_py.launch.binding import MpiLayout, detect_launcher, mpirun_line, which_launcher
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.policy.model import Job
@@ -31,6 +31,9 @@ from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:
+    from metaq_py.launch.agent_task import AgentStarter
 
 __all__ = ["Launcher", "StartProcess"]
 
@@ -86,6 +89,9 @@ class Launcher:
         if self.start is launch:
             runner_cgroup()
             if self.ctx.options.agents:
+                # Loaded only here: a run without agents never loads them.
+                from metaq_py.launch.agent_task import AgentStarter
+
                 alloc = self.ctx.alloc
                 self.agents = AgentStarter(alloc.nodes, system=alloc.system,
                                            cores=alloc.cores_per_node)
