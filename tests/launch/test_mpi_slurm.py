@@ -75,7 +75,8 @@ TOGETHER = """
 @pytest.mark.parametrize(("launcher", "run_args"), [
     ("srun", ()), ("mpiexec", ()),
     ("srun", ("--srun",)),  # the script in a step of its own, whose ranks' step overlaps it
-], ids=["srun", "mpiexec", "srun-in-a-step"])
+    ("srun", ("--agents",)),  # the script started by its first node's agent
+], ids=["srun", "mpiexec", "srun-in-a-step", "srun-by-agents"])
 def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
         slurm: SlurmCluster, rankinfo: Path, tmp_path: Path, launcher: str,
         run_args: tuple[str, ...]) -> None:
@@ -95,7 +96,8 @@ def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
     assert sorted(given["a"] + given["b"]) == ["n1", "n2", "n3", "n4"]
     for name in ("a", "b"):
         line = (seen / f"{name}.line").read_text()
-        assert line.startswith(launcher + " ") and ("--overlap" in line) == bool(run_args)
+        assert line.startswith(launcher + " ")
+        assert ("--overlap" in line) == (run_args == ("--srun",))
         ranks = {}
         for line in (seen / f"{name}.ranks").read_text().splitlines():
             # rank R of N node NODE cpus LIST
