@@ -8,7 +8,8 @@ for a single-node task or a share; for a multi-node task its script on its first
 reaches the others with ``$METAQ_MPIRUN``. The :class:`AgentTask` it returns has what the
 runner uses of a :class:`TaskProcess`: ``spec``, ``pid``, ``status``, ``wait``,
 ``send_signal`` and ``kill``. Its status comes from the agent's ``exit`` line, with the
-``wait4`` figures of the task's tree on its node.
+``wait4`` figures of the task's tree on its node (``usage_from``: ``agent on NODE``, which
+``metaq show`` prints beside them).
 
 A node whose agent is lost (:class:`~metaq_py.launch.agents.AgentPool`) ends each task on it
 at once as killed (SIGKILL), with :attr:`AgentTask.lost` saying why, and is added to
@@ -161,7 +162,8 @@ class AgentStarter:
             if "cpu_user_seconds" in message:
                 usage = Usage(user_seconds=float(message["cpu_user_seconds"]),
                               system_seconds=float(message["cpu_system_seconds"]),
-                              max_rss_bytes=message.get("max_rss_bytes"), source="agent")
+                              max_rss_bytes=message.get("max_rss_bytes"),
+                              source=f"agent on {task.node}")
             task.finish(int(message.get("code", 1)), usage)
 
     def _forget(self, task: AgentTask) -> None:

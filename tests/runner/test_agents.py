@@ -42,7 +42,8 @@ def test_agents_run_whole_node_tasks_and_shares_bound(tmp_path: Path) -> None:
         (seen / f"share{i}").read_text().strip("[]\n").replace(" ", "")) for i in range(2))
     assert all(len(c) == 1 for c in cores)
     ends = of(events(q), "end")
-    assert all(e["usage_from"] == "agent" and e["cpu_user_seconds"] is not None for e in ends)
+    assert all(e["usage_from"] == f"agent on {e['hosts'][0]}" and e["cpu_user_seconds"]
+               is not None and e["max_rss_bytes"] > 0 for e in ends), ends
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["kill-9", "sigstop"])
