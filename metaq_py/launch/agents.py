@@ -42,12 +42,16 @@ class AgentPool:
 
     def __init__(self, nodes: Sequence[str], *, system: str,
                  on_event: Callable[[dict[str, Any]], None], timeout: float = 10.0,
-                 host: str = "127.0.0.1", srun: str = "srun", cores: int = 1) -> None:
+                 host: str | None = None, srun: str = "srun", cores: int = 1) -> None:
         self.nodes = tuple(nodes)
         self.system = system
         self.on_event = on_event
         self.timeout = timeout
-        self.host = host
+        self.host = host if host is not None else \
+            socket.gethostname() if system == "slurm" else "127.0.0.1"
+        """Where the agents reach the runner: this batch node's name on SLURM (the agents run
+        on other nodes; the pool listens on every interface, and the token keeps strangers
+        out), the loopback locally."""
         self.srun = srun
         self.cores = cores
         self.token = secrets.token_hex(16)
@@ -63,7 +67,8 @@ class AgentPool:
 
     def open(self, env: Mapping[str, str] | None = None) -> None:
         """Start the agents and wait (at most ``timeout``) until each has said hello."""
-        listener = socket.create_server((self.host, 0))
+        listen = "" if self.system == "slurm" else self.host
+        listener = socket.create_server((listen, 0))
         self._listener = listener
         address = f"{self.host}:{listener.getsockname()[1]}"
         env = {**(env if env is not None else os.environ), TOKEN_VARIABLE: self.token,

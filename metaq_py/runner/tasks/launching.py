@@ -88,7 +88,11 @@ class Launcher:
         self.next_launch = self.ctx.clock.now()
         if self.start is launch:
             runner_cgroup()
-            if self.ctx.options.agents:
+            if self.ctx.options.agents and self.ctx.alloc.system not in ("slurm", "local"):
+                self.ctx.say(f"--agents starts agents on SLURM and on a local pretend cluster "
+                             f"only, not yet on {self.ctx.alloc.system} (pbsdsh); tasks start "
+                             f"as without it")
+            elif self.ctx.options.agents:
                 # Loaded only here: a run without agents never loads them.
                 from metaq_py.launch.agent_task import AgentStarter
 
