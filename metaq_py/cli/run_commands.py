@@ -70,6 +70,9 @@ def run(
         help="Time kept free before the allocation ends, after the grace periods.")] = "10",
     srun: Annotated[bool, typer.Option(
         "--srun", help="Start each task script in its own srun step on its first node.")] = False,
+    agents: Annotated[bool, typer.Option(
+        "--agents", help="Start one agent on each node (one srun step on SLURM) and each "
+                         "task script through the agent of its first node.")] = False,
     batch: Annotated[str | None, typer.Option(
         help="The batch system: slurm, pbs or local (default: detected).")] = None,
     jobid: Annotated[str | None, typer.Option(help="Override the batch job id.")] = None,
@@ -126,7 +129,8 @@ def run(
                 max_tasks=_first(max_tasks, metaq.max_tasks),
                 launch_pause=_first(pause, metaq.launch_pause),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
-                srun=srun, release_after=_seconds(release_after, "--release-after") or 0.0,
+                srun=srun, agents=agents,
+                release_after=_seconds(release_after, "--release-after") or 0.0,
                 warning=_seconds(warning, "--warning") or 0.0, fs_events=fs_events,
                 verbose=bool(_first(verbose, metaq.verbose)),
                 end_signal=end_signal.upper().removeprefix("SIG"))

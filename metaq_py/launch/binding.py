@@ -20,17 +20,70 @@ are) they are the CPU ids themselves.
   configuration lacks support for cpu binding"). So the wrapper in the step
   (``python -m metaq_py.launch``) binds the script itself before ``exec`` (:func:`bind_here`),
   unless SLURM already narrowed the step to as many CPUs as the share has.
+
+**MPI ranks** (``$METAQ_MPIRUN``): a ready launch prefix for a task's own nodes, ranks and
+cores.
+
+A task script writes ``$METAQ_MPIRUN ./prop`` and its ranks land on exactly the nodes the runner
+gave it, so many per node, each bound to its own cores, whatever the site's launcher. The
+launcher is named in ``metaq.yaml`` (``mpi: {launcher: ..., args: [...]}``) or detected
+(:func:`detect_launcher`); ``args`` are put in right after the launcher's name (``--mpi=pmi2``
+where SLURM's default MPI plugin is ``none``, a site's account options, ...).
+
+**Ranks and cores.** A task gets one rank per GPU on each node when it was given GPUs, else one
+rank per core: its share's cores (``METAQ_CPUS``), or all the node's cores for a whole node.
+The cores of a node are dealt out in order, as many to each rank (``rank_cpus``); a rank of a
+whole node of 64 cores and 4 GPUs gets 16 neighbouring cores. Core ids are numbered ``0 ..``
+among the CPUs the batch job holds on the node, as for shares above.
+
+The line of each launcher, for a task on ``n1,n2`` with 2 ranks a node on cores 0 and 1:
+
+``srun``
+    ``srun --exact --nodelist=n1,n2 --nodes=2 --ntasks=4 --ntasks-per-node=2
+    --cpus-per-task=1 --cpu-bind=mask_cpu:0x1,0x2 --kill-on-bad-exit=1 PYTHON -m
+    metaq_py.launch.rank 0,1``. ``--exact`` gives the step only its own CPUs, so that two
+    tasks' steps run side by side; ``--kill-on-bad-exit`` ends the whole step when one rank
+    fails, so the others do not wait for it for ever. SLURM binds with ``--cpu-bind`` where its
+    task plugin binds (``task/affinity``, ``task/cgroup``); with ``task/none`` it only warns,
+    so each rank goes through :mod:`metaq_py.launch.rank`, which binds it by its
+    ``SLURM_LOCALID`` (and does nothing where SLURM bound it already). Inside a task that is
+    itself a step (``metaq run --srun``) the line adds ``--overlap``.
+``mpiexec`` (MPICH's Hydra)
+    ``mpiexec -hosts n1,n2 -n 4 -ppn 2 -bind-to user:0,1`` (``user:0+1,2+3`` for two
+    cores a rank). Inside a SLURM job Hydra starts its proxies with ``srun`` itself; on a
+    local pretend cluster the line adds ``-launcher fork``. MPICH 4.0's Hydra, over SLURM,
+    does not end the other ranks when one rank exits alone (the task then runs on until its
+    ranks end or it is stopped): where that matters, prefer ``srun``.
+``mpirun`` (Open MPI)
+    ``mpirun --host n1:2,n2:2 -np 4 --map-by ppr:2:node:PE=1 --bind-to core
+    --cpu-set 0,1``.
+``aprun`` (Cray ALPS)
+    ``aprun -L n1,n2 -n 4 -N 2 -d 1 -cc 0:1`` (``-cc 0-1:2-3`` for two cores a rank; ALPS
+    names nodes by their numeric ``nid``, which is what its batch job lists).
+``jsrun`` (IBM LSF, Summit and Sierra)
+    ``jsrun --nrs 4 --rs_per_host 2 --tasks_per_rs 1 --cpu_per_rs 1 --gpu_per_rs G
+    --bind packed:1``. ``jsrun`` places resource sets on the job's hosts itself and takes no
+    host list: a task shares its batch job with others only through an ERF file, which metaq
+    does not write, so on an LSF machine give each batch job one multi-node task at a time.
+
+METAQ's habit, ``srun -N $METAQ_NNODES --nodelist=$METAQ_NODELIST ...`` written in the
+script, keeps working beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from metaq_py.launch.spec import LaunchError
 from metaq_py.ranges import cpu_list, machine_cpus
 
-__all__ = ["PIN_MOST", "bind_here", "cpu_mask", "pin_tree", "srun_binding"]
+__all__ = ["PIN_MOST", "MpiLayout", "bind_here", "cpu_mask", "detect_launcher",
+           "mpirun_line", "pin_tree", "rank_cpus", "srun_binding", "which_launcher"]
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -120,4 +173,107 @@ def bind_here(cores: Sequence[int]) -> str | None:
         os.sched_setaffinity(0, [allowed[c] for c in cores])
     except OSError as e:
         return f"cannot bind to the cores {cpu_list(cores)}: {e.strerror}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MpiLayout:
+    """Where one task's ranks go: ``nodes``, ``ranks_per_node`` on each, and the ``cpus`` of
+    each node the task may use (the same core ids on every node), dealt to its ranks;
+    ``gpus`` per node (0: none)."""
+
+    nodes: tuple[str, ...]
+    ranks_per_node: int
+    cpus: tuple[int, ...]
+    gpus: int = 0
+
+    @property
+    def ranks(self) -> int:
+        return self.ranks_per_node * len(self.nodes)
+
+
+def rank_cpus(cpus: Sequence[int], ranks_per_node: int) -> list[tuple[int, ...]]:
+    """The cores of each rank of a node: ``cpus`` dealt out in order, as many to each rank
+    (the rest, when they do not divide, to no rank); every rank shares all of them when there
+    are more ranks than cores."""
+    if ranks_per_node < 1:
+        raise ValueError(f"a node needs at least one rank, not {ranks_per_node}")
+    each = len(cpus) // ranks_per_node
+    if each == 0:
+        return [tuple(cpus)] * ranks_per_node
+    return [tuple(cpus[i * each:(i + 1) * each]) for i in range(ranks_per_node)]
+
+
+def mpirun_line(launcher: str, layout: MpiLayout, *, args: Sequence[str] = (),
+                in_step: bool = False, local: bool = False,
+                python: str = sys.executable) -> list[str]:
+    """The words of ``$METAQ_MPIRUN`` for ``launcher`` and ``layout`` (see the module's
+    text); ``args`` follow the launcher's name. ``in_step``: the script is itself a SLURM
+    step (``metaq run --srun``), whose own steps must overlap it. ``local``: the nodes are
+    a local pretend cluster's, all this machine, which Hydra reaches with ``-launcher fork``
+    (its host names name no machine)."""
+    per = rank_cpus(layout.cpus, layout.ranks_per_node)
+    n, ppn, depth = str(layout.ranks), str(layout.ranks_per_node), len(per[0])
+    nodes = ",".join(layout.nodes)
+    if launcher == "srun":
+        return ["srun", *args, "--exact", *(["--overlap"] if in_step else []),
+                f"--nodelist={nodes}", f"--nodes={len(layout.nodes)}", f"--ntasks={n}",
+                f"--ntasks-per-node={ppn}", f"--cpus-per-task={depth}",
+                f"--cpu-bind=mask_cpu:{','.join(cpu_mask(c) for c in per)}",
+                "--kill-on-bad-exit=1",
+                python, "-m", "metaq_py.launch.rank", _joined(per, "+")]
+    if launcher == "mpiexec":
+        fork = ["-launcher", "fork"] if local else []
+        return ["mpiexec", *fork, *args, "-hosts", nodes, "-n", n, "-ppn", ppn,
+                "-bind-to", f"user:{_joined(per, '+')}"]
+    if launcher == "mpirun":
+        return ["mpirun", *args, "--host", ",".join(f"{h}:{ppn}" for h in layout.nodes),
+                "-np", n, "--map-by", f"ppr:{ppn}:node:PE={depth}", "--bind-to", "core",
+                "--cpu-set", ",".join(map(str, layout.cpus))]
+    if launcher == "aprun":
+        return ["aprun", *args, "-L", nodes, "-n", n, "-N", ppn, "-d", str(depth),
+                "-cc", ":".join(f"{c[0]}-{c[-1]}" if len(c) > 1 else str(c[0]) for c in per)]
+    if launcher == "jsrun":
+        return ["jsrun", *args, "--nrs", n, "--rs_per_host", ppn, "--tasks_per_rs", "1",
+                "--cpu_per_rs", str(depth),
+                "--gpu_per_rs", str(layout.gpus // layout.ranks_per_node),
+                "--bind", f"packed:{depth}"]
+    raise LaunchError(f"{launcher!r} is not a launcher metaq knows; the known launchers are "
+                      f"{', '.join(_launchers())}")
+
+
+def _launchers() -> tuple[str, ...]:
+    """The launchers ``mpi.launcher`` may name, loaded only when a message needs them (the
+    settings' module loads YAML, which a wrapped step's start has no use for)."""
+    from metaq_py.queue.settings.config import MPI_LAUNCHERS
+
+    return MPI_LAUNCHERS
+
+
+def _joined(per: list[tuple[int, ...]], within: str) -> str:
+    """Each rank's cores joined by ``within``, the ranks by commas (``0+1,2+3``)."""
+    return ",".join(within.join(map(str, c)) for c in per)
+
+
+def detect_launcher(system: str, *, which: Callable[[str], str | None] = shutil.which
+                    ) -> str | None:
+    """The launcher of a batch job of ``system`` when ``metaq.yaml`` names none: ``srun`` in
+    a SLURM job, else the first of ``mpiexec``, ``mpirun``, ``aprun`` and ``jsrun`` installed;
+    ``None`` when there is none."""
+    order = ("srun",) if system == "slurm" else ()
+    for name in (*order, "mpiexec", "mpirun", "aprun", "jsrun"):
+        if which(name) is not None:
+            return name
+    return None
+
+
+def which_launcher(launcher: str, *,
+                   which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """Why ``launcher`` cannot be used here (one sentence), or ``None`` when it is installed."""
+    if launcher not in _launchers():
+        return (f"metaq.yaml names the MPI launcher {launcher!r}, which metaq does not know "
+                f"(known: {', '.join(_launchers())})")
+    if which(launcher) is None:
+        return (f"metaq.yaml names the MPI launcher {launcher!r}, which is not installed on "
+                f"this node (not on PATH)")
     return None

@@ -26,6 +26,9 @@ loaded modules carry over, as in METAQ) plus:
     a share of a node's core ids (comma-separated, numbered ``0 ..`` on its node), their
     number (``HQ_CPUS`` in HyperQueue's words) and their mask for a script's own ``srun
     --cpu-bind=mask_cpu:$METAQ_CPU_MASK``; unset for whole-node tasks;
+``METAQ_MPIRUN``
+    a ready launch prefix for the task's nodes, ranks per node and cores, for the site's MPI
+    launcher (``$METAQ_MPIRUN ./prop``; :mod:`metaq_py.launch.binding`), when there is one;
 ``METAQ_CHECKPOINT_FILE``, ``METAQ_RESIZE_FILE``
     the file to touch after a checkpoint and the file the runner writes a new node list to
     before a resize signal;
@@ -62,18 +65,13 @@ from metaq_py.launch.binding import cpu_mask, srun_binding
 from metaq_py.launch.slurm_step import slurm_task_env
 from metaq_py.launch.spec import LaunchSpec
 
-__all__ = ["gpu_variable", "task_command", "task_environment"]
+__all__ = ["gpu_variable", "task_command", "task_environment", "wrapper_command"]
 
 
 def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
     """The argument vector that starts ``spec``'s script, directly or under ``srun``."""
-    script = os.path.abspath(spec.script)
     if not spec.srun_wrap:
-        return [script]
-    checked: list[str] = []
-    if spec.program is not None:
-        script = os.path.abspath(spec.program.source)
-        checked = ["--sha256", spec.program.digest]
+        return [os.path.abspath(spec.script)]
     return [
         srun,
         f"--nodelist={spec.nodes[0]}",
@@ -84,13 +82,20 @@ def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
         f"--job-name={spec.task}",
         *(srun_binding(spec.cores) if spec.cores is not None else ()),
         *spec.srun_args,
-        sys.executable,
-        "-m",
-        "metaq_py.launch",
-        *checked,
-        os.path.abspath(spec.step_file),
-        script,
+        *wrapper_command(spec),
     ]
+
+
+def wrapper_command(spec: LaunchSpec) -> list[str]:
+    """``PYTHON -m metaq_py.launch [--sha256 HEX] STEP_FILE SCRIPT``: the script started on
+    another node (in a step of its own, or by the node's agent), run only as it was checked."""
+    script = os.path.abspath(spec.script)
+    checked: list[str] = []
+    if spec.program is not None:
+        script = os.path.abspath(spec.program.source)
+        checked = ["--sha256", spec.program.digest]
+    return [sys.executable, "-m", "metaq_py.launch", *checked,
+            os.path.abspath(spec.step_file), script]
 
 
 def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str]:
@@ -110,6 +115,8 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
         METAQ_RESIZE_FILE=os.path.abspath(spec.resize_file),
         METAQ_LOG=os.path.abspath(spec.log),
     )
+    if spec.mpirun:
+        env["METAQ_MPIRUN"] = " ".join(spec.mpirun)
     if spec.gpus is not None:
         env[gpu_variable(base)] = ",".join(spec.gpus)
     if spec.cores is not None:

@@ -55,7 +55,7 @@ from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
 from metaq_py.launch.workdir import Aside
 
-__all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
+__all__ = ["ExitStatus", "TaskProcess", "contain", "launch", "terminate_all"]
 
 _log = logging.getLogger(__name__)
 
@@ -355,7 +355,7 @@ def launch(
     ready.close_program()
     started_at = clock()
     try:
-        cgroup, contained = _contain(pid, mark=ready.mark, cpus=cpus)
+        cgroup, contained = contain(pid, mark=ready.mark, cpus=cpus)
     except OSError as e:
         if tee is not None:
             tee.abandon()
@@ -368,7 +368,7 @@ def launch(
     )
 
 
-def _contain(pid: int, *, mark: str, cpus: list[int] | None) -> tuple[Path | None, bool]:
+def contain(pid: int, *, mark: str, cpus: list[int] | None) -> tuple[Path | None, bool]:
     """Move the script ``pid``, just started, into a cgroup of its own where the kernel allows
     (:mod:`metaq_py.launch.cgroup`), then pin it to ``cpus`` if it is a bound share (after the
     move, which a pinned child makes dearer): its cgroup, and whether that holds all of the

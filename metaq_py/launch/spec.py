@@ -58,6 +58,9 @@ class LaunchSpec:
 
     ``srun_wrap`` starts the script itself as a one-task SLURM step on the first of its nodes
     instead of on the batch node; ``srun_args`` are extra options for that ``srun``.
+
+    ``mpirun`` is the task's ready launch prefix, ``$METAQ_MPIRUN``
+    (:mod:`metaq_py.launch.binding`); empty: none is set.
     """
 
     script: Path
@@ -75,6 +78,7 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     srun_wrap: bool = False
     srun_args: tuple[str, ...] = ()
+    mpirun: tuple[str, ...] = ()
     program: Program | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,6 +89,7 @@ class LaunchSpec:
                 object.__setattr__(self, name, Path(value))
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "srun_args", tuple(self.srun_args))
+        object.__setattr__(self, "mpirun", tuple(self.mpirun))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
         if self.gpus is not None:
             object.__setattr__(self, "gpus", tuple(str(g) for g in self.gpus))
@@ -111,6 +116,9 @@ class LaunchSpec:
                                   f"node needs one node and core ids of 0 or more")
         if self.bind and self.cores is None:
             raise LaunchError(f"{who} is to be bound to its cores but was given none")
+        if any(not w or any(c.isspace() for c in w) for w in self.mpirun):
+            raise LaunchError(f"{who} has the MPI launch prefix {list(self.mpirun)}, whose "
+                              f"words a shell would split apart")
         if self.attempt < 1:
             raise LaunchError(f"{who} has attempt number {self.attempt}; attempts count from 1")
         for key, value in self.env.items():

@@ -418,6 +418,7 @@ class Runner:
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)
         for sentence in self.settler.park():
             self.say(sentence)
+        self.launcher.close()
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.ctx.events.write("runner-stop", reason=reason)
         self.ctx.events.flush()

@@ -40,6 +40,9 @@ class RunOptions:
     margin: float = 10.0
     srun: bool = False
     srun_args: tuple[str, ...] = ()
+    agents: bool = False
+    """Start the tasks through one agent per node, started once (``--agents``;
+    :mod:`metaq_py.launch.agent_task`), instead of on the batch node or a step each."""
     release_after: float = 600.0
     warning: float = 120.0
     fs_events: bool = True
@@ -57,6 +60,9 @@ class RunOptions:
             if not (value >= 0 and math.isfinite(value)):
                 raise RunnerError(f"--{name.replace('_', '-')} must be a finite number of "
                                   f"seconds >= 0, not {value}")
+        if self.agents and self.srun:
+            raise RunnerError("--agents and --srun are two ways of starting tasks on their "
+                              "nodes; give one of them")
         if self.max_tasks is not None and self.max_tasks < 1:
             raise RunnerError(f"--max-tasks must be at least 1, not {self.max_tasks}")
         if self.end_signal not in ("TERM", "USR1", "INT", "HUP", "USR2", "ALRM"):

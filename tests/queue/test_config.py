@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from metaq_py.errors import ConfigError
-from metaq_py.queue.settings.config import TEMPLATE, Caps, Defaults, QueueConfig, load_config
+from metaq_py.queue.settings.config import (
+    TEMPLATE,
+    Caps,
+    Defaults,
+    MpiSettings,
+    QueueConfig,
+    load_config,
+)
 
 
 def write(root: Path, text: str) -> Path:
@@ -88,3 +95,21 @@ def test_bad_settings_name_key_and_line(tmp_path: Path, text: str, line: int,
     message = str(info.value)
     assert message.startswith(f"{tmp_path / 'metaq.yaml'}, line {line}: ")
     assert words in message and "\n" not in message
+
+
+def test_the_mpi_launcher_and_its_options_are_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "mpi:\n  launcher: mpiexec\n  args: [-genv, A=1]\n"))
+    assert config.mpi == MpiSettings(launcher="mpiexec", args=("-genv", "A=1"))
+    assert load_config(write(tmp_path, "folders: [todo]\n")).mpi == MpiSettings()
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("mpi:\n  launcher: mpich\n",
+     "line 2: setting 'mpi.launcher' is 'mpich', which is not a launcher"),
+    ("mpi:\n  args: ['--mpi pmi2']\n", "give each word of the options as its own list item"),
+    ("mpi:\n  ranks: 4\n", "known mpi settings are launcher and args"),
+])
+def test_a_bad_mpi_setting_is_named_with_its_line(tmp_path: Path, text: str, says: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert says in str(caught.value)

@@ -23,7 +23,7 @@ from metaq_py.queue.disk.fileio import Refused, read_regular
 from metaq_py.queue.settings.trust import settings_problem
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
-           "AllocSettings", "Caps", "Defaults", "QueueConfig", "default_folder",
+           "AllocSettings", "Caps", "Defaults", "MpiSettings", "QueueConfig", "default_folder",
            "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
@@ -109,6 +109,20 @@ class AllocSettings:
     flags: tuple[str, ...] = ()
 
 
+MPI_LAUNCHERS = ("srun", "mpiexec", "mpirun", "aprun", "jsrun")
+"""The launchers ``mpi.launcher`` may name (:mod:`metaq_py.launch.binding` writes their lines)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MpiSettings:
+    """How ``$METAQ_MPIRUN`` starts a task's ranks (``mpi:``): ``launcher`` is one of
+    :data:`MPI_LAUNCHERS` (``None``: detected, ``srun`` in a SLURM job), ``args`` go right
+    after its name (``--mpi=pmi2``, ...)."""
+
+    launcher: str | None = None
+    args: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
     """The settings of one queue.
@@ -133,6 +147,7 @@ class QueueConfig:
     defaults: Defaults = field(default_factory=Defaults)
     caps: Caps = field(default_factory=Caps)
     alloc: AllocSettings = field(default_factory=AllocSettings)
+    mpi: MpiSettings = field(default_factory=MpiSettings)
     heartbeat: float = 30.0
     stale_after: float = 600.0
     poll_interval: float = 5.0
@@ -228,6 +243,12 @@ alloc:
   partition:               # a SLURM partition, or a PBS queue
   qos:                     # SLURM only
   flags: []                # more sbatch or qsub arguments, as they are
+
+# $METAQ_MPIRUN, a task's launch prefix (docs/user-guide.md): srun, mpiexec (MPICH's
+# Hydra), mpirun (Open MPI), aprun or jsrun; empty: srun in a SLURM job, else what is installed.
+mpi:
+  launcher:
+  args: []                 # options right after the launcher's name, such as [--mpi=pmi2]
 
 heartbeat: 30s             # how often a running job renews its leases
 stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
@@ -355,6 +376,7 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
         "defaults": lambda k, v, key: _defaults(r, v, key),
         "caps": lambda k, v, key: _caps(r, v, key),
         "alloc": lambda k, v, key: _alloc(r, v, key),
+        "mpi": lambda k, v, key: _mpi(r, v, key),
         "heartbeat": lambda k, v, key: r.duration(v, key, optional=False, most=MAX_INTERVAL),
         "stale_after": lambda k, v, key: r.duration(v, key, optional=False,
                                                     most=MAX_STALE_AFTER),
@@ -462,6 +484,27 @@ def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
 _ALLOC_WORDS = ("system", "jobscript", "account", "partition", "qos")
 _ALLOC_COUNTS = {"min_nodes": 1, "max_nodes": 1, "max_allocations": 1, "max_queued": 1}
 _ALLOC_TIMES = ("min_walltime", "max_walltime", "margin", "backoff")
+
+
+def _mpi(r: _Reader, node: yaml.Node, key: str) -> MpiSettings:
+    values: dict[str, Any] = {}
+    for name, (k, v) in r.mapping(node, key).items():
+        full = f"{key}.{name}"
+        if name == "launcher":
+            value = r.scalar(v, full)
+            if value is not None and value not in MPI_LAUNCHERS:
+                raise r.fail(v, full, f"is {value!r}, which is not a launcher metaq knows; "
+                                      f"the known launchers are {', '.join(MPI_LAUNCHERS)}")
+            values[name] = value
+        elif name == "args":
+            values[name] = r.words(v, full)
+            bad = [w for w in values[name] if any(c.isspace() for c in w)]
+            if bad:
+                raise r.fail(v, full, f"has {bad[0]!r}; give each word of the options as its "
+                                      f"own list item")
+        else:
+            raise r.fail(k, full, "is unknown; known mpi settings are launcher and args")
+    return MpiSettings(**values)
 
 
 def _alloc(r: _Reader, node: yaml.Node, key: str) -> AllocSettings:

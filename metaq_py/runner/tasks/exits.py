@@ -49,6 +49,9 @@ class Settler:
         if live is None or live.process is not process:
             return
         now = self.ctx.clock.now()
+        lost = getattr(process, "lost", None)  # its node's agent is lost (--agents)
+        if lost is not None and live.why in (None, Why.RESTART):
+            live.why, stopping = Why.INTERRUPT, f"its node {process.spec.nodes[0]} is lost: {lost}"
         roster.check_checkpoint(live, now)  # one made just before the exit
         live.account(now)
         roster.let_go(live)

@@ -11,13 +11,19 @@ once its attempts are used up).
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.errors import MetaqError
+from metaq_py.hybrid import Kind
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
+from metaq_py.launch.binding import MpiLayout, detect_launcher, mpirun_line, which_launcher
 from metaq_py.launch.cgroup import runner_cgroup
+from metaq_py.policy.model import Job
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
@@ -25,6 +31,9 @@ from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:
+    from metaq_py.launch.agent_task import AgentStarter
 
 __all__ = ["Launcher", "StartProcess"]
 
@@ -62,19 +71,70 @@ class Launcher:
         self.redecide = False
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
+        self._held: set[str] = set()
+        """Lost hosts already taken out of service (:meth:`hold_lost`)."""
+        self.agents: AgentStarter | None = None
+        """The node agents that start the tasks (``--agents``), once opened."""
+        self._launcher: tuple[str | None, str | None] | None = None
+        """The MPI launcher of ``$METAQ_MPIRUN`` and why it cannot be used (``None``: not
+        yet worked out)."""
 
     def open(self) -> None:
         """Make this job's run folder and, for real processes, the cgroup folder of its
         tasks: what dead runners' tasks left running here is killed then, before any lost
-        claim is taken back (see :func:`~metaq_py.launch.cgroup.runner_cgroup`)."""
+        claim is taken back (see :func:`~metaq_py.launch.cgroup.runner_cgroup`). With
+        ``--agents``, start the node agents (a node where none comes is left out, said)."""
         self.runs.mkdir(parents=True, exist_ok=True)
         self.next_launch = self.ctx.clock.now()
         if self.start is launch:
             runner_cgroup()
+            if self.ctx.options.agents and self.ctx.alloc.system not in ("slurm", "local"):
+                self.ctx.say(f"--agents starts agents on SLURM and on a local pretend cluster "
+                             f"only, not yet on {self.ctx.alloc.system} (pbsdsh); tasks start "
+                             f"as without it")
+            elif self.ctx.options.agents:
+                # Loaded only here: a run without agents never loads them.
+                from metaq_py.launch.agent_task import AgentStarter
+
+                alloc = self.ctx.alloc
+                self.agents = AgentStarter(alloc.nodes, system=alloc.system,
+                                           cores=alloc.cores_per_node)
+                missing = self.agents.open(self.environ)
+                if missing:
+                    self.ctx.say(f"no agent came up on {', '.join(missing)} within "
+                                 f"{self.agents.pool.timeout:g} s; "
+                                 f"{'it is' if len(missing) == 1 else 'they are'} left out")
+                self.start = self.agents.start
+
+    def close(self) -> None:
+        """End the node agents, if any (each kills what it still runs)."""
+        if self.agents is not None:
+            self.agents.close()
+
+    def lost_hosts(self) -> set[str]:
+        """The hosts whose agent is lost (none without ``--agents``)."""
+        return set(self.agents.lost) if self.agents is not None else set()
+
+    def hold_lost(self) -> None:
+        """Take each lost host out of service once it is free: a never-preempted one-node
+        job, ``lost:HOST``, holds it in the Cluster until the allocation ends (as the
+        simulator's repair jobs hold failed nodes), so no decision places a task there."""
+        cluster, now = self.roster.cluster, self.ctx.clock.now()
+        for host in sorted(self.lost_hosts() - self._held):
+            node = self.ctx.alloc.nodes.index(host)
+            if node not in cluster.free:
+                continue  # its tasks are still letting go: held once they have
+            left = max(1.0, self.ctx.end - now) if math.isfinite(self.ctx.end) else 1e9
+            cluster.start(Job(f"lost:{host}", Kind.ONDEMAND, 1, left, now), [node], now=now)
+            self._held.add(host)
+            self.ctx.say(f"node {host} is lost ({self.agents.lost[host] if self.agents else ''})"
+                         f"; nothing more starts there")
 
     def launch_ready(self) -> None:
         """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
         clock = self.ctx.clock
+        if self.agents is not None and self.agents.lost:
+            self.hold_lost()
         while self.roster.to_launch:
             now = clock.now()
             if self.launch_pause > 0 and now < self.next_launch:
@@ -87,6 +147,12 @@ class Launcher:
             self.next_launch = clock.now() + self.launch_pause
 
     def _launch(self, live: LiveTask, now: float) -> None:
+        lost = self.lost_hosts().intersection(live.hosts)
+        if lost:
+            self.redecide = True
+            self.roster.requeue_unlaunched(live, f"not started: its node {min(lost)} is lost")
+            self.hold_lost()
+            return
         spec = self._spec(live)
         if spec is None:
             return
@@ -130,6 +196,7 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
+                mpirun=self._mpirun(live),
                 env=claim.program.env if claim.program is not None else {})
             self._make_room(spec)
         except (LaunchError, OSError) as e:
@@ -154,6 +221,33 @@ class Launcher:
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
 
+    def _mpirun(self, live: LiveTask) -> tuple[str, ...]:
+        """``live``'s ``$METAQ_MPIRUN`` (:mod:`metaq_py.launch.binding`): one rank per GPU
+        on each node, else one per core; a launcher ``metaq.yaml`` names that is not
+        installed gets a prefix that says so and fails (said here once as well)."""
+        if self._launcher is None:
+            settings = self.ctx.queue.config.mpi
+            name, why = settings.launcher, None
+            if name is None:
+                name = detect_launcher(self.ctx.alloc.system)
+            else:
+                why = which_launcher(name)
+                if why is not None:
+                    self.ctx.say(f"{why}; tasks that use $METAQ_MPIRUN will fail")
+            self._launcher = (name, why)
+        name, why = self._launcher
+        if name is None:
+            return ()
+        if why is not None:
+            return (sys.executable, "-m", "metaq_py.launch.rank", "--unavailable", name)
+        cpus = live.cores if live.cores is not None else \
+            tuple(range(self.ctx.alloc.cores_per_node))
+        gpus = len(live.gpu_ids or ())
+        layout = MpiLayout(live.hosts, gpus or len(cpus), cpus, gpus)
+        return tuple(mpirun_line(name, layout, args=self.ctx.queue.config.mpi.args,
+                                 in_step=self.ctx.options.srun,
+                                 local=self.ctx.alloc.system == "local"))
+
     def _binds(self) -> bool:
         """Whether a share started here is pinned to its cores on this machine; said once when
         it is not (see :mod:`metaq_py.launch.binding`). A wrapped SLURM step is bound in its
@@ -163,7 +257,7 @@ class Launcher:
             if self.ctx.options.srun:
                 self._binding = False
                 return False
-            if alloc.system != "local":
+            if alloc.system != "local" and not self.ctx.options.agents:
                 why = (f"their scripts run on the batch node; start {alloc.system} steps with "
                        f"`metaq run --srun`, or bind them in the script "
                        f"(srun --cpu-bind=mask_cpu:$METAQ_CPU_MASK)")
