@@ -39,7 +39,8 @@ from metaq_py.policy.arrival import (
     VictimOrder,
     admit,
 )
-from metaq_py.policy.backfill import Fill, conservative, decision, easy
+from metaq_py.policy.backfill import ALL, EASY, decision
+from metaq_py.policy.backfill import backfill as backfill_pass
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
     CupTiming,
@@ -65,8 +66,12 @@ class Backfill(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def depth(self) -> int:
+        """Its reservation depth (:func:`~metaq_py.policy.backfill.backfill`): EASY reserves
+        for the head alone, conservative for every job that waits."""
+        return EASY if self is Backfill.EASY else ALL
 
-_FILL: dict[Backfill, Fill] = {Backfill.EASY: easy, Backfill.CONSERVATIVE: conservative}
 
 MECHANISMS: tuple[str, ...] = (
     "easy", "conservative",
@@ -123,7 +128,7 @@ class Scheduler:
         return self._hybrid(snapshot, arrival, notice)
 
     def _baseline(self, snap: Snapshot) -> Decision:
-        return decision(snap, fill=_FILL[self.backfill], oracle=self.oracle,
+        return decision(snap, depth=self.backfill.depth, oracle=self.oracle,
                         down=self.node_order is NodeOrder.HIGHEST_FIRST)
 
     def _hybrid(self, snap: Snapshot, arrival: ArrivalStrategy,
@@ -153,7 +158,7 @@ class Scheduler:
                   self.other_reservations, self.preempt_when)
         collect(work, order, notice, warning=self.warning, timing=self.cup_preempt,
                 when=self.preempt_when)
-        _FILL[self.backfill](work, queue)
+        backfill_pass(work, queue, self.backfill.depth)
         if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
         return work.decision()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Start, make_scheduler
-from metaq_py.policy.backfill import conservative, decision, easy
+from metaq_py.policy.backfill import ALL, EASY, decision
 from metaq_py.policy.model import NOTHING, Job, Kind
 from tests.policy_world import World, job
 
@@ -217,12 +217,29 @@ def test_same_input_same_decision(state: tuple[list[tuple[int, int]], list]) -> 
 
 
 def test_a_backfilling_decision_is_the_baselines_and_nothing_without_work() -> None:
-    for fill, name in ((easy, "easy"), (conservative, "conservative")):
+    for depth, name in ((EASY, "easy"), (ALL, "conservative")):
         w = World(10)
         _blocked_head(w)
-        assert decision(w.snapshot(), fill=fill, oracle=False) == \
+        assert decision(w.snapshot(), depth=depth, oracle=False) == \
             make_scheduler(name).decide(w.snapshot())
         w.submit(job("X", 2, 500.0, submit=2.0), job("Z", 2, 50.0, submit=4.0))
-        made = decision(w.snapshot(), fill=fill, oracle=False)
+        made = decision(w.snapshot(), depth=depth, oracle=False)
         assert made == make_scheduler(name).decide(w.snapshot()) and made.actions
-        assert decision(World(10).snapshot(), fill=fill, oracle=False) is NOTHING
+        assert decision(World(10).snapshot(), depth=depth, oracle=False) is NOTHING
+
+
+def test_the_reservation_depth_protects_that_many_waiting_jobs() -> None:
+    """10 nodes, A on 6 until t=100. H (8 nodes), H2 (9) and H3 (10), 100 s each, must wait:
+    reserved from 100, 200 and 300. D (2 nodes, 250 s) fits EASY's 2 extra nodes but would
+    delay H2 at t=200; C (1 node, 350 s) delays only H3 (the whole machine from t=300)."""
+    w = World(10)
+    _blocked_head(w)
+    w.submit(job("H2", 9, 100.0, submit=2.0), job("H3", 10, 100.0, submit=3.0),
+             job("D", 2, 250.0, submit=4.0), job("C", 1, 350.0, submit=5.0))
+
+    def starts(depth: int) -> list[object]:
+        return [a.job for a in decision(w.snapshot(), depth=depth, oracle=False).actions]
+
+    assert starts(EASY) == ["D"], "EASY protects H alone: D takes its extra nodes"
+    assert starts(2) == ["C"], "depth 2 protects H and H2, not H3"
+    assert starts(3) == starts(ALL) == [], "every waiting job protected"
