@@ -15,7 +15,8 @@ exactly when their lines are equal. Runs:
   of several shapes, malleable tasks), each decided once by ``easy`` and ``conservative``:
   the simulator never exercises these paths.
 
-Run: ``python bench/schedule_hashes.py [--quick]`` (``--quick`` skips the Theta W5 runs).
+Run: ``python bench/schedule_hashes.py [--quick]`` (``--quick`` skips the Theta W5 runs). It
+runs the checkout it lives in (whatever ``metaq_py`` is installed), and says so.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, first
+
+import metaq_py
 from metaq_py import build
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Job, Kind, make_scheduler, queue_key
@@ -131,13 +135,16 @@ def random_decisions(policy: str, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the Theta W5 runs")
+    parser.add_argument("--traces", type=Path, default=TRACES,
+                        help=f"folder of the *.swf.gz traces (default {TRACES})")
     args = parser.parse_args()
-    print(f"policy core: {build()}; traces from {TRACES}")
+    traces_dir = args.traces
+    print(f"metaq_py from {Path(metaq_py.__file__).parent} ({build()}); traces from {traces_dir}")
     synthetic = synthetic_trace(jobs=10_000, seed=0)
     traces = [(p.name.removesuffix(".swf.gz"), load_trace(p))
-              for p in sorted(TRACES.glob("*.swf.gz"))]
+              for p in sorted(traces_dir.glob("*.swf.gz"))]
     if not traces:
-        print(f"no traces under {TRACES}: only the synthetic runs", file=sys.stderr)
+        print(f"no traces under {traces_dir}: only the synthetic runs", file=sys.stderr)
     for label, trace in [*traces, ("synthetic", synthetic)]:
         for policy in ("easy", "conservative"):
             run(f"{label}, {policy}", trace, policy)

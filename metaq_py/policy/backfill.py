@@ -42,7 +42,8 @@ backfill", says why the two differ.
 
 The wall clock of the allocation (``snapshot.end``) is a resource: a job whose estimate at its
 chosen size does not end by ``end`` never starts; a job that cannot end by ``end`` even at its
-largest size is skipped entirely and never becomes the head, since time only runs out.
+largest size, or even from the earliest time it could start, is skipped entirely: it takes no
+reservation, since time only runs out.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def backfill(work: Work, queue: Sequence[Job], depth: int) -> None:
             return
         found = shadow(work, job)
         if found is None:
-            return
+            continue  # it cannot end by the allocation's end: it cannot run here
         waitlist = None if room is not None else _waitlist(work, queue)
         if room is not None:
             _backfill_shares(work, room, queue[i + 1:], *found)
@@ -144,7 +145,8 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
 
     ``(inf, 0)`` when running jobs never release enough (reservations hold the rest), and
     ``None`` when the head could not end by the allocation's end even starting at its shadow
-    time (it is then not protected).
+    time: it cannot run here, and the pass skips it, as it skips a job too long for the time
+    left now (conservative's profile holds nothing for such a job either).
     """
     need = job.min_size
     avail = work.free.count
@@ -270,8 +272,7 @@ def _reserving(work: Work, queue: Sequence[Job], begin: int, depth: int,
                 room.open_node(nodes[0])
             work.start(job, nodes)
             profile.hold(now, now + job.time_at(k, oracle), k)
-        elif reserved < depth:
-            profile.reserve(job, end, oracle)
+        elif reserved < depth and profile.reserve(job, end, oracle):
             reserved += 1
     return len(queue)
 

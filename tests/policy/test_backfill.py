@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaq_py.cluster import Cluster
 from metaq_py.policy import Start, make_scheduler
 from metaq_py.policy.backfill import ALL, EASY, decision
 from metaq_py.policy.model import NOTHING, Job, Kind
+from metaq_py.policy.shares import NodeShape
 from tests.policy_world import World, job
 
 
@@ -243,3 +246,22 @@ def test_the_reservation_depth_protects_that_many_waiting_jobs() -> None:
     assert starts(EASY) == ["D"], "EASY protects H alone: D takes its extra nodes"
     assert starts(2) == ["C"], "depth 2 protects H and H2, not H3"
     assert starts(3) == starts(ALL) == [], "every waiting job protected"
+
+
+@pytest.mark.parametrize("shape", [None, NodeShape(4)])
+@pytest.mark.parametrize("name", ["easy", "conservative"])
+def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
+        name: str, shape: NodeShape | None) -> None:
+    """The allocation ends at t=150. H (8 nodes, 100 s) could start at its shadow time 100
+    at the earliest and would end at 200: it cannot run here, so it is skipped like a job too
+    long for the time left, and the short job Z behind it (a share of one core on a cluster of
+    shared nodes) starts on a free node; the next one that must wait (G, 9 nodes from t=100)
+    is then EASY's head and is protected: Y would hold 2 nodes past t=100, where only 1 is
+    left over. (EASY with shares used to stop at H and start nothing.)"""
+    c = Cluster(10, shape=shape)
+    c.start(job("A", 6, 100.0), tuple(range(6)), now=0.0)
+    z = Job("Z", Kind.RIGID, 1, 50.0, 3.0, cores=1) if shape else job("Z", 2, 50.0, submit=3.0)
+    queue = [job("H", 8, 100.0, submit=1.0), job("G", 9, 40.0, submit=2.0), z,
+             job("Y", 2, 120.0, submit=4.0)]
+    d = make_scheduler(name).decide(c.snapshot(now=0.0, waiting=queue, end=150.0))
+    assert [a.job for a in d.actions] == ["Z"]
