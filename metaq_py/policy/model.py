@@ -285,6 +285,9 @@ class Snapshot:
     start without walking past them; the decision is the same with it or without it.
     ``shaped`` says whether some waiting job has other shapes (:attr:`Job.shapes`); ``None``:
     the decision looks. A driver whose jobs never have any (the simulator) says ``False``.
+    ``returned`` maps a job preempted for an on-demand job that has just ended to the nodes
+    it gave, free again (in ``free``): the paper's completion rule (R12) resumes it on them
+    first if it still waits and can (:func:`~metaq_py.policy.notice.give_back`).
     """
 
     now: float
@@ -304,6 +307,7 @@ class Snapshot:
     shares: SharedNodes | None = None
     waitlist: Waitlist | None = None
     shaped: bool | None = None
+    returned: Mapping[JobId, Nodes] = field(default_factory=dict)
 
     def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
                  waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
@@ -314,7 +318,8 @@ class Snapshot:
                  ending_true: Sequence[Ending] | None = None,
                  ondemand_waiting: int | None = None,
                  shares: SharedNodes | None = None, waitlist: Waitlist | None = None,
-                 shaped: bool | None = None) -> None:
+                 shaped: bool | None = None,
+                 returned: Mapping[JobId, Nodes] | None = None) -> None:
         # written out (see "Hot values" below); a mapping left out is a new empty one
         object.__setattr__(self, "now", now)
         object.__setattr__(self, "total", total)
@@ -333,6 +338,7 @@ class Snapshot:
         object.__setattr__(self, "shares", shares)
         object.__setattr__(self, "waitlist", waitlist)
         object.__setattr__(self, "shaped", shaped)
+        object.__setattr__(self, "returned", {} if returned is None else returned)
 
 
 # --- actions -------------------------------------------------------------------------------
@@ -362,8 +368,9 @@ class Preempt:
     """Stop ``job`` and requeue it.
 
     ``for_job`` names the on-demand job the nodes are freed for (or ``None`` when CUP frees them
-    for a reservation). They are not lent: a preempted job resumes through the normal queue
-    order, with its original submit time, and gets no nodes back.
+    for a reservation). They are not lent: a preempted job waits in the queue with its
+    original submit time; when ``for_job`` ends, the nodes it gave come back to it if it
+    still waits (:attr:`Snapshot.returned`, R12).
     """
 
     job: JobId

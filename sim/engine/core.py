@@ -236,7 +236,7 @@ class Engine:
             if not self._take_instant(now):
                 continue
             plain = self._baseline or not (self.cluster.notices or self.cluster.owed
-                                           or self._waiting.ondemand)
+                                           or self.cluster.returned or self._waiting.ondemand)
             if self._can_skip(plain):
                 self._settled = True
             else:
