@@ -205,9 +205,13 @@ class Holdings:
         """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
         runs are ``bounds``."""
         k = len(ordered)
-        scale = job.size / k if not job.serial else job.slowdown(k)
-        end = now + job.walltime * scale
-        true_end = None if job.runtime is None else now + job.runtime * scale
+        if job.fixed_setup:  # R2: only the time past the setup scales
+            end = now + job.time_at(k, False)
+            true_end = None if job.runtime is None else now + job.time_at(k, True)
+        else:
+            scale = job.size / k if not job.serial else job.slowdown(k)
+            end = now + job.walltime * scale
+            true_end = None if job.runtime is None else now + job.runtime * scale
         r = Running(job, ordered, now, end, true_end, None, borrowed)
         jid = job.id
         if self._lending.returned:

@@ -198,6 +198,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
             raise ValueError(f"--jobs must be at least 1, not {count}")
         base = synthetic_trace(jobs=count, seed=seed, **({"nodes": nodes} if nodes else {}))
         label = f"a synthetic Theta-like trace (seed {seed})"
+    own = base
     if reading.load != 1.0:
         base = scale_load(base, reading.load)
         base = replace(base, notes=(*base.notes, f"arrivals scaled {reading.load:g} times as "
@@ -217,7 +218,8 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
         raise ValueError("the hybrid workloads preempt and resize whole nodes, so read the "
                          "trace with --unit nodes")
     model = WorkloadModel.for_workload(name, seed=seed)
-    return hybrid_workload(base, model), replace(info, workload=name, seed=seed)
+    # typed at the trace's own load: a seed types each job alike at every --load
+    return hybrid_workload(base, model, typed_on=own), replace(info, workload=name, seed=seed)
 
 
 def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,

@@ -86,6 +86,11 @@ class Job:
     size (its setup, say): :func:`~metaq_py.policy.work.resized` moves the job's end later by
     it, at the new size; with ``resize_fixed`` by the same time at any size. 0 (the default)
     makes resizing free.
+
+    ``fixed_setup`` makes a malleable job's ``setup`` take the same time at any size, as the
+    paper's t_actual = t_single / n + t_setup says (R2 of ``paper-rules.md``): only the rest
+    of its time scales with its size (:meth:`time_at`). Without it (the default) the whole
+    time, setup included, scales.
     """
 
     id: JobId
@@ -108,6 +113,7 @@ class Job:
     serial: float = 0.0
     resize_cost: float = 0.0
     resize_fixed: bool = False
+    fixed_setup: bool = False
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
@@ -115,7 +121,7 @@ class Job:
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
                  gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
                  serial: float = 0.0, resize_cost: float = 0.0,
-                 resize_fixed: bool = False) -> None:
+                 resize_fixed: bool = False, fixed_setup: bool = False) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -137,6 +143,7 @@ class Job:
         object.__setattr__(self, "serial", serial)
         object.__setattr__(self, "resize_cost", resize_cost)
         object.__setattr__(self, "resize_fixed", resize_fixed)
+        object.__setattr__(self, "fixed_setup", fixed_setup)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -173,11 +180,14 @@ class Job:
 
         The estimate at full size is the requested walltime, or the true runtime with
         ``oracle`` (when it is known), times :meth:`slowdown`: with linear speedup
-        ``estimate * size / nodes``. Other kinds run at ``size``.
+        ``estimate * size / nodes``; with :attr:`fixed_setup`, ``setup + (estimate - setup)
+        * slowdown``. Other kinds run at ``size``.
         """
         est = self.runtime if oracle and self.runtime is not None else self.walltime
         if nodes == self.size:
             return est
+        if self.fixed_setup:
+            return self.setup + (est - self.setup) * self.slowdown(nodes)
         # linear: the same arithmetic as ever, so results stay identical to the last bit
         return est * self.size / nodes if not self.serial else est * self.slowdown(nodes)
 
