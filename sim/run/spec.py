@@ -116,6 +116,24 @@ OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *MODEL_CHOICE_KEYS, *FAILURE_KEYS, *POL
 
 Value = float | int | str
 
+PAPER_RULES: tuple[tuple[str, Value], ...] = (
+    ("checkpoint_time", "charged"), ("setup_speedup", "none"), ("victim_order", "seconds"))
+"""The paper's rules (``paper-rules.md``) where the model's defaults had chosen otherwise,
+for every run of a study: R15, R2, R9 (the key ``victim_order`` means nothing to the
+baseline, which preempts nothing, and is left out of its runs). The completion rule, R12, is
+the schedulers' own default."""
+BASELINE_RULES: tuple[tuple[str, Value], ...] = (("malleable_start", "full"),
+                                                 ("planning", "cqsim"))
+"""R14: the baseline treats malleable jobs as rigid (full size) and plans as CQSim does."""
+
+
+def paper_rules(policy: str) -> tuple[tuple[str, Value], ...]:
+    """The rules of the paper for a run of ``policy`` (a study's defaults), sorted."""
+    if policy == "easy":
+        return tuple(sorted((*(r for r in PAPER_RULES if r[0] != "victim_order"),
+                             *BASELINE_RULES)))
+    return PAPER_RULES
+
 
 class SpecError(ValueError):
     """A run specification is malformed; the message is one sentence."""
@@ -218,8 +236,11 @@ class RunSpec:
 
     @property
     def variant(self) -> str:
-        """The overrides as a label (``checkpoint_scale=0.5``); ``default`` when none."""
-        return variant_label(dict(self.overrides))
+        """The overrides as a label (``checkpoint_scale=0.5``) but those that only follow
+        the paper's rules (:func:`paper_rules`); ``default`` when none: so a study's runs
+        under the rules are labelled alike whatever rules their policy follows."""
+        rules = set(paper_rules(self.policy))
+        return variant_label({k: v for k, v in self.overrides if (k, v) not in rules})
 
     @property
     def params(self) -> Mapping[str, Value]:
