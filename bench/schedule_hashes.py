@@ -15,7 +15,9 @@ exactly when their lines are equal. Runs:
   of several shapes, malleable tasks), each decided once by ``easy`` and ``conservative``:
   the simulator never exercises these paths.
 
-Run: ``python bench/schedule_hashes.py [--quick]`` (``--quick`` skips the Theta W5 runs). It
+Run: ``python bench/schedule_hashes.py [--quick] [--completion pool]`` (``--quick`` skips the
+Theta W5 runs; ``--completion pool`` gives the on-demand mechanisms the completion rule
+before R12, the only default of theirs that changed since the first hashes were taken). It
 runs the checkout it lives in (whatever ``metaq_py`` is installed), and says so.
 """
 
@@ -63,8 +65,14 @@ class Recording(Scheduler):
         return decision
 
 
+COMPLETION = ["return"]
+"""The completion rule the hybrid runs use (``--completion``)."""
+
+
 def run(name: str, source: object, policy: str, **options: str) -> None:
     t0 = time.perf_counter()
+    if "&" in policy:
+        options = {**options, "completion": COMPLETION[0]}
     scheduler = Recording(make_scheduler(policy, **options))
     result = simulate(source, policy=scheduler)  # type: ignore[arg-type]
     for o in result.outcomes:
@@ -135,10 +143,13 @@ def random_decisions(policy: str, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the Theta W5 runs")
+    parser.add_argument("--completion", default="return", choices=("return", "pool"),
+                        help="the hybrid runs' completion rule (pool: before R12)")
     parser.add_argument("--traces", type=Path, default=TRACES,
                         help=f"folder of the *.swf.gz traces (default {TRACES})")
     args = parser.parse_args()
     traces_dir = args.traces
+    COMPLETION[0] = args.completion
     print(f"metaq_py from {Path(metaq_py.__file__).parent} ({build()}); traces from {traces_dir}")
     synthetic = synthetic_trace(jobs=10_000, seed=0)
     traces = [(p.name.removesuffix(".swf.gz"), load_trace(p))

@@ -49,7 +49,6 @@ reservation, since time only runs out.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import Final
 
@@ -63,8 +62,9 @@ from metaq_py.policy.work import Work
 
 EASY: Final = 1
 """EASY backfilling's reservation depth: the head's alone."""
-ALL: Final = sys.maxsize
-"""Conservative backfilling's reservation depth: every job that waits."""
+ALL: Final = 1 << 62
+"""Conservative backfilling's reservation depth: every job that waits (more than any queue
+holds)."""
 
 
 def decision(snap: Snapshot, *, depth: int, oracle: bool, down: bool = False) -> Decision:
