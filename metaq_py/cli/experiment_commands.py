@@ -71,6 +71,9 @@ def experiment(
              "row of the report (repeatable).")] = None,
     max_seeds: Annotated[int, typer.Option(
         help="With --study all: the most seeds an undecided observation gets.")] = 10,
+    escalation_runs: Annotated[int | None, typer.Option(
+        help="With --study all: the most runs added for undecided observations, the "
+             "cheapest first (default 120; no limit with --observation).")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
@@ -162,7 +165,8 @@ def experiment(
                            seeds=seeds or 3, first_seed=first_seed, workers=workers,
                            out=out or Path("experiment-all"), fresh=fresh,
                            overrides=overrides, reading=reading,
-                           observations=observation or [], max_seeds=max_seeds)
+                           observations=observation or [], max_seeds=max_seeds,
+                           escalation=escalation_runs)
             return
         if len(paths) > 1:
             raise BadArgument("several traces need --study all")
@@ -247,13 +251,13 @@ def _context(study: Study, said: str, specs: tuple[RunSpec, ...]) -> dict[str, o
 def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                    nodes: int | None, seeds: int, first_seed: int, workers: int | None,
                    out: Path, fresh: bool, overrides: Variant, reading: str | None,
-                   observations: list[int], max_seeds: int) -> None:
+                   observations: list[int], max_seeds: int, escalation: int | None) -> None:
     """``--study all``: calibrate, run and judge all 17 observations on every trace."""
     import os
     import time
 
     from sim.study.execution import RunStore, run_grid
-    from sim.study.full import run_all
+    from sim.study.full import ESCALATION_RUNS, run_all
     from sim.study.full_report import FullContext, write_full
 
     if seeds < 1:
@@ -265,6 +269,10 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
         raise BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
     if workers is not None and workers < 1:
         raise BadArgument(f"--workers must be at least 1, got {workers}")
+    if escalation is not None and escalation < 0:
+        raise BadArgument(f"--escalation-runs must be 0 or more, got {escalation}")
+    if escalation is None and not observations:
+        escalation = ESCALATION_RUNS
     wrong = [n for n in observations if not 1 <= n <= 17]
     if wrong:
         raise BadArgument(f"--observation is a number from 1 to 17, got {wrong[0]}")
@@ -297,10 +305,12 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
 
     seed_list = tuple(range(first_seed, first_seed + seeds))
     results = run_all(sources, seeds=seed_list, run=run, overrides=overrides, reading=reading,
-                      max_seeds=max_seeds, observations=observations or None)
+                      max_seeds=max_seeds, escalation=escalation,
+                      observations=observations or None)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
     files = write_full(results, out, FullContext(
         command=command, seeds=seed_list, runs=count, reading=reading, traces=said,
+        max_seeds=max_seeds,
         rerun={name: _rerun(path, synthetic, out, overrides, seeds, jobs, reading)
                for name, path in zip(said, [*paths, None], strict=False)}))
     for r in results:

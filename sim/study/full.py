@@ -13,8 +13,9 @@ at which the baseline reaches the paper's utilisation):
 
 Every run follows the paper's rules (:func:`~sim.study.grid.with_rules`). Verdicts are
 judged at :data:`FIRST_SEEDS` seeds; an observation undecided at a load gets more seeds for
-exactly the runs it reads (:data:`~sim.study.observations.NEEDS`), up to :data:`MAX_SEEDS`
-as the paper's ten traces (R18), and is judged again.
+exactly the runs its undecided parts read (:attr:`~sim.study.observations.Verdict.undecided`),
+up to :data:`MAX_SEEDS` as the paper's ten traces (R18), within :data:`ESCALATION_RUNS` runs
+(the verdicts that need the fewest first), and is judged again.
 
 Every run is an ordinary :class:`~sim.run.spec.RunSpec`: all go through one runner
 (:func:`~sim.study.execution.run_grid`: parallel, stored, resumable), duplicates once.
@@ -29,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sim.run.spec import RunSpec, TraceSource
-from sim.study.aggregate import ResultsTable, aggregate
+from sim.study.aggregate import ALL, ResultsTable, aggregate
 from sim.study.calibrate import Calibration, calibrate
 from sim.study.execution import FinishedRun
 from sim.study.grid import HOUR, MECHANISM_NAMES, PAPER_POLICIES, Variant, with_rules
@@ -52,6 +53,10 @@ OFFERED = 1.1
 """... and high enough that the work offered is this share of the machine's capacity."""
 FIRST_SEEDS = 3
 MAX_SEEDS = 10
+ESCALATION_RUNS = 120
+"""The most runs ``--study all`` adds for undecided verdicts: with the first three seeds'
+780 runs it keeps the study within 15 minutes on 2 cores (``docs/notebook.md``); a row left
+undecided says so, with the command that decides it."""
 
 
 def saturating(calibration: Calibration) -> float:
@@ -112,19 +117,24 @@ def plan(source: TraceSource, calibration: Calibration, *, seeds: Sequence[int],
     return TracePlan(source=source, calibration=calibration, factors=factors, parts=parts)
 
 
-def more_seeds(trace_plan: TracePlan, load: str, number: int,
+def more_seeds(trace_plan: TracePlan, load: str, verdict: Verdict,
                seeds: Sequence[int]) -> list[RunSpec]:
-    """The runs observation ``number`` reads at ``load`` (for a variant study, its reference
-    runs too), with ``seeds`` instead."""
-    part, policies = NEEDS[number]
+    """The runs the undecided parts of ``verdict`` (at ``load``) read, with ``seeds``: the
+    cells they compared (policy, workload or all of them, variant or the reference)."""
+    part = NEEDS[verdict.number][0]
     main = trace_plan.parts.get(load, ())
-    if part == "paper":
-        base = [s for s in main if s.policy in policies]
-    else:
-        base = [s for s in main if s.policy in policies and s.workload == VARIANT_WORKLOAD]
-        base += [s for s in trace_plan.parts.get(f"{part}@{load}", ()) if s.policy in policies]
+    variants = trace_plan.parts.get(f"{part}@{load}", ())
+    base: list[RunSpec] = []
+    for policy, workload, variant in sorted(verdict.undecided):
+        if part == "paper" or not variant:
+            base += [s for s in main if s.policy == policy and (
+                workload in (ALL, s.workload) if part == "paper"
+                else s.workload == VARIANT_WORKLOAD)]
+        else:
+            base += [s for s in variants if s.policy == policy and s.variant == variant]
     first = min((s.seed for s in base), default=0)
-    return [replace(s, seed=seed) for s in base if s.seed == first for seed in seeds]
+    return list(dict.fromkeys(replace(s, seed=seed) for s in base if s.seed == first
+                              for seed in seeds))
 
 
 def every_spec(plans: Sequence[TracePlan]) -> list[RunSpec]:
@@ -199,10 +209,12 @@ Runner = Callable[[list[RunSpec]], list[FinishedRun]]
 def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int], run: Runner,
             workloads: Sequence[str] = tuple(WORKLOADS), overrides: Variant = (),
             reading: str | None = None, max_seeds: int = MAX_SEEDS,
+            escalation: int | None = ESCALATION_RUNS,
             observations: Sequence[int] | None = None) -> list[TraceResults]:
     """Calibrate each trace, run every part of every trace through ``run`` at once, judge
-    the observations, add seeds up to ``max_seeds`` to the runs of those undecided, and judge
-    again; ``overrides`` apply to every run."""
+    the observations, add seeds up to ``max_seeds`` to the runs the undecided parts read
+    (within ``escalation`` runs in all, the cheapest verdicts first; ``None``: no limit),
+    and judge again; ``overrides`` apply to every run."""
     calibrations = [calibrate(s, run, overrides=overrides) for s in sources]
     plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides,
                   observations=observations)
@@ -211,14 +223,18 @@ def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int], run: Runner
     records = dict(zip(specs, run(specs), strict=True))
     results = [_judged(p, records, reading) for p in plans]
     extra_seeds = list(range(max(seeds) + 1, min(seeds) + max_seeds))
-    if extra_seeds:
-        more = list(dict.fromkeys(
-            s for p, r in zip(plans, results, strict=True) for load in LOADS
-            for v in r.verdicts.at[load] if v.word is Word.UNDECIDED
-            for s in more_seeds(p, load, v.number, extra_seeds) if s not in records))
-        if more:
-            records.update(zip(more, run(more), strict=True))
-            results = [_judged(p, records, reading) for p in plans]
+    wanted = [[s for s in more_seeds(p, load, v, extra_seeds) if s not in records]
+              for p, r in zip(plans, results, strict=True) for load in r.verdicts.at
+              for v in r.verdicts.at[load] if v.word is Word.UNDECIDED]
+    more: dict[RunSpec, None] = {}
+    for specs in sorted(wanted, key=len):  # the cheapest verdicts first
+        new = [s for s in specs if s not in more]
+        if escalation is not None and len(more) + len(new) > escalation:
+            break
+        more.update(dict.fromkeys(new))
+    if more:
+        records.update(zip(more, run(list(more)), strict=True))
+        results = [_judged(p, records, reading) for p in plans]
     return results
 
 

@@ -55,6 +55,7 @@ class FullContext:
     reading: str | None = None
     traces: Mapping[str, str] = field(default_factory=dict)
     rerun: Mapping[str, str] = field(default_factory=dict)
+    max_seeds: int = 10
 
 
 def _word(v: Verdict) -> str:
@@ -66,8 +67,9 @@ def _cell_of(v: Verdict) -> str:
     return f"{_word(v)} ({v.seeds} seeds)" if v.seeds else _word(v)
 
 
-def cause(v: Verdict) -> str:
-    """What made a verdict what it is, from its parts and :data:`CAUSES`."""
+def cause(v: Verdict, *, max_seeds: int = 10, rerun: str = "") -> str:
+    """What made a verdict what it is, from its parts and :data:`CAUSES`; for one left
+    undecided below ``max_seeds``, the command that gives it more (``rerun``)."""
     if v.word is Word.HOLDS:
         return ""
     said = []
@@ -75,6 +77,10 @@ def cause(v: Verdict) -> str:
         said.append(f"contradicted: {v.broken}")
     if v.noise:
         said.append(f"inside the 95% interval at {v.seeds} seeds: {v.noise}")
+    if v.word is Word.UNDECIDED and v.seeds < max_seeds:
+        more = f"`{rerun} --observation {v.number}`" if rerun else "`--observation`"
+        said.append(f"not given more seeds (the study's budget of added runs went to "
+                    f"cheaper rows): {more} gives it {max_seeds}")
     if v.unjudged:
         said.append(f"cannot judge: {v.unjudged}")
     if v.number in CAUSES:
@@ -134,7 +140,7 @@ def outcome(results: Sequence[TraceResults]) -> list[str]:
     return _table(header, rows)
 
 
-def _observations(r: TraceResults, rerun: str) -> list[str]:
+def _observations(r: TraceResults, rerun: str, max_seeds: int) -> list[str]:
     loads = _loads(r)
     header = ["#", *(f"Verdict at {_load_label(r, x)}" for x in loads),
               *(f"Ours at {_load_label(r, x)}" for x in loads), "Cause / note"]
@@ -142,7 +148,7 @@ def _observations(r: TraceResults, rerun: str) -> list[str]:
     for i, o in enumerate(OBSERVATIONS):
         verdicts = [r.verdicts.at[x][i] for x in loads]
         causes = [f"at {_load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
-                  if (c := cause(v))]
+                  if (c := cause(v, max_seeds=max_seeds, rerun=rerun))]
         rows.append([str(o.number), *(_cell_of(v) for v in verdicts),
                      *(v.ours for v in verdicts), "; ".join(causes)])
     out = _table(header, rows)
@@ -218,11 +224,12 @@ def _variants(r: TraceResults) -> list[str]:
     return out
 
 
-def trace_section(r: TraceResults, *, rerun: str = "") -> list[str]:
+def trace_section(r: TraceResults, *, rerun: str = "", max_seeds: int = 10) -> list[str]:
     """One trace: its loads, the baseline beside Table III, the 17 verdicts with their
     causes and rerun commands, observation 14 under the other reading, the headlines."""
     out = [*_loads_line(r), "### The baseline beside the paper's Table III (R14)", "",
-           *_baseline(r), "### The 17 observations", "", *_observations(r, rerun), ""]
+           *_baseline(r), "### The 17 observations", "",
+           *_observations(r, rerun, max_seeds), ""]
     plain = r.verdicts.mechanisms_only
     if plain:
         out += ["Observation 14 read with only the mechanisms' preemptions counted (R19's "
@@ -265,8 +272,10 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
            f"- Command: `{context.command}`",
            *(f"- Trace {name}: {why}" for name, why in context.traces.items()),
            f"- Seeds: {', '.join(map(str, context.seeds))} for every run; an observation "
-           f"undecided at a load gets more seeds, up to ten as the paper's ten traces (R18), "
-           f"for the runs it reads. Each seed draws the hybrid workload model (job types, "
+           f"undecided at a load gets more seeds, up to {context.max_seeds} (the paper "
+           f"averages ten traces, R18), for the runs its undecided parts read, the cheapest "
+           f"rows first within the study's budget of added runs; each verdict says how many "
+           f"seeds it rests on. Each seed draws the hybrid workload model (job types, "
            f"notices, setups, failures); the trace is the same. {context.runs} runs in all.",
            "- **Verdicts**: *holds* (every part shows, outside the noise); *contradicted* "
            "(a part shows the opposite, outside the noise); *undecided* (a difference inside "
@@ -291,7 +300,8 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
     out += ["## The outcome", "", *outcome(results), ""]
     for r in results:
         out += [f"## {r.verdicts.trace}", "",
-                *trace_section(r, rerun=context.rerun.get(r.verdicts.trace, ""))]
+                *trace_section(r, rerun=context.rerun.get(r.verdicts.trace, ""),
+                               max_seeds=context.max_seeds)]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -303,7 +313,9 @@ def _write_observations(results: Sequence[TraceResults], out: Path,
              "calibration_steps": r.plan.calibration.steps,
              "observations": [{"number": o.number, "claim": o.claim,
                                **{load: {**asdict(r.verdicts.at[load][i]),
-                                         "word": str(r.verdicts.at[load][i].word)}
+                                         "word": str(r.verdicts.at[load][i].word),
+                                         "undecided": sorted(
+                                             r.verdicts.at[load][i].undecided)}
                                   for load in _loads(r)}}
                               for i, o in enumerate(OBSERVATIONS)]}
             for r in results]

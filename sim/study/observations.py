@@ -75,6 +75,11 @@ class Word(str, Enum):
         return self.value
 
 
+Cells = frozenset[tuple[str, str, str]]
+"""The cells a quantity was read from: ``(policy, workload, variant)`` (``ALL``: every
+workload; the variant ``""``: the table's reference)."""
+
+
 _RANK = {Word.CONTRADICTED: 3, Word.UNDECIDED: 2, Word.CANNOT: 1, Word.HOLDS: 0}
 
 
@@ -116,7 +121,8 @@ def _renamed(t: ResultsTable | None, renames: Mapping[str, str]) -> ResultsTable
 class Verdict:
     """One observation judged: our figures (``ours``), the :class:`Word`, and the parts
     that did not hold: ``broken`` (contradicted), ``noise`` (undecided), ``unjudged``
-    (cannot judge, with why). ``seeds`` is the most seeds a part rested on."""
+    (cannot judge, with why). ``seeds`` is the most seeds a part rested on; ``undecided``
+    the cells the undecided parts read (where more seeds may decide them)."""
 
     number: int
     ours: str
@@ -125,6 +131,7 @@ class Verdict:
     noise: str = ""
     unjudged: str = ""
     seeds: int = 0
+    undecided: Cells = frozenset()
 
     @property
     def holds(self) -> bool | None:
@@ -151,16 +158,17 @@ Key = tuple[str, int]
 
 @dataclass(frozen=True, slots=True)
 class Paired:
-    """A quantity run by run: ``values[(workload, seed)]``. Arithmetic pairs two quantities
-    on the runs both have."""
+    """A quantity run by run: ``values[(workload, seed)]``, read from the cells ``cells``.
+    Arithmetic pairs two quantities on the runs both have."""
 
     values: Mapping[Key, float]
+    cells: Cells = frozenset()
 
     def _zip(self, other: Paired | float, op: Callable[[float, float], float]) -> Paired:
         if isinstance(other, Paired):
             return Paired({k: op(v, other.values[k]) for k, v in self.values.items()
-                           if k in other.values})
-        return Paired({k: op(v, other) for k, v in self.values.items()})
+                           if k in other.values}, self.cells | other.cells)
+        return Paired({k: op(v, other) for k, v in self.values.items()}, self.cells)
 
     def __sub__(self, other: Paired | float) -> Paired:
         return self._zip(other, lambda a, b: a - b)
@@ -176,7 +184,7 @@ class Paired:
 
     def by_seed(self) -> Paired:
         """The same values keyed by seed alone (one workload's), to pair across workloads."""
-        return Paired({("*", s): v for (_, s), v in self.values.items()})
+        return Paired({("*", s): v for (_, s), v in self.values.items()}, self.cells)
 
     @property
     def mean(self) -> float:
@@ -206,7 +214,7 @@ def average(quantities: Sequence[Paired]) -> Paired:
     for q in quantities[1:]:
         keys &= set(q.values)
     return Paired({k: sum(q.values[k] for q in quantities) / len(quantities)
-                   for k in sorted(keys)})
+                   for k in sorted(keys)}, frozenset().union(*(q.cells for q in quantities)))
 
 
 def _p(t: ResultsTable | None, policy: str, metric: str, *, workload: str = ALL,
@@ -216,7 +224,7 @@ def _p(t: ResultsTable | None, policy: str, metric: str, *, workload: str = ALL,
     c = t.cell(policy, metric, workload=_which(t, workload), variant=variant)
     if c is None or not c.samples:
         raise _Lacking(f"{policy} {metric}")
-    return Paired(dict(c.samples))
+    return Paired(dict(c.samples), frozenset({(policy, workload, variant or "")}))
 
 
 def _which(t: ResultsTable, workload: str) -> str:
@@ -271,22 +279,26 @@ class _Checks:
         self.parts: list[tuple[Word, str]] = []
         self.seeds = 0
         self.movable = _movable(table)
+        self.undecided: set[tuple[str, str, str]] = set()
 
-    def part(self, word: Word, shown: str, *, seeds: int = 0, utilisation: bool = False) -> None:
-        """One part, judged ``word``; a utilisation part cannot be judged where utilisation
-        cannot move (:data:`SATURATED`)."""
+    def part(self, word: Word, shown: str, *, seeds: int = 0, utilisation: bool = False,
+             cells: Cells = frozenset()) -> None:
+        """One part, judged ``word`` on ``cells``; a utilisation part cannot be judged where
+        utilisation cannot move (:data:`SATURATED`)."""
         self.shown.append(shown)
         self.seeds = max(self.seeds, seeds)
         if utilisation and self.movable is not None:
             word = Word.CANNOT
             shown = f"{shown}: {self.movable}"
+        if word is Word.UNDECIDED:
+            self.undecided |= cells
         self.parts.append((word, shown))
 
     def sign(self, d: Paired, shown: str, *, utilisation: bool = False) -> None:
-        self.part(_decide(d), shown, seeds=d.seeds(), utilisation=utilisation)
+        self.part(_decide(d), shown, seeds=d.seeds(), utilisation=utilisation, cells=d.cells)
 
     def band(self, x: Paired, lowest: float, highest: float, shown: str) -> None:
-        self.part(_band(x, lowest, highest), shown, seeds=x.seeds())
+        self.part(_band(x, lowest, highest), shown, seeds=x.seeds(), cells=x.cells)
 
     def verdict(self, number: int) -> Verdict:
         word = max((w for w, _ in self.parts), key=_RANK.__getitem__, default=Word.CANNOT)
@@ -295,7 +307,8 @@ class _Checks:
             return "; ".join(s for x, s in self.parts if x is w)
 
         return Verdict(number, "; ".join(self.shown), word, which(Word.CONTRADICTED),
-                       which(Word.UNDECIDED), which(Word.CANNOT), self.seeds)
+                       which(Word.UNDECIDED), which(Word.CANNOT), self.seeds,
+                       frozenset(self.undecided))
 
 
 def _movable(t: ResultsTable | None) -> str | None:
@@ -360,13 +373,16 @@ def obs2(e: Evidence) -> Verdict:
         others = {m: _p(t, m, metric) for m in MECHANISM_NAMES if m != "N&PAA"}
         # N&PAA is worst when it is worse than the best of the rest's worst, run by run:
         # against each other mechanism in turn; the part is the weakest comparison
-        words = [_decide(worst - o if higher_is_worse else o - worst) for o in others.values()]
+        diffs = [worst - o if higher_is_worse else o - worst for o in others.values()]
+        words = [_decide(d) for d in diffs]
         word = max(words, key=_RANK.__getitem__)
+        cells = frozenset().union(*(d.cells for d, w in zip(diffs, words, strict=True)
+                                    if w is Word.UNDECIDED))
         runner = max(others, key=lambda m: others[m].mean * (1 if higher_is_worse else -1))
         show = _show(metric)
         c.part(word, f"{label}: N&PAA {show(worst.mean)}, next {runner} "
                      f"{show(others[runner].mean)}", seeds=worst.seeds(),
-               utilisation=metric == "utilisation")
+               utilisation=metric == "utilisation", cells=cells)
     return c.verdict(2)
 
 
@@ -451,7 +467,7 @@ def obs9(e: Evidence) -> Verdict:
     c.band(mean, 0.98 - ABOUT, 1.0, f"instant start {_pct(mean.mean)} (paper about 98%)")
     keys = set(rates[0].values).intersection(*(r.values for r in rates[1:]))
     spread = Paired({k: max(r.values[k] for r in rates) - min(r.values[k] for r in rates)
-                     for k in sorted(keys)})
+                     for k in sorted(keys)}, average(rates).cells)
     c.band(spread, 0.0, SLIGHT, f"spread between mechanisms {100 * spread.mean:.1f} points")
     return c.verdict(9)
 
