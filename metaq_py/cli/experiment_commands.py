@@ -73,7 +73,7 @@ def experiment(
         help="With --study all: the most seeds an undecided observation gets.")] = 10,
     escalation_runs: Annotated[int | None, typer.Option(
         help="With --study all: the most runs added for undecided observations, the "
-             "cheapest first (default 120; no limit with --observation).")] = None,
+             "cheapest first (default 400; no limit with --observation).")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "

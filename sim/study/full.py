@@ -53,10 +53,10 @@ OFFERED = 1.1
 """... and high enough that the work offered is this share of the machine's capacity."""
 FIRST_SEEDS = 3
 MAX_SEEDS = 10
-ESCALATION_RUNS = 120
+ESCALATION_RUNS = 400
 """The most runs ``--study all`` adds for undecided verdicts: with the first three seeds'
-780 runs it keeps the study within 15 minutes on 2 cores (``docs/notebook.md``); a row left
-undecided says so, with the command that decides it."""
+780 runs (on the two Theta traces) it keeps the study within 15 minutes on 2 cores
+(``docs/notebook.md``); a row left undecided says so, with the command that decides it."""
 
 
 def saturating(calibration: Calibration) -> float:
@@ -124,9 +124,10 @@ def more_seeds(trace_plan: TracePlan, load: str, verdict: Verdict,
     part = NEEDS[verdict.number][0]
     main = trace_plan.parts.get(load, ())
     variants = trace_plan.parts.get(f"{part}@{load}", ())
+    reference = main[0].variant if main else ""  # a variant study's reference: the main runs
     base: list[RunSpec] = []
     for policy, workload, variant in sorted(verdict.undecided):
-        if part == "paper" or not variant:
+        if part == "paper" or variant in ("", reference):
             base += [s for s in main if s.policy == policy and (
                 workload in (ALL, s.workload) if part == "paper"
                 else s.workload == VARIANT_WORKLOAD)]

@@ -380,7 +380,7 @@ def obs2(e: Evidence) -> Verdict:
                                     if w is Word.UNDECIDED))
         runner = max(others, key=lambda m: others[m].mean * (1 if higher_is_worse else -1))
         show = _show(metric)
-        c.part(word, f"{label}: N&PAA {show(worst.mean)}, next {runner} "
+        c.part(word, f"{label}: N&PAA {show(worst.mean)}, the worst of the others {runner} "
                      f"{show(others[runner].mean)}", seeds=worst.seeds(),
                utilisation=metric == "utilisation", cells=cells)
     return c.verdict(2)

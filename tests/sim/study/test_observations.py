@@ -116,3 +116,25 @@ def test_kills_and_shrinks_are_counted_for_the_readings() -> None:
         m["preempt_or_shrink_malleable"] <= m["preempt_malleable"] + m["shrink_malleable"]
     calm = run_one(RunSpec(policy="CUA&SPAA", workload="W5", seed=0, trace=SMALL)).metrics
     assert calm["preempt_or_kill_rigid"] == calm["preempt_rigid"]
+
+
+def test_more_seeds_go_to_both_sides_of_an_undecided_variant_comparison() -> None:
+    """An undecided part of 14 compares the failures variant with its reference (the main
+    part's W5 runs): both get the new seeds, and nothing else does."""
+    from sim.run.spec import RunSpec
+    from sim.study.calibrate import Calibration
+    from sim.study.full import more_seeds, plan
+    from sim.study.observations import Verdict
+
+    cal = Calibration("t", 1.5, 0.8393, 0.8393, ((1.0, 0.6),), {}, {"offered_load": 0.9})
+    p = plan(SMALL, cal, seeds=(0, 1, 2))
+    variant = p.parts["failures@paper"][0].variant
+    undecided = Verdict(14, "", Word.UNDECIDED, undecided=frozenset(
+        {("N&PAA", "all", "default"), ("N&PAA", "all", variant)}))
+    specs = more_seeds(p, "paper", undecided, [3, 4])
+    assert sorted((s.variant, s.workload, s.seed) for s in specs) == [
+        ("default", "W5", 3), ("default", "W5", 4), (variant, "W5", 3), (variant, "W5", 4)]
+    assert {s.policy for s in specs} == {"N&PAA"} and all(isinstance(s, RunSpec) for s in specs)
+    # a part of the main study takes every workload of the cell's policy
+    main = Verdict(5, "", Word.UNDECIDED, undecided=frozenset({("CUA&PAA", "all", "")}))
+    assert len(more_seeds(p, "paper", main, [3])) == 5

@@ -252,7 +252,7 @@ def test_the_main_observations(number: int, verdict: Word) -> None:
 
 def test_observation_2_names_the_runner_up() -> None:
     v = on_paper(2, obs2(Word.CONTRADICTED))
-    assert "longest turnaround: N&PAA 12.00 h, next CUA&SPAA 13.00 h" in v.broken
+    assert "longest turnaround: N&PAA 12.00 h, the worst of the others CUA&SPAA 13.00 h" in v.broken
 
 
 # --- 13-17: the variant studies -------------------------------------------------------------
