@@ -62,6 +62,7 @@ def test_emit_run_one_collect_round_trip(tmp_path: Path) -> None:
     (["--study", "all", "--reading", "nope"], "--reading knows kills-as-preemptions"),
     (["--study", "all", "--observation", "18"], "--observation is a number from 1 to 17"),
     (["--study", "all", "--max-seeds", "50"], "--max-seeds must be between"),
+    (["--study", "all", "--escalation-runs", "-1"], "--escalation-runs must be 0 or more"),
 ])
 def test_bad_arguments_are_one_sentence(args: list[str], words: str, tmp_path: Path) -> None:
     base = ["--synthetic", "--jobs", "20", "--seeds", "1", "--workloads", "W1",
