@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+from tests.capability import missing
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,17 +21,9 @@ def traces_dir() -> Path:
     return Path(os.environ.get("METAQ_TRACES", REPO.parent / "shared" / "traces"))
 
 
-def in_ci() -> bool:
-    """Whether the suite runs in CI, as CI systems say (``CI=true``), never decided by the
-    code under test."""
-    return os.environ.get("CI", "").strip().lower() == "true"
-
-
 def real_trace(name: str) -> Path:
     path = traces_dir() / name
     if not path.is_file():
-        reason = f"real trace {name} not found in {traces_dir()} (set METAQ_TRACES)"
-        if in_ci():
-            pytest.fail(f"{reason}: CI must provide ../shared/traces beside the checkout")
-        pytest.skip(reason)
+        missing(f"real trace {name} not found in {traces_dir()} (set METAQ_TRACES; CI "
+                f"provides ../shared/traces beside the checkout)")
     return path

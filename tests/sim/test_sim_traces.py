@@ -1,5 +1,5 @@
 """The real-trace helper finds CI's layout, fails in CI when a trace is missing and skips
-elsewhere."""
+elsewhere (:func:`tests.capability.missing`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def test_the_default_is_shared_traces_beside_the_checkout(monkeypatch: pytest.Mo
 def test_a_missing_trace_fails_in_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("METAQ_TRACES", str(tmp_path))
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match=f"not found in {tmp_path}.*CI must"):
+    with pytest.raises(pytest.fail.Exception,
+                       match=f"CI must have this, but: real trace theta_2022.swf.gz not "
+                             f"found in {tmp_path}"):
         sim_traces.real_trace("theta_2022.swf.gz")
 
 
