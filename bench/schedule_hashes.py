@@ -17,8 +17,9 @@ exactly when their lines are equal. Runs:
 
 Run: ``python bench/schedule_hashes.py [--quick] [--completion pool]`` (``--quick`` skips the
 Theta W5 runs; ``--completion pool`` gives the on-demand mechanisms the completion rule
-before R12, the only default of theirs that changed since the first hashes were taken). It
-runs the checkout it lives in (whatever ``metaq_py`` is installed), and says so.
+before R12, the only default of theirs that changed since the first hashes were taken; code
+from before R12 has no such rule and runs as ``pool``, and says so). It runs the checkout it
+lives in (whatever ``metaq_py`` is installed), and says so.
 """
 
 from __future__ import annotations
@@ -69,9 +70,14 @@ COMPLETION = ["return"]
 """The completion rule the hybrid runs use (``--completion``)."""
 
 
+HAS_COMPLETION = "completion" in {f.name for f in dataclasses.fields(Scheduler)}
+"""Whether the code run has the completion rule at all (code before R12 has none: its nodes
+always go to the common pool, ``--completion pool``'s behaviour)."""
+
+
 def run(name: str, source: object, policy: str, **options: str) -> None:
     t0 = time.perf_counter()
-    if "&" in policy:
+    if "&" in policy and HAS_COMPLETION:
         options = {**options, "completion": COMPLETION[0]}
     scheduler = Recording(make_scheduler(policy, **options))
     result = simulate(source, policy=scheduler)  # type: ignore[arg-type]
@@ -150,7 +156,10 @@ def main() -> None:
     args = parser.parse_args()
     traces_dir = args.traces
     COMPLETION[0] = args.completion
-    print(f"metaq_py from {Path(metaq_py.__file__).parent} ({build()}); traces from {traces_dir}")
+    rule = f"completion {COMPLETION[0]}" if HAS_COMPLETION else \
+        "no completion rule (before R12: the common pool)"
+    print(f"metaq_py from {Path(metaq_py.__file__).parent} ({build()}); traces from "
+          f"{traces_dir}; hybrid runs: {rule}")
     synthetic = synthetic_trace(jobs=10_000, seed=0)
     traces = [(p.name.removesuffix(".swf.gz"), load_trace(p))
               for p in sorted(traces_dir.glob("*.swf.gz"))]
