@@ -9,25 +9,19 @@ each one does per job differs, and the ratio should be read with that in mind:
 - GNU parallel, run as a user would (``parallel -j4 true ::: ...``), forks ``/bin/true``
   through a shell and collects its output;
 - metaq, per task: reads its header from the queue, decides with EASY, claims it by an atomic
-  rename with a lease, has its launch agent start the script in its own session (and its own
-  cgroup where the kernel allows) with a log file and a hostfile, notice its exit through a
-  pidfd and sweep its session, and moves it to ``finished/`` with its record and two
-  JSON-lines events. That is the work that makes a task impossible to lose. (Its next task
-  is claimed and prepared while it runs, and started by the agent as it ends.)
+  rename with a lease, starts the script in its own session (and its own cgroup where the
+  kernel allows) with a log file and a hostfile, notices its exit through a pidfd and sweeps
+  its session, and moves it to ``finished/`` with its logbook and two JSON-lines events. That
+  is the work that makes a task impossible to lose.
 
 metaq runs here with ``--launch-pause 0`` (the default pause, 0.05 s, exists to protect a shared
-batch node and caps launches at 20 per second; its figure is printed too, on fewer tasks). The
-share of starts its launch agent made is printed as well (near 100%: the rest start in the
-runner, as malleable tasks do, see metaq_py/runner/tasks/launching.py), and the share of those
-it made as follow-ons, the moment the task before them ended, without a round trip through
-the runner (metaq_py/runner/tasks/follow_ons.py: most of them, once four tasks have ended).
+batch node and caps launches at 20 per second; its figure is printed too, on fewer tasks).
 
 **Launch cost with shares** (issue 18: "launch cost per task does not rise by more than
 10%"). The same no-op tasks, J at a time, once as whole-node tasks on J pretend nodes and once
 as ``#METAQ CPUS 1`` shares of nodes of 2 cores, each share pinned to its core (binding is on:
 a pretend node of 2 cores fits this machine). The cost per task is the runner's wall time and
-its CPU time (its own threads and its launch agent's, not the tasks') over the tasks, best of
-R.
+its CPU time (its own threads', not the tasks') over the tasks, best of R.
 
     python bench/runner_launch.py [--tasks N] [--jobs J] [--cost-tasks M] [--repeat R]
 """
@@ -35,13 +29,11 @@ R.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,45 +57,11 @@ SHARE_CORES = 2
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """One ``metaq run``: its wall seconds, the CPU seconds of the runner and its launch agent
-    (not the tasks'), and how many starts the agent made (see
-    metaq_py/runner/tasks/launching.py)."""
+    """One ``metaq run``: its wall seconds and the CPU seconds of the runner (not the
+    tasks')."""
 
     wall: float
     cpu: float
-    handed: int = 0
-    followed: int = 0
-    """Starts the agent made as follow-ons (metaq_py/runner/tasks/follow_ons.py)."""
-
-
-class AgentCPU:
-    """The CPU seconds of a runner's launch agent, read from ``/proc`` until it ends (its
-    usage reaches the runner only mixed with the tasks' it reaped)."""
-
-    def __init__(self, runner: Runner) -> None:
-        self.seconds = 0.0
-        self._runner = runner
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        tick = os.sysconf("SC_CLK_TCK")
-        while not self._done.wait(0.05):
-            agent = self._runner.launcher.agent
-            if agent is None:
-                continue
-            try:
-                with open(f"/proc/{agent.pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            self.seconds = (int(fields[11]) + int(fields[12])) / tick
-
-    def stop(self) -> float:
-        self._done.set()
-        self._thread.join()
-        return self.seconds
 
 
 def make_queue(root: Path, tasks: int, header: str = "") -> Queue:
@@ -132,21 +90,17 @@ def metaq_run(root: Path, tasks: int, jobs: int, pause: float, *, shares: bool =
     said: list[str] = []
     runner = Runner(q, batch, options=RunOptions(launch_pause=pause, handle_signals=False),
                     say=said.append)
-    agent = AgentCPU(runner)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     runner.run()
     took = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    agent_cpu = agent.stop()
     done = sum(1 for p in (q.root / "finished" / "todo").iterdir() if p.name[0] != ".")
     assert done == tasks, f"only {done} of {tasks} tasks finished"
     assert not any("not bound" in line for line in said), said  # binding must be on
-    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime) + agent_cpu
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     shutil.rmtree(root, ignore_errors=True)
-    follow_ons = runner.follow_ons
-    return Timing(took, cpu, runner.launcher.handed_over,
-                  follow_ons.made - follow_ons.given_back)
+    return Timing(took, cpu)
 
 
 def parallel_seconds(tasks: int, jobs: int) -> float:
@@ -159,14 +113,10 @@ def parallel_seconds(tasks: int, jobs: int) -> float:
 def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
     has_parallel = shutil.which("parallel") is not None
     ours: list[float] = []
-    handed: list[int] = []
-    followed: list[int] = []
     theirs: list[float] = []
     for i in range(repeat):
         run = metaq_run(scratch / f"q{i}", tasks, jobs, 0.0)
         ours.append(run.wall)
-        handed.append(run.handed)
-        followed.append(run.followed)
         if has_parallel:
             theirs.append(parallel_seconds(tasks, jobs))
     small = max(20, tasks // 100)
@@ -175,10 +125,6 @@ def throughput(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
     print(f"{tasks} no-op tasks, {jobs} at a time ({build()}; best of {repeat})")
     print(f"  metaq run (--launch-pause 0): {best:7.2f} s  {tasks / best:8.1f} tasks/s  "
           f"(runs: {', '.join(f'{t:.2f}' for t in ours)} s)")
-    print(f"  starts made by the launch agent: "
-          f"{', '.join(f'{h / tasks:.0%}' for h in handed)} (the rest in the runner)")
-    print(f"  of which follow-ons, started as the task before them ended: "
-          f"{', '.join(f'{f / tasks:.0%}' for f in followed)}")
     if not theirs:
         print("  GNU parallel is not installed (Debian: apt-get install parallel): the "
               "comparison is skipped")
@@ -201,9 +147,7 @@ def launch_cost(scratch: Path, tasks: int, jobs: int, repeat: int) -> None:
         shared.append(metaq_run(scratch / f"s{i}", tasks, jobs, 0.0, shares=True))
     w_wall, s_wall = min(t.wall for t in whole), min(t.wall for t in shared)
     w_cpu, s_cpu = min(t.cpu for t in whole), min(t.cpu for t in shared)
-    print(f"launch cost per task, {tasks} no-op tasks, {jobs} at a time (best of {repeat}; "
-          f"follow-ons: {sum(t.followed for t in whole) / tasks / repeat:.0%} of the whole-node "
-          f"starts, {sum(t.followed for t in shared) / tasks / repeat:.0%} of the shares)")
+    print(f"launch cost per task, {tasks} no-op tasks, {jobs} at a time (best of {repeat})")
     print(f"  whole-node tasks ({jobs} nodes):            wall {w_wall / tasks * 1e3:6.3f} ms  "
           f"runner CPU {w_cpu / tasks * 1e3:6.3f} ms")
     print(f"  bound 1-core shares ({max(1, jobs // SHARE_CORES)} nodes x {SHARE_CORES} cores): "

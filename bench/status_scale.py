@@ -118,7 +118,7 @@ def first_screen(root: Path) -> tuple[float, float]:
 def refresh_seconds(root: Path) -> float | None:
     """The best of three refreshes of ``metaq status --watch``, built in this process."""
     try:
-        from metaq_py.cli.live_view import watch_screen
+        from metaq_py.cli.status_commands import watch_screen
     except ImportError:
         return None
     from metaq_py.queue.store import Queue

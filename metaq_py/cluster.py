@@ -47,7 +47,6 @@ from metaq_py.policy.model import (
     Shrink,
     Start,
 )
-from metaq_py.policy.shares import NodeLoad, Placement
 from metaq_py.policy.spans import Spans, size
 from metaq_py.policy.work import resized
 
@@ -94,18 +93,17 @@ class Cluster(Holdings):
         raise ClusterError(f"{action!r} is not a scheduler action")
 
     def start(self, job: Job, nodes: Sequence[NodeId], *, now: float,
-              borrowed: str | None = None, at: Placement | None = None) -> Running:
+              borrowed: str | None = None) -> Running:
         """``job`` starts on exactly ``nodes``.
 
         A batch job takes free nodes, or only nodes reserved for ``borrowed``. An on-demand job
         may also take nodes shrunk for it and idle nodes reserved for any notice; starting it
         redeems its own notice (leftover reserved nodes become free, borrowers stay as
-        ordinary jobs). A share takes the core and GPU ids of ``at`` if given, else the first
-        free ones."""
+        ordinary jobs). A share takes the first free core and GPU ids of its node."""
         if job.id in self._running:
             raise ClusterError(f"job {job.id!r} is already running")
         if job.cores:
-            return self._start_share(job, nodes, now=now, borrowed=borrowed, at=at)
+            return self._start_share(job, nodes, now=now, borrowed=borrowed)
         if borrowed is None and job.kind is not Kind.ONDEMAND and \
                 job.min_size <= len(nodes) <= job.size:
             # the common start, a batch job on free nodes named in ascending order (as a
@@ -174,7 +172,7 @@ class Cluster(Holdings):
         return r
 
     def _start_share(self, job: Job, nodes: Sequence[NodeId], *, now: float,
-                     borrowed: str | None, at: Placement | None) -> Running:
+                     borrowed: str | None) -> Running:
         """A share starts on its one node: a free node, or a shared node with room."""
         shares = self._shares
         if shares is None:
@@ -186,13 +184,6 @@ class Cluster(Holdings):
             raise ClusterError(f"share {job.id!r} runs on one node, not {len(nodes)}")
         node = nodes[0]
         load = shares.loads.get(node)
-        if at is not None and (at.node != node or len(at.cores) != job.cores
-                               or len(at.gpus) != job.gpus):
-            raise ClusterError(f"share {job.id!r} of {job.cores} cores and {job.gpus} GPUs "
-                               f"cannot take {at}")
-        if at is not None and not (load or NodeLoad(node, shares.shape)).free_at(at):
-            raise ClusterError(f"share {job.id!r} cannot take cores {list(at.cores)} and GPUs "
-                               f"{list(at.gpus)} of node {node}: they are not all free")
         if load is None:
             if node not in self._free:
                 raise ClusterError(f"share {job.id!r} cannot start on node {node!r}, which "
@@ -205,7 +196,7 @@ class Cluster(Holdings):
             raise ClusterError(f"share {job.id!r} needs {job.cores} cores and {job.gpus} "
                                f"GPUs, and node {node} has {len(load.free_cores)} cores and "
                                f"{len(load.free_gpus)} GPUs free for it")
-        return self._started_share(job, node, now, at)
+        return self._started_share(job, node, now)
 
     def preempt(self, job_id: JobId, *, now: float, for_job: JobId | None = None) -> Running:
         """Stop a running batch job; returns its record (requeue ``resumed(record, now)``).

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import signal as _signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from metaq_py.durations import DurationError, format_duration, parse_duration
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.task_spec import Checkpoint, Resize, ResizeMode, Signal
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "SHAPE_KEYS",
     "WARNING_SIGNALS",
     "BadValue",
-    "format_indices",
     "parse_indices",
 ]
 
@@ -162,6 +161,12 @@ def _set_exclusive(spec: dict, key: str, words: list[str]) -> None:
     spec["exclusive"] = True
 
 
+def _set_header_only(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise BadValue(f"{key} takes no value")
+    spec["header_only"] = True
+
+
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
     spec["min_wc_time"] = _duration(key, _one(key, words, "a duration"), positive=True)
 
@@ -264,22 +269,6 @@ def _set_array(spec: dict, key: str, words: list[str]) -> None:
     spec["array"] = text
 
 
-def format_indices(values: Iterable[int]) -> str:
-    """Whole numbers as a short list of ranges, ``0-3,7,9-10``: the form ``ARRAY``,
-    ``--array`` and the kernel's ``Cpus_allowed_list`` share (:func:`parse_indices` reads it
-    back). Repeats are dropped and the order is ascending."""
-    out: list[str] = []
-    ordered = sorted(set(values))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
-
-
 def parse_indices(text: str) -> tuple[int, ...]:
     """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
     items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
@@ -355,6 +344,8 @@ KEYS: dict[str, _Setter] = {
     "ARRAY": _set_array,
     "AFTER": _set_after,
     "AFTER_ANY": _set_after,
+    # The header is all: #METAQ lines below the first command belong to the script's body.
+    "HEADER_ONLY": _set_header_only,
 }
 """Every directive key, mapped to the function that reads its value."""
 

@@ -11,8 +11,10 @@ right after it may hold directives, one per line::
 The rules follow ``#SBATCH``: directives are read only from the leading comment block (blank
 lines and other comments may be mixed in; the first command ends it), keys are matched exactly,
 a key given twice is an error, and every error names the file, the line and the problem in
-one sentence (:class:`~metaq_py.errors.TaskError`). Values are plain words: nothing is ever
-expanded by a shell. ``docs/user-guide.md`` lists every key.
+one sentence (:class:`~metaq_py.errors.TaskError`). A ``#METAQ`` line after the first command
+is an error too, unless the header says ``#METAQ HEADER_ONLY``: METAQ read such lines (it
+grepped the whole file), so a script written for it would otherwise run at the wrong size.
+Values are plain words: nothing is ever expanded by a shell. ``docs/user-guide.md`` lists every key.
 
 :func:`parse_header` works on bytes and never raises anything but ``TaskError``;
 :func:`read_task` reads a file with the checks a file needs (executable, at most
@@ -33,36 +35,46 @@ import stat
 from metaq_py.directive_keys import KEYS, REPEATABLE, BadValue
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.task_spec import TaskShape, TaskSpec
 
 __all__ = [
     "HEADER_LIMIT",
+    "SCRIPT_LIMIT",
     "format_directives",
-    "late_directives",
     "miscased_directives",
+    "not_executable",
     "parse_header",
     "read_head",
+    "read_script",
     "read_task",
 ]
 
 HEADER_LIMIT = 64 * 1024
 """At most this many bytes are read from a task script to find its header."""
 
+SCRIPT_LIMIT = 16 * 1024 * 1024
+"""The largest task file (bytes) a runner runs: it reads the whole file once, checks it, and
+runs those very bytes (see :mod:`metaq_py.program`)."""
+
 PREFIX = "#METAQ"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
 _COMMENT = re.compile(r"\s#.*$")
 
 
 # --- parsing -------------------------------------------------------------------------------
 
 
-def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec:
+def parse_header(data: bytes, *, path: str, truncated: bool = False,
+                 header_only: bool = False) -> TaskSpec:
     """Read the directives of a task script given as bytes.
 
     ``data`` is the start of the file; ``truncated`` says the file goes on beyond it (so a
-    header still open at the end of ``data`` is too long rather than complete). Raises
+    header still open at the end of ``data`` is too long rather than complete).
+    ``header_only`` reads the header as if it said ``#METAQ HEADER_ONLY`` (``metaq submit
+    --header-only``, which then writes that line into the queued copy). Raises
     :class:`TaskError` and nothing else.
     """
     path = str(path)
@@ -90,7 +102,7 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
     values: dict = {}
     seen: dict[str, int] = {}
     shape_lines: list[int] = []
-    ended = False
+    ended = 0
     for number, line in enumerate(lines, start=1):
         if number == 1:
             continue
@@ -98,7 +110,7 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
         if not text:
             continue
         if text[0] != "#":
-            ended = True
+            ended = number
             break
         if not text.startswith(PREFIX):
             continue
@@ -131,7 +143,40 @@ def parse_header(data: bytes, *, path: str, truncated: bool = False) -> TaskSpec
     if truncated and not ended:
         raise TaskError(path, None, f"the header runs past {HEADER_LIMIT // 1024} KiB without "
                                     f"ending; put a command after the #METAQ lines")
+    if header_only:
+        values["header_only"] = True
+    elif ended and "HEADER_ONLY" not in seen:
+        _refuse_late(data, ended, path, truncated)
     return _checked(values, seen, path, shape_lines)
+
+
+def _starts_directive(data: bytes, at: int) -> bool:
+    """Whether the ``#METAQ`` at offset ``at`` begins a line that would be a directive in the
+    header: only blanks before it on its line, and a blank after it."""
+    line = data.rfind(b"\n", 0, at) + 1
+    return not data[line:at].strip(b" \t\r\f\v") and data[at + 6:at + 7] in (b" ", b"\t")
+
+
+def _refuse_late(data: bytes, command: int, path: str, truncated: bool) -> None:
+    """Refuse a ``#METAQ`` line below line ``command``, the first command of ``data``: the
+    shell takes it for a comment, METAQ read it as a directive, so a script moved from METAQ
+    would silently run at another size. Only whole lines count (a ``truncated`` head's last
+    piece is not one)."""
+    start = 0
+    for _ in range(command):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return  # the command is the last line
+    end = data.rfind(b"\n") + 1 if truncated else len(data)
+    at = data.find(b"#METAQ", start, end)  # memchr-fast: most bodies have none
+    while at >= 0 and not _starts_directive(data, at):
+        at = data.find(b"#METAQ", at + 6, end)
+    if at >= 0:
+        raise TaskError(path, data.count(b"\n", 0, at) + 1,
+                        f"this #METAQ line comes after the first command (line {command}), so "
+                        f"it would be ignored; move it above line {command}, or write '#METAQ "
+                        f"HEADER_ONLY' in the header (metaq submit --header-only) if the line "
+                        f"belongs to the script's body")
 
 
 def _decode_header(raw_lines: list[bytes], path: str) -> list[str]:
@@ -244,22 +289,6 @@ def _gpu_share(values: dict, seen: dict[str, int], path: str, kind: Kind) -> Non
     values["gpu_share"] = True
 
 
-def late_directives(data: bytes) -> list[int]:
-    """Line numbers of ``#METAQ`` lines that come after the header ended, and so are ignored
-    (as ``sbatch`` ignores ``#SBATCH`` after the first command). Used to warn people."""
-    late: list[int] = []
-    ended = False
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        text = raw.strip()
-        if number == 1 or not text:
-            continue
-        if not text.startswith(b"#"):
-            ended = True
-        elif ended and text.startswith(PREFIX.encode()):
-            late.append(number)
-    return late
-
-
 def miscased_directives(data: bytes) -> list[int]:
     """Line numbers of header lines that read ``#METAQ`` in another case (``#metaq``,
     ``#Metaq``): comments to the shell and so ignored, though surely meant as directives.
@@ -291,7 +320,25 @@ def read_task(path: str | os.PathLike[str]) -> TaskSpec:
 def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result]:
     """The first :data:`HEADER_LIMIT` bytes of a task file, whether it goes on past them, and
     the ``stat`` of the opened file (so callers check the same file they read)."""
+    data, st = _read_task(str(path), HEADER_LIMIT)
+    return data[:HEADER_LIMIT], len(data) > HEADER_LIMIT, st
+
+
+def read_script(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """The whole task file at ``path`` (at most :data:`SCRIPT_LIMIT` bytes) and the ``stat``
+    of the opened file, with the checks and sentences of :func:`read_head`: the bytes a
+    runner checks and then runs, never the path again."""
     name = str(path)
+    data, st = _read_task(name, SCRIPT_LIMIT)
+    if len(data) > SCRIPT_LIMIT:
+        raise TaskError(name, None, f"the file is more than {SCRIPT_LIMIT >> 20} MiB; a task "
+                                    f"is a script, which may run a large program by its path")
+    return data, st
+
+
+def _read_task(name: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """At most ``limit + 1`` bytes of the task file ``name`` (a regular, executable file;
+    never blocking on a FIFO) and its ``fstat``."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -305,11 +352,11 @@ def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result
         if not stat.S_ISREG(st.st_mode):
             raise TaskError(name, None, "this is not a regular file, so it cannot be a task")
         if not st.st_mode & 0o111:
-            raise TaskError(name, None, f"the script is not executable; run chmod +x {name}")
+            raise TaskError(name, None, not_executable(name))
         chunks = []
         size = 0
-        while size <= HEADER_LIMIT:
-            chunk = os.read(fd, HEADER_LIMIT + 1 - size)
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -320,9 +367,12 @@ def read_head(path: str | os.PathLike[str]) -> tuple[bytes, bool, os.stat_result
         raise TaskError(name, None, _open_problem(name, e)) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    truncated = len(data) > HEADER_LIMIT
-    return data[:HEADER_LIMIT], truncated, st
+    return b"".join(chunks), st
+
+
+def not_executable(name: str) -> str:
+    """The sentence for a task file ``name`` without an execute bit."""
+    return f"the script is not executable; run chmod +x {name}"
 
 
 def _open_problem(name: str, e: OSError) -> str:
@@ -388,6 +438,8 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("AFTER", " ".join(spec.after)))
     if spec.after_any:
         out.append(("AFTER_ANY", " ".join(spec.after_any)))
+    if spec.header_only:
+        out.append(("HEADER_ONLY", ""))
     return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
 
 

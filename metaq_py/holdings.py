@@ -223,10 +223,9 @@ class Holdings:
         self._ends.add(r)
         return r
 
-    def _started_share(self, job: Job, node: NodeId, now: float,
-                       at: Placement | None = None) -> Running:
+    def _started_share(self, job: Job, node: NodeId, now: float) -> Running:
         """Record share ``job`` on ``node`` (free, or shared with room: the caller checked),
-        on the ids of ``at`` if given."""
+        on its first free core and GPU ids."""
         shares = self._shares
         assert shares is not None
         end = now + job.walltime
@@ -236,7 +235,7 @@ class Holdings:
             self._lending.resumed(job.id, (node,))
         self._running[job.id] = r
         self._placed[job.id] = shares.add(node, job.id, job.cores, job.gpus, end,
-                                          end if true_end is None else true_end, at)
+                                          end if true_end is None else true_end)
         return r
 
     def _end_share(self, r: Running) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 
-__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec", "with_path"]
+__all__ = ["Checkpoint", "Resize", "ResizeMode", "Signal", "TaskShape", "TaskSpec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,10 @@ class TaskSpec:
     the task (``EXCLUSIVE``: the default already, said out loud). ``after`` names the tasks
     (identities, arrays or globs) that must have finished before this one may start,
     ``after_any`` those that must have ended, whatever their outcome. ``array`` is the ``ARRAY``
-    index list, as written, for a script that is to be queued once per index. ``shapes`` are
+    index list, as written, for a script that is to be queued once per index. ``header_only``
+    (``HEADER_ONLY``) says that ``#METAQ`` lines below the first command are the script's own
+    text (a heredoc that writes another task, say), which the parser then leaves alone rather
+    than refusing them as directives written too late. ``shapes`` are
     the other sizes the task accepts (``SHAPE`` lines, in the order written): the policy picks,
     among the header's own shape and these, the one that starts soonest. ``lines`` maps
     each directive key given to its line number, for error messages; it takes no part in
@@ -119,6 +122,7 @@ class TaskSpec:
     after_any: tuple[str, ...] = ()
     array: str | None = None
     shapes: tuple[TaskShape, ...] = ()
+    header_only: bool = False
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -152,8 +156,3 @@ class TaskSpec:
         s = self.shapes[index - 1]
         return replace(self, nodes=s.nodes, min_nodes=0, gpus=s.gpus, cpus=s.cpus,
                        min_wc_time=s.min_wc_time, gpu_share=s.gpu_share, shapes=())
-
-
-def with_path(spec: TaskSpec, path: str) -> TaskSpec:
-    """The same spec, read from another place (after a move within the queue)."""
-    return replace(spec, path=str(path))

@@ -7,7 +7,7 @@
 ``slurm``
     The local four-node SLURM started by ``tests/slurm/start.sh`` (nodes ``n1``..``n4``,
     partition ``debug``), with helpers to submit jobs and wait for them. Tests using it skip,
-    with the reason, when that cluster is not up.
+    with the reason, when that cluster is not up; in CI (``CI=true``) they fail instead.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.capability import missing
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -265,8 +267,10 @@ def _slurm_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def slurm() -> SlurmCluster:
-    """The local four-node SLURM; skips the test when it is not up."""
+    """The local four-node SLURM; when it is not up, the test skips saying why, and fails in
+    CI (``CI=true``), whose ``.ci/run`` starts it: a SLURM that did not start is a failure
+    there, never a quiet skip (tests/capability.py)."""
     problem = _slurm_problem()
     if problem is not None:
-        pytest.skip(f"local SLURM not available: {problem}")
+        missing(f"local SLURM not available: {problem}")
     return SlurmCluster()

@@ -80,9 +80,11 @@ def start(t: float, task: str, hosts: list[str], *, kind: str = "rigid", project
 
 
 def end(t: float, task: str, hosts: list[str], *, outcome: str = "finished", seconds: float,
-        gpus: int = 0, project: str | None = None, kind: str = "rigid", attempt: int = 1
-        ) -> dict[str, Any]:
+        gpus: int = 0, project: str | None = None, kind: str = "rigid", attempt: int = 1,
+        user: str | None = None) -> dict[str, Any]:
+    """An ``end`` event; without ``user``, as runners wrote it before they named the user."""
     return {"time": t, "event": "end", "task": task, "attempt": attempt, "hosts": hosts,
             "outcome": outcome, "exit_code": 0 if outcome == "finished" else 1,
             "signal": None, "seconds": seconds, "node_seconds": seconds * len(hosts),
-            "gpu_seconds": seconds * gpus, "project": project, "kind": kind}
+            "gpu_seconds": seconds * gpus, "project": project, "kind": kind,
+            **({"user": user} if user is not None else {})}

@@ -24,7 +24,7 @@ def test_simulated_sleep_takes_no_real_time():
     t0 = time.monotonic()
     clock.sleep(3600)
     assert clock.now() == 3600
-    assert time.monotonic() - t0 < 0.5
+    assert time.monotonic() - t0 < 60  # a real sleep would take an hour; any load, seconds
 
 
 def test_wall_clock_tracks_epoch_time_and_never_goes_back():

@@ -333,3 +333,21 @@ def test_snapshot_fields_are_the_live_containers() -> None:
     assert snap.owed == {} and snap.borrowers == {}
     assert [e[2] for e in snap.ending] == ["a"] and snap.ending[0][0] == 100.0
     assert snap.ending_true is not None and snap.ending_true[0][0] == 40.0
+
+
+def test_a_start_on_unknown_nodes_names_at_most_five_of_them_in_order() -> None:
+    c = Cluster(4)
+    with pytest.raises(ClusterError) as refused:
+        c.start(job("a", 8), (0, 1, 99, 98, 97, 96, 95, 94), now=0.0)
+    assert str(refused.value).endswith("not node ids here: [94, 95, 96, 97, 98]")
+    c.check()
+
+
+def test_a_withdrawn_notice_frees_its_reservation() -> None:
+    c = Cluster(4)
+    c.add_notice(Notice("n1", 2, 100.0, 50.0, 0.0))
+    c.reserve("n1", (0, 1))
+    assert set(c.reserved["n1"]) == {0, 1}
+    c.remove_notice("n1")
+    assert set(c.free) == set(range(4)) and "n1" not in c.notices and "n1" not in c.reserved
+    c.check()

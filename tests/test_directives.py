@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.directive_keys import MAX_SIGNAL_LEAD, format_indices, parse_indices
+from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_indices
 from metaq_py.directives import (
     HEADER_LIMIT,
     format_directives,
-    late_directives,
     parse_header,
     read_task,
 )
 from metaq_py.errors import TaskError
 from metaq_py.policy.model import Kind
+from metaq_py.ranges import format_indices
 from metaq_py.task_spec import Checkpoint, Resize, Signal, TaskShape, TaskSpec
 
 
@@ -87,10 +87,61 @@ def test_defaults_and_small_forms() -> None:
     assert ondemand.type is Kind.ONDEMAND and ondemand.notice == "storm-7"
 
 
-def test_directives_after_the_first_command_are_ignored_and_reported() -> None:
-    text = "#!/bin/sh\n#METAQ NODES 2\necho hi\n#METAQ NODES 5\n"
-    assert parse(text).nodes == 2
-    assert late_directives(text.encode()) == [4]
+def test_a_directive_after_the_first_command_is_refused_naming_both_lines() -> None:
+    # METAQ grepped the whole file: this script asked it for 2 nodes.
+    e = error("#!/bin/bash\nset -e\n\nmodule load qdp\n#METAQ NODES 2\n./hmc\n")
+    assert (e.path, e.line) == ("dir/t.sh", 5)
+    assert str(e) == ("dir/t.sh, line 5: this #METAQ line comes after the first command "
+                      "(line 2), so it would be ignored; move it above line 2, or write "
+                      "'#METAQ HEADER_ONLY' in the header (metaq submit --header-only) if "
+                      "the line belongs to the script's body.")
+    # the first late line is named, indented ones too (a heredoc's body)
+    assert error("#!/bin/sh\n#METAQ NODES 2\necho\n  #METAQ GPUS 1\n#METAQ NODES 5\n"
+                 ).line == 4
+
+
+def test_header_only_takes_late_metaq_lines_as_the_scripts_own() -> None:
+    text = ("#!/bin/sh\n#METAQ NODES 2\n#METAQ HEADER_ONLY\ncat > next.sh <<EOF\n"
+            "#!/bin/sh\n#METAQ NODES 8\nEOF\n")
+    spec = parse(text)
+    assert (spec.nodes, spec.header_only, spec.line_of("HEADER_ONLY")) == (2, True, 3)
+    told = parse_header(text.replace("#METAQ HEADER_ONLY\n", "").encode(), path="t.sh",
+                        header_only=True)
+    assert (told.nodes, told.header_only) == (2, True)
+    assert error("#!/bin/sh\n#METAQ HEADER_ONLY yes\n").message == "HEADER_ONLY takes no value"
+
+
+def test_only_whole_directive_lines_below_the_header_are_refused() -> None:
+    # a comment that merely starts like one, text around one, and no command at all
+    for body in ("#METAQ_STEP 3\n", "echo '#METAQ NODES 4'\n", "# #METAQ NODES 4\n"):
+        assert parse(f"#!/bin/sh\n#METAQ NODES 2\necho\n{body}").nodes == 2
+    assert parse("#!/bin/sh\n#METAQ NODES 2\n").nodes == 2
+    # the cut-off last piece of a header read in part is not a whole line
+    head = b"#!/bin/sh\n#METAQ NODES 2\necho\n#METAQ NO"
+    assert parse_header(head, path="t.sh", truncated=True).nodes == 2
+    assert error(head + b"DES 3\nx", truncated=True).line == 4
+
+
+_BODY = st.lists(st.sampled_from(["echo hi", "", "# a comment", "#METAQ NODES 3",
+                                  "\t#METAQ GPUS 1", "#METAQX", "x=1 #METAQ NODES 2"]),
+                 max_size=8)
+
+
+@given(before=_BODY, after=_BODY)
+@settings(max_examples=200, deadline=None)
+def test_a_late_directive_is_refused_exactly_where_one_is(before: list[str],
+                                                          after: list[str]) -> None:
+    """Below the first command, a line that would be a directive in the header is refused,
+    on its own line; any other text is the script's."""
+    lines = ["#!/bin/sh", "#METAQ PROJECT p", "run", *before, *after]
+    late = [n for n, line in enumerate(lines, start=1)
+            if n > 3 and line.strip().startswith("#METAQ") and line.strip()[6:7] in (" ", "\t")]
+    data = "\n".join(lines) + "\n"
+    if late:
+        assert error(data).line == late[0]
+        assert parse_header(data.encode(), path="t", header_only=True).project == "p"
+    else:
+        assert parse(data).project == "p"
 
 
 def test_octal_looking_time_is_decimal() -> None:
@@ -282,6 +333,7 @@ def specs(draw: st.DrawFn) -> TaskSpec:
         retries=draw(st.none() | st.integers(0, 20)),
         resize=resize,
         shapes=draw(_shapes()) if kind is Kind.RIGID else (),
+        header_only=draw(st.booleans()),
     )
     # a shape equal to the header's own is refused (tested below), so none is drawn
     return replace(spec, shapes=tuple(s for s in spec.shapes if s != spec.shape))

@@ -1,4 +1,4 @@
-"""The batch scripts in ``jobscripts/``, run for real with a fake ``metaq`` on ``PATH``.
+"""The batch scripts in ``share/jobscripts/``, run for real with a fake ``metaq`` on ``PATH``.
 
 Each must hand its queue and extra arguments to ``metaq run`` untouched, and ``exec`` it so that
 the batch system's signals reach metaq itself. Under real SLURM, ``slurm.sh`` is also tested
@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import REPO
 
-JOBSCRIPTS = REPO / "jobscripts"
+JOBSCRIPTS = REPO / "metaq_py" / "share" / "jobscripts"
 
 FAKE_METAQ = f"""#!{sys.executable}
 import json, os, sys
@@ -27,7 +27,7 @@ print(json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd(), "pid": os.getpid()}
 
 
 def run_jobscript(name: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
-    """Run ``jobscripts/NAME`` with bash in ``tmp_path``; what the fake metaq saw."""
+    """Run ``share/jobscripts/NAME`` with bash in ``tmp_path``; what the fake metaq saw."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     fake = bin_dir / "metaq"

@@ -8,8 +8,9 @@
 - ``alloc/seen.json``: this queue's allocations as the batch system listed them at the last
   pass (``time`` and ``jobs``: id and state), for ``metaq status``, which never asks the batch
   system itself.
-- ``alloc/.lock``: held (``filelock``) for the whole of a pass, so two alloc processes on one
-  queue, on one login node or two, never both count the same allocations and both submit.
+- ``alloc/.lock``: held (:class:`~metaq_py.queue.disk.lock.FolderLock`) for the whole of a
+  pass, so two alloc processes on one queue, on one login node or two, never both count the
+  same allocations and both submit.
 - ``alloc/slurm-<jobid>.out`` or the PBS output files of the allocations.
 """
 
@@ -20,14 +21,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock
-
-from metaq_py.batch.submit import BatchJob
 from metaq_py.clock import Clock
-from metaq_py.queue.disk.fileio import replace_file
+from metaq_py.queue.disk.fileio import read_regular, replace_file
+from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.lock import FolderLock
 from metaq_py.queue.eventlog import EventLog
+
+if TYPE_CHECKING:
+    from metaq_py.batch.submit import BatchJob
 
 __all__ = ["ALLOC_FOLDER", "Journal", "Seen", "allocations", "exists"]
 
@@ -42,6 +45,10 @@ class Seen:
     jobs: dict[str, str]
 
 
+SEEN_LIMIT = 4 * 1024 * 1024
+"""The largest ``seen.json`` (bytes) that is read: the allocations one pass saw."""
+
+
 class Journal:
     """The ``alloc/`` folder of the queue at ``root`` (see the module text)."""
 
@@ -49,11 +56,11 @@ class Journal:
         self.folder = root / ALLOC_FOLDER
         self.events = EventLog(self.folder / "events.jsonl", within=root, clock=clock)
 
-    def lock(self, *, timeout: float) -> FileLock:
+    def lock(self, *, timeout: float) -> FolderLock:
         """The lock of one pass; waiting for it longer than ``timeout`` seconds raises
-        ``filelock.Timeout``."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.folder / ".lock"), timeout=timeout)
+        :class:`~metaq_py.queue.disk.lock.LockTimeout`."""
+        make_folders(self.folder.parent, self.folder)  # never through a planted link
+        return FolderLock(self.folder / ".lock", timeout=timeout)
 
     def history(self) -> list[dict[str, Any]]:
         """Every event, in the order written (none without the folder)."""
@@ -82,16 +89,16 @@ class Journal:
 
     def saw(self, jobs: Sequence[BatchJob], *, now: float) -> None:
         """Keep what the batch system listed now, for ``metaq status``."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_folders(self.folder.parent, self.folder)
         data = {"time": now, "jobs": {j.jobid: j.state for j in jobs}}
         replace_file(self.folder / "seen.json", json.dumps(data).encode())
 
     def seen(self) -> Seen | None:
         """What the last pass saw, or ``None`` before any (or when unreadable)."""
         try:
-            data = json.loads((self.folder / "seen.json").read_text())
+            data = json.loads(read_regular(self.folder / "seen.json", limit=SEEN_LIMIT)[0])
             return Seen(float(data["time"]), {str(k): str(v) for k, v in data["jobs"].items()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
 

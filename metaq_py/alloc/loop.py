@@ -18,15 +18,13 @@ would run.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import filelock
-
-import metaq_py
 from metaq_py.alloc.journal import Journal
 from metaq_py.alloc.policy import Decision, Known, Refuse, Submit, Waiting, decide
 from metaq_py.batch.base import BatchError
@@ -42,7 +40,10 @@ from metaq_py.batch.submit import (
 )
 from metaq_py.errors import MetaqError
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.disk.lock import LockTimeout
+from metaq_py.queue.settings.trust import settings_problem
 from metaq_py.queue.store import Queue
+from metaq_py.share import jobscript
 
 __all__ = ["LOCK_TIMEOUT", "Allocator", "Pass"]
 
@@ -114,7 +115,7 @@ class Allocator:
         try:
             with self.journal.lock(timeout=LOCK_TIMEOUT):
                 return self._look(dry_run=False)
-        except filelock.Timeout:
+        except LockTimeout:
             raise MetaqError(f"another metaq alloc has held {self.journal.folder}/.lock for "
                              f"more than {LOCK_TIMEOUT:g} s; is it stuck?") from None
 
@@ -172,11 +173,13 @@ def _jobscript(root: Path, system: str, given: Path | None, setting: str | None)
     elif setting is not None:
         path = Path(setting) if Path(setting).is_absolute() else root / setting
     else:
-        path = Path(metaq_py.__file__).parent.parent / "jobscripts" / f"{system}.sh"
-        if not path.is_file():
-            raise MetaqError(f"this installation of metaq-py has no {path}; copy "
-                             f"jobscripts/{system}.sh from its source and set alloc.jobscript")
+        path = jobscript(system)
     if not path.is_file():
         raise MetaqError(f"the job script {path} is not a file; set alloc.jobscript in "
                          f"metaq.yaml or give --jobscript")
+    # It runs as whoever runs metaq alloc: only a file the queue's owner alone writes.
+    st, owner = os.stat(path), os.stat(root).st_uid
+    why = settings_problem(st, owner=owner, reader=os.geteuid())
+    if why is not None:
+        raise MetaqError(f"the job script {path} is refused: {why}")
     return path.absolute()

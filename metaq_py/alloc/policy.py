@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from metaq_py.durations import format_duration
 from metaq_py.queue.settings.config import AllocSettings
+from metaq_py.words import counted
 
 __all__ = ["Decision", "Known", "Refuse", "Submit", "Waiting", "decide"]
 
@@ -90,16 +91,18 @@ def decide(waiting: Sequence[Waiting], known: Sequence[Known], settings: AllocSe
     tasks that could start now; ``blocked`` counts those that wait for a dependency."""
     if not waiting:
         if blocked:
-            return Refuse("blocked", f"{blocked} task(s) wait, each for a dependency not yet "
+            return Refuse("blocked", f"{_wait(blocked)}, each for a dependency not yet "
                                      f"finished, and none other")
         return Refuse("empty", "no task waits")
     queued = sum(1 for k in known if k.queued)
     if queued >= settings.max_queued:
-        return Refuse("queued", f"{queued} allocation(s) of this queue wait to start, the "
-                                f"most alloc.max_queued allows")
+        return Refuse("queued", f"{counted(queued, 'allocation')} of this queue "
+                                f"{'waits' if queued == 1 else 'wait'} to start, the most "
+                                f"alloc.max_queued allows")
     if len(known) >= settings.max_allocations:
-        return Refuse("limit", f"{len(known)} allocation(s) of this queue are queued or "
-                               f"running, the most alloc.max_allocations allows")
+        return Refuse("limit", f"{counted(len(known), 'allocation')} of this queue "
+                               f"{'is' if len(known) == 1 else 'are'} queued or running, the "
+                               f"most alloc.max_allocations allows")
     if last_failure is not None and now < last_failure + settings.backoff:
         wait = format_duration(math.ceil(last_failure + settings.backoff - now))
         return Refuse("backoff", f"a submission failed less than alloc.backoff ago; the "
@@ -115,11 +118,17 @@ def decide(waiting: Sequence[Waiting], known: Sequence[Known], settings: AllocSe
     node_seconds = sum(min(t.nodes, settings.max_nodes) * t.walltime for t in fitting)
     backlog = math.ceil(node_seconds / walltime)
     nodes = min(max(largest, backlog, settings.min_nodes), settings.max_nodes)
-    reason = (f"{len(waiting)} task(s) wait, {len(fitting)} of which fit: {nodes} node(s) for "
+    fit = "fits" if len(fitting) == 1 else "fit"
+    reason = (f"{_wait(len(waiting))}, {len(fitting)} of which {fit}: {counted(nodes, 'node')} for "
               f"the largest ({largest}) and the backlog ({backlog}), "
               f"{format_duration(walltime)} for the longest MIN_WC_TIME "
               f"({format_duration(longest)}) plus alloc.margin")
     return Submit(nodes, walltime, len(fitting), reason)
+
+
+def _wait(count: int) -> str:
+    """``1 task waits``, ``3 tasks wait``."""
+    return f"{counted(count, 'task')} {'waits' if count == 1 else 'wait'}"
 
 
 def _no_fit(waiting: Sequence[Waiting], settings: AllocSettings) -> str:
@@ -127,8 +136,8 @@ def _no_fit(waiting: Sequence[Waiting], settings: AllocSettings) -> str:
     small = [t for t in waiting if t.least <= settings.max_nodes]
     if not small:
         smallest = min(waiting, key=lambda t: t.least)
-        return (f"no waiting task fits: the smallest ({smallest.task}) needs {smallest.least} "
-                f"node(s) and alloc.max_nodes is {settings.max_nodes}")
+        return (f"no waiting task fits: the smallest ({smallest.task}) needs "
+                f"{counted(smallest.least, 'node')} and alloc.max_nodes is {settings.max_nodes}")
     shortest = min(small, key=lambda t: t.walltime)
     return (f"no waiting task fits: the shortest small enough ({shortest.task}) needs "
             f"{format_duration(shortest.walltime)} plus alloc.margin "

@@ -7,7 +7,8 @@
   and its ``prologue``, ``run`` and ``epilogue`` steps;
 - :mod:`~metaq_py.api.script`: the task script written from those values.
 
-``docs/user-guide.md`` ("From Python") shows them at work; ``queue/examples/api_campaign.py``
+``docs/user-guide.md`` ("From Python") shows them at work;
+``metaq_py/share/queue/examples/api_campaign.py``
 builds a lattice campaign with them.
 """
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from metaq_py.api.kinds import TaskKind
 from metaq_py.api.script import Directives, Duration, Names, Shape, script_text
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.disk.fileio import write_all
 from metaq_py.queue.settings.config import CONFIG_NAME
@@ -94,6 +94,7 @@ class TaskQueue:
         after: Names | None = None,
         after_any: Names | None = None,
         shapes: Sequence[Shape] | None = None,
+        header_only: bool = False,
         folder: str | None = None,
         hold: bool = False,
         priority_folder: bool = False,
@@ -108,7 +109,8 @@ class TaskQueue:
         The directive keywords mean what their ``#METAQ`` keys mean (``docs/user-guide.md``);
         durations are seconds or text such as ``"2h"``; ``after`` and ``after_any`` take a
         name or a list of names; ``shapes`` lists the other shapes the task accepts
-        (:class:`Shape`, one ``SHAPE`` line each). ``folder``, ``hold`` and
+        (:class:`Shape`, one ``SHAPE`` line each); ``header_only`` lets the body hold
+        ``#METAQ`` lines of its own (``HEADER_ONLY``). ``folder``, ``hold`` and
         ``priority_folder`` are ``metaq submit``'s ``--folder`` (a sub-folder inside the task
         folder), ``--hold`` and
         ``--priority``. Raises :class:`TaskError` or :class:`QueueError` with the sentence
@@ -119,7 +121,7 @@ class TaskQueue:
             machine=machine, type=type, min_nodes=min_nodes, priority=priority, setup=setup,
             checkpoint=checkpoint, signal=signal, notice=notice, retries=retries,
             resize=resize, cpus=cpus, exclusive=exclusive, array=array, after=after,
-            after_any=after_any, shapes=shapes)
+            after_any=after_any, shapes=shapes, header_only=header_only)
         if sum(x is not None for x in (command, script, kind)) != 1:
             raise TaskError(name, None, "give exactly one of command, script and kind: what "
                                         "the task runs")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
-from metaq_py.policy.model import Kind
+from metaq_py.hybrid import Kind
 
 __all__ = ["Directives", "Duration", "Line", "Names", "Shape", "directive_lines",
            "script_text", "shell_lines"]
@@ -64,7 +64,8 @@ class Shape:
 @dataclass(frozen=True, slots=True)
 class Directives:
     """What a task asks for, one field per ``#METAQ`` key (``docs/user-guide.md`` lists them
-    with what each accepts). ``None`` (or ``False`` for ``exclusive``) writes no line."""
+    with what each accepts). ``None`` (or ``False`` for ``exclusive`` and ``header_only``)
+    writes no line."""
 
     nodes: int | None = None
     gpus: int | None = None
@@ -87,6 +88,7 @@ class Directives:
     after: Names | None = None
     after_any: Names | None = None
     shapes: Sequence[Shape] | None = None
+    header_only: bool = False
 
     def merged(self, over: Directives) -> Directives:
         """These directives with every field that ``over`` sets put in their place."""
@@ -134,7 +136,7 @@ def directive_lines(d: Directives, *, name: str) -> list[str]:
                 _check_words("SHAPE", words, name=name)
                 lines.append(("SHAPE", words))
             continue
-        if f.name == "exclusive":
+        if f.name in ("exclusive", "header_only"):
             words = "" if value is True else _words(value)
         elif f.name in ("min_wc_time", "setup"):
             words = _duration_words(value)

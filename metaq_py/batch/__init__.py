@@ -13,11 +13,15 @@ names, GPU ids per node and the real end time; ``end_time()`` asks again later; 
 Every failure is a :class:`BatchError` with one sentence naming the command or variable.
 """
 
+from typing import TYPE_CHECKING
+
 from metaq_py.batch.base import SYSTEMS, Allocation, BatchError, BatchOverrides, BatchSystem
-from metaq_py.batch.detect import detect_batch, detect_system
-from metaq_py.batch.local import LocalBatch
-from metaq_py.batch.pbs import PbsBatch
-from metaq_py.batch.slurm import SlurmBatch
+from metaq_py.batch.detect import adapter, detect_batch, detect_system
+
+if TYPE_CHECKING:
+    from metaq_py.batch.local import LocalBatch
+    from metaq_py.batch.pbs import PbsBatch
+    from metaq_py.batch.slurm import SlurmBatch
 
 __all__ = [
     "SYSTEMS",
@@ -31,3 +35,12 @@ __all__ = [
     "detect_batch",
     "detect_system",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``LocalBatch``, ``PbsBatch`` and ``SlurmBatch``, loaded when first asked for: a job
+    loads only its own system's adapter (:func:`detect_batch`)."""
+    systems = {"LocalBatch": "local", "PbsBatch": "pbs", "SlurmBatch": "slurm"}
+    if name in systems:
+        return adapter(systems[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

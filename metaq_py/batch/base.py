@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from metaq_py.batch.topology import HOSTNAME_BLOCK, blocks_of, gpu_cores, nvidia_affinity
 from metaq_py.errors import MetaqError
-from metaq_py.launch.binding import machine_cpus
+from metaq_py.ranges import machine_cpus
 
 __all__ = ["SYSTEMS", "Allocation", "BatchError", "BatchOverrides", "BatchSystem", "Clock",
            "node_cores"]

@@ -10,19 +10,22 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from importlib import import_module
 
 from metaq_py.batch.base import BatchOverrides, BatchSystem, Clock
-from metaq_py.batch.local import LocalBatch
-from metaq_py.batch.pbs import PbsBatch
-from metaq_py.batch.slurm import SlurmBatch
 
-__all__ = ["detect_batch", "detect_system"]
+__all__ = ["adapter", "detect_batch", "detect_system"]
 
-_ADAPTERS: dict[str, type[BatchSystem]] = {
-    "slurm": SlurmBatch,
-    "pbs": PbsBatch,
-    "local": LocalBatch,
-}
+_ADAPTERS = {"slurm": "SlurmBatch", "pbs": "PbsBatch", "local": "LocalBatch"}
+"""Each system's adapter class, in the module of the system's name: only the one a job uses
+is loaded."""
+
+
+def adapter(system: str) -> type[BatchSystem]:
+    """The adapter class of ``system`` (``slurm``, ``pbs`` or ``local``)."""
+    cls: type[BatchSystem] = getattr(import_module(f"metaq_py.batch.{system}"),
+                                     _ADAPTERS[system])
+    return cls
 
 
 def detect_system(env: Mapping[str, str]) -> str:
@@ -44,4 +47,4 @@ def detect_batch(
     overrides = overrides or BatchOverrides()
     env = os.environ if env is None else env
     system = overrides.system or detect_system(env)
-    return _ADAPTERS[system](env=env, overrides=overrides, clock=clock)
+    return adapter(system)(env=env, overrides=overrides, clock=clock)

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 
-from metaq_py.launch.binding import parse_cpu_list
+from metaq_py.ranges import parse_cpu_list
 
 __all__ = ["HOSTNAME_BLOCK", "blocks_of", "gpu_cores", "hostname_blocks", "nvidia_affinity",
            "parse_nvidia_topology", "parse_slurm_topology"]

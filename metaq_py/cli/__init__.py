@@ -27,6 +27,7 @@ MODULES = (
     "doctor_commands",
     "experiment_commands",
     "queue_commands",
+    "status_commands",
     "listing_commands",
     "report_commands",
     "run_commands",
@@ -36,12 +37,13 @@ MODULES = (
 """Every command module, in the order ``metaq --help`` lists their commands."""
 
 COMMANDS = {
-    "alloc": "alloc_commands",
+    **dict.fromkeys(("alloc", "jobscript"), "alloc_commands"),
     "doctor": "doctor_commands",
     "experiment": "experiment_commands",
     **dict.fromkeys(
         ("init", "submit", "check", "hold", "release", "cancel", "retry"), "queue_commands"),
-    **dict.fromkeys(("status", "ls", "show"), "listing_commands"),
+    "status": "status_commands",
+    **dict.fromkeys(("ls", "show"), "listing_commands"),
     **dict.fromkeys(("notice", "report", "explain", "gantt"), "report_commands"),
     **dict.fromkeys(("run", "running", "reset", "checkpoint", "demo"), "run_commands"),
     "simulate": "sim_commands",
@@ -54,8 +56,9 @@ def load(modules: tuple[str, ...] = MODULES) -> typer.Typer:
     """Import command modules, which register their commands on the app, and return it."""
     for name in modules:
         import_module(f"metaq_py.cli.{name}")
-    from metaq_py.cli.shared import app
+    from metaq_py.cli.shared import app, reflow_help
 
+    reflow_help(app)
     return app
 
 

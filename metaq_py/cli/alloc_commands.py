@@ -1,4 +1,5 @@
-"""``metaq alloc``: submit batch allocations for the queue when its tasks wait.
+"""``metaq alloc``: submit batch allocations for the queue when its tasks wait; and
+``metaq jobscript``, which prints the batch script that runs ``metaq run``, for people to copy.
 
 ``--once`` (the default) makes one pass, for cron; ``--watch`` makes one every ``--interval``
 on a login node until Ctrl-C or SIGTERM; ``--dry-run`` prints the exact ``sbatch`` or ``qsub``
@@ -18,11 +19,12 @@ import typer
 from metaq_py.cli.shared import QueueOpt, app, open_queue, reported
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.errors import QueueError
+from metaq_py.words import counted
 
 if TYPE_CHECKING:
     from metaq_py.alloc.loop import Pass
 
-__all__ = ["alloc"]
+__all__ = ["alloc", "jobscript"]
 
 
 @app.command()
@@ -75,6 +77,24 @@ def alloc(
         typer.echo("metaq alloc: stopped")
 
 
+@app.command()
+def jobscript(
+    system: Annotated[str, typer.Argument(help="slurm, pbs or local.")],
+) -> None:
+    """Print the batch script metaq-py ships for SLURM, PBS or local use, to copy.
+
+    metaq jobscript slurm > job.sh, adjust its #SBATCH lines, then sbatch job.sh. It runs
+    metaq run; metaq alloc submits the same script when alloc.jobscript names none."""
+    from metaq_py.share import JOBSCRIPT_SYSTEMS
+    from metaq_py.share import jobscript as shipped
+
+    with reported():
+        if system not in JOBSCRIPT_SYSTEMS:
+            raise QueueError(f"there is no job script for {system!r}; metaq-py has one for "
+                             f"{', '.join(JOBSCRIPT_SYSTEMS)}")
+        typer.echo(shipped(system).read_text(), nl=False)
+
+
 def _say(done: Pass, *, dry_run: bool, quiet: bool) -> None:
     """One pass in words; ``quiet`` leaves out a refusal already said."""
     from metaq_py.alloc.policy import Submit
@@ -88,7 +108,7 @@ def _say(done: Pass, *, dry_run: bool, quiet: bool) -> None:
             typer.echo(f"metaq: submission failed (next try after alloc.backoff): {done.error}",
                        err=True)
         else:
-            typer.echo(f"submitted job {done.jobid}: {d.nodes} node(s) for "
+            typer.echo(f"submitted job {done.jobid}: {counted(d.nodes, 'node')} for "
                        f"{format_duration(d.walltime)}, because {d.reason}")
         return
     if quiet and not done.logged:

@@ -34,7 +34,8 @@ from metaq_py.cli.experiment_args import (
     trace_source,
     with_load,
 )
-from metaq_py.cli.shared import app, console
+from metaq_py.cli.shared import app, console, one_scheduler
+from metaq_py.errors import MetaqError
 
 if TYPE_CHECKING:
     from sim.run.spec import RunSpec, TraceSource
@@ -113,8 +114,10 @@ def experiment(
     first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
     workloads: Annotated[str, typer.Option(help="Workloads, e.g. W1,W5.")] =
         "W1,W2,W3,W4,W5",
+    scheduler: Annotated[str | None, typer.Option(
+        help="Schedulers, e.g. easy,CUA&SPAA (default: the study's).")] = None,
     policies: Annotated[str | None, typer.Option(
-        help="Policies, e.g. easy,CUA&SPAA (default: the study's).")] = None,
+        hidden=True, help="The old name of --scheduler.")] = None,
     workers: Annotated[int | None, typer.Option(
         help="Processes to run on (default: every core).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -139,6 +142,10 @@ def experiment(
     from sim.run.spec import SpecError
     from sim.trace.loader import TraceError
 
+    try:
+        policies = one_scheduler(scheduler, policies, "--policies")
+    except MetaqError as e:
+        _fail(e)
     modes = [name for name, value in (("--emit-tasks", emit_tasks), ("--run-one", run_one),
                                       ("--collect", collect)) if value is not None]
     try:

@@ -1,14 +1,11 @@
-"""The queue's read-only commands: status, ls and show.
+"""The queue's read-only listings: ls and show (``status`` is
+:mod:`metaq_py.cli.status_commands`).
 
-``status`` counts the tasks per state, folder and project and shows what runs now (with
-``--watch``, a live view: :mod:`metaq_py.cli.live_view`); ``ls`` lists the tasks in one state,
-streaming its rows, with the indices of an array that come together on one row; ``show`` shows
-one task: where it is, what it asks for, where it runs and its history.
-
-They move no task, so they work on a read-only copy of a queue; ``status`` keeps its caches in
-the queue's ``jobs/.summary/`` folder where it may write (see :mod:`metaq_py.report.summary`).
-The commands that change the queue are in :mod:`metaq_py.cli.queue_commands`. Errors are
-printed as one sentence on standard error, with exit status 1.
+``ls`` lists the tasks in one state, streaming its rows, with the indices of an array that
+come together on one row; ``show`` shows one task: where it is, what it asks for, where it runs
+and its history. They move no task, so they work on a read-only copy of a queue. The commands
+that change the queue are in :mod:`metaq_py.cli.queue_commands`. Errors are printed as one
+sentence on standard error, with exit status 1.
 """
 
 from __future__ import annotations
@@ -24,10 +21,16 @@ from typing import Annotated, Any
 
 import typer
 
-from metaq_py.cli.live_view import count_tables, live_section, print_live, watch
-from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
+from metaq_py.cli.shared import (
+    JsonOpt,
+    QueueOpt,
+    TaskArg,
+    app,
+    open_queue,
+    printable,
+    reported,
+)
 from metaq_py.cli.task_view import entry_json, print_history, print_spec
-from metaq_py.directive_keys import format_indices
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
@@ -35,55 +38,8 @@ from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import PENDING, STATES
 from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.store import Queue
-from metaq_py.report.summary import queue_counts
-
-
-@app.command()
-def status(
-    json_out: JsonOpt = False,
-    watch_: Annotated[bool, typer.Option(
-        "--watch", help="Keep the view live, refreshed as the queue changes (Ctrl-C stops).")
-    ] = False,
-    interval: Annotated[float, typer.Option(
-        help="With --watch: the most seconds between two refreshes.", min=0.5)] = 5.0,
-    queue: QueueOpt = Path("queue"),
-) -> None:
-    """Count the tasks per state, folder and project, and show what runs now.
-
-    Running tasks with their hosts and time left, live allocations with their reserved and
-    lent nodes, notices, and the allocations metaq alloc submitted with their state. With
-    --watch, a live view that adds a progress bar per campaign folder."""
-    with reported():
-        q = open_queue(queue)
-        if watch_:
-            if json_out:
-                raise QueueError("--watch shows a live view for people; leave out --json")
-            try:
-                watch(q, console, interval=interval)
-            except KeyboardInterrupt:
-                raise typer.Exit(0) from None
-            return
-        live = live_section(q, now=time.time())
-        counts = queue_counts(q)
-        if json_out:
-            typer.echo(json.dumps({
-                "queue": str(q.root),
-                "states": {s: dict(sorted(c.items())) for s, c in counts.states.items()},
-                "totals": counts.totals(),
-                "projects": {p: dict(c) for p, c in sorted(counts.projects.items())},
-                "campaigns": {f: dict(c) for f, c in sorted(counts.campaigns.items())},
-                "invalid": counts.invalid,
-                **live,
-            }, indent=2))
-            return
-        for table in count_tables(q, counts):
-            console.print(table)
-        print_live(live, console)
-        for item in counts.invalid:
-            typer.echo(f"invalid: {item['reason']}", err=True)
-        for problem in live["problems"]:
-            typer.echo(f"warning: {problem}", err=True)
-
+from metaq_py.ranges import format_indices
+from metaq_py.words import counted
 
 LS_COLUMNS = ("task", "type", "nodes", "gpus", "time", "project", "note")
 LS_PAGE = 50
@@ -125,7 +81,7 @@ def _ls_row(e: Entry) -> tuple[str, ...]:
     s = e.spec
     note = e.reason or (f"{e.machine} job {e.jobid}" if e.jobid else "")
     if e.attempts:
-        note = f"{e.attempts} attempt(s) " + note
+        note = f"{counted(e.attempts, 'attempt')} " + note
     if s is None:
         return (e.id, "", "", "", "", "", note)
     wc = format_duration(s.min_wc_time) if s.min_wc_time is not None else "default"
@@ -172,6 +128,7 @@ def _array_rows(entries: Iterator[Entry], root: Path) -> Iterator[tuple[str, ...
 def _stream_rows(rows: Iterator[tuple[str, ...]], header: tuple[str, ...]) -> None:
     """Print ``rows`` under ``header`` in aligned columns, as they come: the widths are
     those of the first :data:`LS_PAGE` rows (a longer cell later pushes its row along)."""
+    rows = (tuple(map(printable, row)) for row in rows)  # a newline in a name stays \n
     page = list(itertools.islice(rows, LS_PAGE))
     widths = [max(len(c) for c in col) for col in zip(header, *page, strict=False)]
 
@@ -220,9 +177,9 @@ def show(
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
-        typer.echo(f"{found.id}: {found.state} ({found.path})")
+        typer.echo(printable(f"{found.id}: {found.state} ({found.path})"))
         if found.reason:
-            typer.echo(f"reason: {found.reason}")
+            typer.echo(f"reason: {printable(found.reason)}")
         if found.spec is not None:
             print_spec(found.spec, header=False, words=True)
         if data["running"]:
@@ -235,21 +192,10 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
     (``None``: whole nodes) and GPU ids."""
     if not e.jobid:
         return None
-    path = q.job_dir(e.jobid) / "events.jsonl"
     last = None
-    try:
-        with open(path) as f:
-            for line in f:
-                if '"start"' in line and e.relpath in line:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue  # a line cut short by a crash
-                    if ev.get("event") == "start" and \
-                            str(ev.get("task", "")).endswith("/" + e.relpath):
-                        last = ev
-    except OSError:
-        return None
+    for ev in q.events(e.jobid):  # read in bounded pieces; a FIFO or a link has no events
+        if ev.get("event") == "start" and str(ev.get("task", "")).endswith("/" + e.relpath):
+            last = ev
     if last is None:
         return None
     return {"hosts": last.get("hosts", []), "cores": last.get("cores"),
@@ -258,7 +204,7 @@ def _placement(q: Queue, e: Entry) -> dict[str, Any] | None:
 
 def _print_placement(where: dict[str, Any]) -> None:
     """The running task's hosts, cores and GPUs, one line each."""
-    from metaq_py.launch.binding import cpu_list
+    from metaq_py.ranges import cpu_list
 
     typer.echo(f"running on: {', '.join(where['hosts'])}")
     cores = where.get("cores")

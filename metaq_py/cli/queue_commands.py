@@ -10,20 +10,21 @@ Errors are printed as one sentence on standard error, with exit status 1.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.cli.task_view import print_spec, spec_json
-from metaq_py.directive_keys import format_indices
-from metaq_py.directives import late_directives, miscased_directives, read_head
+from metaq_py.directives import miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
+from metaq_py.words import counted
 
 
 @app.command()
@@ -36,6 +37,11 @@ def init(
     with reported():
         q = Queue.init(directory, group=group)
         typer.echo(f"queue ready at {q.root} (settings in {q.root / 'metaq.yaml'})")
+
+
+HeaderOnlyOpt = Annotated[bool, typer.Option(
+    "--header-only", help="Take #METAQ lines below the first command as the script's own "
+                          "text, not directives (as #METAQ HEADER_ONLY).")]
 
 
 @app.command()
@@ -52,11 +58,14 @@ def submit(
     after: Annotated[list[str] | None, typer.Option(
         "--after", help="Wait until this task, array or glob has finished "
                         "(as #METAQ AFTER; repeatable).")] = None,
+    header_only: HeaderOnlyOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Check each script and copy it into the queue, all or nothing.
 
     If any script is bad, or names an unknown task or a cycle in AFTER, none is submitted.
+    A #METAQ line below the first command makes a script bad (METAQ read it; here the
+    header ends at the first command), unless --header-only says it belongs to the script.
     An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX."""
     with reported():
         q = open_queue(queue)
@@ -66,7 +75,7 @@ def submit(
                              f"{', '.join(q.config.folders)}")
         admin = QueueAdmin(q)
         made = admin.submit_all(scripts, folder=target, sub=folder, hold=hold, array=array,
-                                after=tuple(after or ()))
+                                after=tuple(after or ()), header_only=header_only)
         for script, dst in zip(scripts, made, strict=True):
             rel = dst.relative_to(q.root)
             info = admin.array_of(str(rel)) if dst.is_dir() else None
@@ -82,36 +91,34 @@ def submit(
 def check(
     scripts: Annotated[list[Path], typer.Argument(help="Task scripts to check.")],
     json_out: JsonOpt = False,
+    header_only: HeaderOnlyOpt = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Show what each script asks for, or what is wrong with it.
 
     When the queue exists, its limits (caps, log roots) are checked too."""
+    from metaq_py.cli.task_view import print_spec, spec_json  # only check shows a spec
     q = Queue(queue) if queue.is_dir() else None
     results: list[dict[str, Any]] = []
     bad = 0
     for script in scripts:
         try:
             if q is not None:
-                spec = judge(script, root=q.root, config=q.config).accepted()
+                spec = judge(script, root=q.root, config=q.config,
+                             header_only=header_only).accepted()
             else:
-                spec = judge(script).accepted()
+                spec = judge(script, header_only=header_only).accepted()
         except MetaqError as e:
             bad += 1
             results.append({"script": str(script), "ok": False, "error": str(e)})
             if not json_out:
                 typer.echo(f"metaq: {e}", err=True)
             continue
-        head = read_head(script)[0]
-        late = late_directives(head)
-        miscased = miscased_directives(head)
+        miscased = miscased_directives(read_head(script)[0])
         results.append({"script": str(script), "ok": True, "spec": spec_json(spec),
-                        "ignored_lines": sorted(late + miscased)})
+                        "ignored_lines": miscased})
         if not json_out:
             print_spec(spec)
-            for n in late:
-                typer.echo(f"warning: {script}, line {n}: this #METAQ line comes after the "
-                           f"first command, so it is ignored", err=True)
             for n in miscased:
                 typer.echo(f"warning: {script}, line {n}: directives are written #METAQ in "
                            f"capitals; this line is a comment, so it is ignored", err=True)
@@ -128,16 +135,43 @@ _MOVE_STATES = {"hold": (PENDING,), "release": (HOLD,), "cancel": (PENDING, HOLD
 
 def _move_command(verb: str, tasks: list[str], queue: Path,
                   states: tuple[str, ...] | None = None) -> None:
+    """Move the tasks each ref names: one line per ref naming one task, and one summary line
+    per ref naming several (an array's 4,500 indices are one line, not 4,500)."""
     with reported():
         q = open_queue(queue)
         admin = QueueAdmin(q)
         action = getattr(admin, verb)
         for ref in tasks:
-            for e in admin.select(ref, states=states or _MOVE_STATES[verb]):
-                moved = action(e.id)
-                typer.echo(f"{verb}: {e.id} -> {moved.path.relative_to(q.root)}"
+            entries = admin.select(ref, states=states or _MOVE_STATES[verb])
+            if len(entries) == 1:
+                moved = action(entries[0].id)
+                typer.echo(f"{verb}: {entries[0].id} -> {moved.path.relative_to(q.root)}"
                            + (" (the running job will stop it)" if moved.state == "working"
                               else ""))
+                continue
+            went: Counter[str] = Counter()
+            for e in entries:
+                try:
+                    moved = action(e.id)
+                except QueueError:  # moved meanwhile, by a runner or a person
+                    went["gone"] += 1
+                    continue
+                top = moved.path.relative_to(q.root).parts[0]
+                went["working" if moved.state == "working" else f"{top}/"] += 1
+            typer.echo(f"{verb}: {_moved_words(ref, len(entries), went)}")
+
+
+def _moved_words(ref: str, asked: int, went: Counter[str]) -> str:
+    """``4500 tasks of prop.sh[0-4499]: 4497 to cancelled/, 3 running (their jobs will stop
+    them)``: where the tasks ``ref`` named went, by destination."""
+    parts = [f"{n} to {where}" for where, n in sorted(went.items())
+             if where not in ("working", "gone")]
+    if went["working"]:
+        parts.append(f"{went['working']} running (their jobs will stop "
+                     f"{'it' if went['working'] == 1 else 'them'})")
+    if went["gone"]:
+        parts.append(f"{went['gone']} moved by someone else meanwhile, left as they are")
+    return f"{counted(asked, 'task')} of {ref}: {', '.join(parts)}"
 
 
 TasksArg = Annotated[list[str], typer.Argument(

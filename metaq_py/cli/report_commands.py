@@ -14,8 +14,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from metaq_py.cli.shared import JsonOpt, QueueOpt, TaskArg, app, console, open_queue, reported
-from metaq_py.directive_keys import format_indices, parse_indices
+from metaq_py.cli.shared import (
+    JsonOpt,
+    QueueOpt,
+    TaskArg,
+    app,
+    cell,
+    console,
+    open_queue,
+    reported,
+)
+from metaq_py.directive_keys import parse_indices
 from metaq_py.durations import (
     DurationError,
     format_duration,
@@ -24,17 +33,19 @@ from metaq_py.durations import (
     parse_time,
 )
 from metaq_py.errors import QueueError
-from metaq_py.policy.model import Notice
+from metaq_py.hybrid import Notice
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.arrays import split_ref
 from metaq_py.queue.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
 from metaq_py.queue.store import Queue
-from metaq_py.report.accounting import Report, build_report, parse_since
+from metaq_py.ranges import format_indices
+from metaq_py.report.accounting import Report, Use, build_report, parse_since
 from metaq_py.report.allocations import live_jobs
 from metaq_py.report.explain import explain as explain_task
 from metaq_py.report.joblog import EVENTS_NAME, read_job_log, read_job_logs
 from metaq_py.report.task_use import Named, TaskUse, task_use
 from metaq_py.report.timeline import build_timeline
+from metaq_py.words import counted
 
 
 @app.command()
@@ -147,13 +158,18 @@ def report(
     ] = False,
     since: Annotated[str | None, typer.Option(
         "--since", metavar="DATE",
-        help="Only events from DATE on: 2025-03-01, 2025-03-01T14:30, or 7d ago.")] = None,
+        help="Only events from DATE on: 2025-03-01, 2025-03-01T14:30, today, yesterday "
+             "(from local midnight), or 7d ago.")] = None,
     json_out: JsonOpt = False,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="Write the campaign as one self-contained HTML page "
+        "(progress, Gantt, utilisation, failures, retries, on-demand, projects).")] = None,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Show node-hours, GPU-hours and CPU efficiency per project, or per task or array named.
 
-    Without tasks: per project, outcomes and on-demand work. With tasks (an array as one
+    Without tasks: per project and per user (the owner of each task file), outcomes and
+    on-demand work. With tasks (an array as one
     thing, as hold, cancel and retry take it): tasks finished and failed, node-hours,
     GPU-hours and CPU efficiency of each."""
     with reported():
@@ -180,6 +196,9 @@ def report(
         if each:
             raise QueueError("--each lists the indices of an array: name one, such as "
                              "'metaq report run.sh --each'")
+        if html is not None:
+            _write_html(q, html, start)
+            return
         rep = build_report(read_job_logs(q.root), since=start)
         if json_out:
             typer.echo(json.dumps(rep.to_json(), indent=2))
@@ -187,6 +206,23 @@ def report(
             _print_report(rep)
         for p in rep.problems:
             typer.echo(f"warning: {p}", err=True)
+
+
+def _write_html(q: Queue, target: Path, since: float | None) -> None:
+    """``metaq report --html FILE``: the campaign as one page (its modules load only here)."""
+    from metaq_py.report.html.campaign import gather
+    from metaq_py.report.html.campaign_page import campaign_html
+
+    campaign = gather(read_job_logs(q.root), since=since)
+    text = campaign_html(campaign, queue=str(q.root), generated=time.time())
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise QueueError(f"cannot write {target} ({e.strerror})") from None
+    for p in campaign.problems:
+        typer.echo(f"warning: {p}", err=True)
+    typer.echo(f"wrote {target}: {len(campaign.runs):,} runs of {len(campaign.tasks()):,} "
+               f"tasks in {campaign.report.jobs} batch jobs, {len(text.encode()) / 1e6:.2f} MB")
 
 
 def _named(admin: QueueAdmin, ref: str) -> Named:
@@ -226,29 +262,38 @@ def _efficiency(cpu_hours: float, core_hours: float, measured: int) -> str:
     """CPU time over cores times wall time, as ``seff`` prints it, and over how many runs."""
     if core_hours <= 0:
         return "n/a"
-    return f"{cpu_hours / core_hours:.1%} ({measured} run{'s' if measured != 1 else ''})"
+    return f"{cpu_hours / core_hours:.1%} ({counted(measured, 'run')})"
 
 
-def _print_report(rep: Report) -> None:
-    span = f"since {format_time(rep.since)}" if rep.since is not None else "all time"
-    t = Table(title=f"usage per project, {span} ({rep.jobs} batch jobs)")
-    t.add_column("project")
+def _use_table(title: str, by: str, uses: tuple[Use, ...], outcomes: dict[str, int]) -> Table:
+    """What each project's or user's runs used, with their total."""
+    t = Table(title=title)
+    t.add_column(by)
     t.add_column("node-hours", justify="right")
     t.add_column("GPU-hours", justify="right")
     t.add_column("runs", justify="right")
     t.add_column("CPU-hours", justify="right")
     t.add_column("CPU efficiency", justify="right")
     t.add_column("outcomes")
-    for p in rep.projects:
-        t.add_row(p.project, f"{p.node_hours:.2f}", f"{p.gpu_hours:.2f}", str(p.runs),
-                  f"{p.cpu_hours:.2f}", _efficiency(p.cpu_hours, p.core_hours, p.measured),
-                  ", ".join(f"{k} {v}" for k, v in p.outcomes.items()))
-    cpu, core = sum(p.cpu_hours for p in rep.projects), sum(p.core_hours for p in rep.projects)
-    t.add_row("[bold]total[/]", f"[bold]{rep.node_hours:.2f}[/]", f"[bold]{rep.gpu_hours:.2f}[/]",
-              f"[bold]{sum(p.runs for p in rep.projects)}[/]", f"[bold]{cpu:.2f}[/]",
-              _efficiency(cpu, core, sum(p.measured for p in rep.projects)),
-              ", ".join(f"{k} {v}" for k, v in rep.outcomes.items()))
-    console.print(t)
+    for u in uses:
+        t.add_row(cell(u.name), f"{u.node_hours:.2f}", f"{u.gpu_hours:.2f}", str(u.runs),
+                  f"{u.cpu_hours:.2f}", _efficiency(u.cpu_hours, u.core_hours, u.measured),
+                  ", ".join(f"{k} {v}" for k, v in u.outcomes.items()))
+    cpu, core = sum(u.cpu_hours for u in uses), sum(u.core_hours for u in uses)
+    t.add_row("[bold]total[/]", f"[bold]{sum(u.node_hours for u in uses):.2f}[/]",
+              f"[bold]{sum(u.gpu_hours for u in uses):.2f}[/]",
+              f"[bold]{sum(u.runs for u in uses)}[/]", f"[bold]{cpu:.2f}[/]",
+              _efficiency(cpu, core, sum(u.measured for u in uses)),
+              ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+    return t
+
+
+def _print_report(rep: Report) -> None:
+    span = f"since {format_time(rep.since)}" if rep.since is not None else "all time"
+    console.print(_use_table(f"usage per project, {span} ({counted(rep.jobs, 'batch job')})",
+                             "project", rep.projects, rep.outcomes))
+    if rep.users:
+        console.print(_use_table(f"usage per user, {span}", "user", rep.users, rep.outcomes))
     od = rep.ondemand
     rate = "n/a" if od.rate is None else f"{od.rate:.0%} ({od.instant} of {od.known})"
     typer.echo("on-demand:")
@@ -258,7 +303,7 @@ def _print_report(rep: Report) -> None:
     typer.echo(f"  shrinks                 {od.shrinks}")
     typer.echo(f"  node-hours lost         {od.lost_node_hours:.2f} (to preemption)")
     if rep.reclaims:
-        typer.echo(f"reclaimed from dead jobs: {rep.reclaims} task(s)")
+        typer.echo(f"reclaimed from dead jobs: {counted(rep.reclaims, 'task')}")
 
 
 @app.command()

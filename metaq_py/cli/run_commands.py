@@ -19,8 +19,8 @@ import typer
 
 from metaq_py.batch import BatchError, BatchOverrides, BatchSystem, detect_batch
 from metaq_py.cli.metaq_env import read_metaq_env
-from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
-from metaq_py.durations import DurationError, format_duration, parse_duration
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, one_scheduler, open_queue, reported
+from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
 from metaq_py.runner.loop import Runner, RunOptions
@@ -38,7 +38,7 @@ def _seconds(text: str | None, flag: str) -> float | None:
         raise typer.BadParameter(f"{flag} {e}") from None
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def run(
@@ -51,8 +51,10 @@ def run(
              "batch job's nodes.")] = None,
     walltime: Annotated[str | None, typer.Option(
         help="Stop by this duration from now even if the batch job could run longer.")] = None,
-    mechanism: Annotated[str, typer.Option(
-        help=f"The scheduler: {', '.join(MECHANISMS)}.")] = "easy",
+    scheduler: Annotated[str | None, typer.Option(
+        help=f"The scheduler: {', '.join(MECHANISMS)} (default easy).")] = None,
+    mechanism: Annotated[str | None, typer.Option(
+        hidden=True, help="The old name of --scheduler.")] = None,
     linger: Annotated[bool | None, typer.Option(
         "--linger/--no-linger",
         help="Wait for new work until the wall clock ends, instead of stopping when nothing "
@@ -115,7 +117,8 @@ def run(
                 cores_per_node=cores_per_node, cores_per_gpu=cores_per_gpu,
                 walltime=_first(_seconds(walltime, "--walltime"), metaq.walltime))
             options = RunOptions(
-                mechanism=mechanism, linger=bool(_first(linger, metaq.linger)),
+                scheduler=one_scheduler(scheduler, mechanism, "--mechanism") or "easy",
+                linger=bool(_first(linger, metaq.linger)),
                 max_tasks=_first(max_tasks, metaq.max_tasks),
                 launch_pause=_first(pause, metaq.launch_pause),
                 grace=_seconds(grace, "--grace") or 0.0, margin=_seconds(margin, "--margin") or 0.0,
@@ -162,6 +165,7 @@ def running(
     with reported():
         q = open_queue(queue)
         adapter, machine = _batch_for_leases(batch, machine)
+        from metaq_py.cli.when import in_units  # only running speaks of ages
         views = view_leases(q, adapter, machine=machine, now=time.time())
         rows = [{"task": v.claim.id, "machine": v.claim.machine, "job": v.claim.jobid,
                  "host": v.claim.host, "pid": v.claim.pid, "age": round(v.age, 1),
@@ -175,7 +179,7 @@ def running(
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
             line = (f"{r['task']}  job {r['machine']}/{r['job']}  host {r['host'] or '?'}  "
-                    f"heartbeat {format_duration(r['age'])} ago  job {alive}")
+                    f"heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"
             typer.echo(line)
@@ -222,27 +226,44 @@ def checkpoint() -> None:
 
 @app.command()
 def demo(
-    queue: QueueOpt = Path("queue"),
+    queue: Annotated[Path | None, typer.Option(
+        "--queue", "-q", help="Run a copy of this queue instead (default: the example queue "
+                              "metaq-py ships; METAQ_QUEUE is not read).")] = None,
     nodes: Annotated[int, typer.Option(help="Nodes of the pretend cluster.")] = 4,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Keep the scratch copy, with its logs and events, and say where.")
+    ] = False,
 ) -> None:
-    """Run a copy of a queue (the example one by default) on a local pretend cluster.
+    """Run a copy of the example queue (or another) on a local pretend cluster.
 
-    The copy goes to a scratch folder and runs with 2 GPUs per node; the result is shown. The
-    original is never touched."""
+    The copy goes to a scratch folder and runs with 2 GPUs per node; the result is shown,
+    and the scratch folder is removed unless --keep. The original is never touched."""
+    from metaq_py.share import example_queue
+
     with reported():
-        src = open_queue(queue)
+        src = open_queue(queue if queue is not None else example_queue())
         scratch = Path(tempfile.mkdtemp(prefix="metaq-demo-"))
-        dst = scratch / "queue"
-        shutil.copytree(src.root, dst, symlinks=True,
-                        ignore=shutil.ignore_patterns("working", "jobs"))
-        typer.echo(f"running a copy of {src.root} in {dst} on {nodes} pretend nodes")
-        q = open_queue(dst)
-        runner = Runner(q, detect_batch(overrides=BatchOverrides(
-            system="local", nnodes=nodes, gpus_per_node=2)),
-            options=RunOptions(grace=5.0, margin=1.0))
-        code = runner.run()
-        from metaq_py.cli.listing_commands import status
-        status(json_out=False, queue=dst)
-        typer.echo(f"events: {q.events(runner.jobid).path}")
+        try:
+            code, events = _demo_run(src.root, scratch / "queue", nodes)
+        finally:
+            if not keep:
+                shutil.rmtree(scratch, ignore_errors=True)
+        typer.echo(f"kept {scratch}; events: {events}" if keep
+                   else f"removed {scratch} (--keep keeps it)")
     if code:
         raise typer.Exit(code)
+
+
+def _demo_run(src: Path, dst: Path, nodes: int) -> tuple[int, Path]:
+    """Copy the queue ``src`` to ``dst``, run it on ``nodes`` pretend nodes and show the
+    result; the runner's exit status and its event log."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("working", "jobs"))
+    typer.echo(f"running a copy of {src} in {dst} on {nodes} pretend nodes")
+    q = open_queue(dst)
+    runner = Runner(q, detect_batch(overrides=BatchOverrides(
+        system="local", nnodes=nodes, gpus_per_node=2)),
+        options=RunOptions(grace=5.0, margin=1.0))
+    code = runner.run()
+    from metaq_py.cli.status_commands import status
+    status(json_out=False, queue=dst)
+    return code, q.events(runner.jobid).path

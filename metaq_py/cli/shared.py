@@ -29,6 +29,21 @@ app = typer.Typer(
 )
 
 
+def reflow_help(typer_app: typer.Typer) -> None:
+    """Make each paragraph of every command's help one line, as help texts are written
+    across several docstring lines. Typer keeps a docstring's line breaks and rich then wraps
+    each line again at the terminal's width, which leaves ragged half-lines behind (a word or
+    two alone on a line); one paragraph per line is wrapped once, by rich."""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        text = info.help if info.help is not None else inspect.getdoc(info.callback) or ""
+        info.help = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+
+
 @app.callback()
 def _group() -> None:
     # A Typer app with one registered command runs it without its name; `metaq status` loads
@@ -41,11 +56,57 @@ QueueOpt = Annotated[
                  help="The queue directory (or set METAQ_QUEUE)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+SCHEDULER_HELP = ("The scheduler: easy, conservative, or an on-demand mechanism such as "
+                  "CUA&SPAA (N, CUA or CUP, then &PAA, &SPAA or &SPAA+).")
+
+
+def one_scheduler(scheduler: str | None, old: str | None, old_flag: str) -> str | None:
+    """The scheduler a command was given: ``--scheduler``, or its old name ``old_flag``
+    (``--mechanism`` for ``run``, ``--policy`` for ``simulate``, ``--policies`` for
+    ``experiment``), still accepted; both given differently is an error."""
+    if old is not None and scheduler is not None and old != scheduler:
+        raise MetaqError(f"--scheduler {scheduler!r} and {old_flag} {old!r} disagree; "
+                         f"{old_flag} is --scheduler's old name: give --scheduler alone")
+    return scheduler if scheduler is not None else old
 TaskArg = Annotated[str, typer.Argument(
     help="The task, as <folder>/<path>, a file path, or a file name that one task has.")]
 
-console = Console(highlight=False, soft_wrap=True)
+UNCUT_WIDTH = 1 << 16
+"""The width of standard output when it is not a terminal: more than any row, so that a table
+piped into ``cat``, ``grep`` or a cron mail keeps every cell whole."""
+
+
+def _console() -> Console:
+    """Standard output for people: a terminal's own width, and where there is no terminal
+    (a pipe, a file, cron) :data:`UNCUT_WIDTH` unless ``COLUMNS`` says otherwise, where rich
+    alone would cut every table at 80 columns."""
+    import os
+
+    out = Console(highlight=False, soft_wrap=True)
+    if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        out.width = UNCUT_WIDTH
+    return out
+
+
+console = _console()
 """Standard output for tables and text meant for people (no colour guessing in pipes)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with each control or other unprintable character escaped as Python writes it
+    (``\\n``, ``\\t``, ``\\x1b``): a task named with a newline or a terminal escape never
+    breaks a listing nor reaches the terminal as itself."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
+                   .decode("ascii") for c in text)
+
+
+def cell(text: str) -> str:
+    """:func:`printable` ``text`` for a rich table, its ``[`` never taken for markup."""
+    from rich.markup import escape
+
+    return escape(printable(text))
 
 
 @contextmanager

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from metaq_py.cli.shared import app, console
+from metaq_py.cli.shared import SCHEDULER_HELP, app, console, one_scheduler
+from metaq_py.errors import MetaqError
 
 if TYPE_CHECKING:
     from sim.run.metrics import Summary
@@ -31,15 +32,17 @@ not be drawn, and importing it is a few percent of a whole command)."""
 
 
 
-# Over 80 lines: typer reads every option of the command from this signature, one
+# Over 80 lines, because typer reads every option of the command from this signature, one
 # declaration with its help text each, and takes most of these lines.
 @app.command()
 def simulate(
     trace: Annotated[Path | None, typer.Option(
         help="A job trace (plain or .gz): SWF, ALCF CSV, sacct --parsable2 output or a PBS "
              "accounting log. Default: a synthetic Theta-like workload.")] = None,
-    policy: Annotated[str, typer.Option(
-        help="easy, conservative, or an on-demand mechanism such as CUA&SPAA.")] = "easy",
+    scheduler: Annotated[str | None, typer.Option(help=SCHEDULER_HELP + " Default easy.")
+                         ] = None,
+    policy: Annotated[str | None, typer.Option(
+        hidden=True, help="The old name of --scheduler.")] = None,
     seed: Annotated[int, typer.Option(
         help="Seed of the synthetic trace and of the hybrid workload model.")] = 0,
     out: Annotated[Path, typer.Option(help="Directory for jobs.csv, summary.json and the "
@@ -75,6 +78,13 @@ def simulate(
     cache: Annotated[bool, typer.Option(
         help="Keep parsed traces in the user's cache directory, keyed by content "
              "(METAQ_TRACE_CACHE=0 turns it off too).")] = True,
+    compare_recorded: Annotated[bool, typer.Option(
+        "--compare-recorded", help="Replay the trace under EASY (on estimates and on "
+        "runtimes), conservative and FCFS, and set their waits beside the recorded ones: "
+        "compare-recorded.md, .csv and .png.")] = False,
+    format_: Annotated[str, typer.Option(
+        "--format", help="jobs.csv as metaq writes it, or batsim: Batsim's jobs.csv and "
+                         "schedule.csv, for evalys.")] = "metaq",
 ) -> None:
     """Simulate a job trace under a scheduling policy and summarise what happened."""
     from metaq_py import build
@@ -85,39 +95,65 @@ def simulate(
     from sim.trace.loader import TraceError
 
     try:
-        scheduler = make_scheduler(policy, oracle=oracle or cqsim_oracle)
+        if format_ not in ("metaq", "batsim"):
+            raise ValueError(f"--format must be metaq or batsim, not {format_!r}")
+        name = one_scheduler(scheduler, policy, "--policy") or "easy"
+        chosen = make_scheduler(name, oracle=oracle or cqsim_oracle)
         reading = TraceReading(nodes=nodes, procs=procs, unit=unit,
                                procs_per_node=procs_per_node,
                                missing_walltime=missing_walltime, cache=cache, load=load,
                                dependencies=dependencies)
         source, info = _source(trace=trace, seed=seed, workload=workload, jobs=jobs,
                                reading=reading)
-    except (ValueError, TraceError, OSError) as e:
+    except (ValueError, TraceError, OSError, MetaqError) as e:
         _fail(e)
     count = len(source)
     _print_checks(info)
     if count == 0:
         _fail(ValueError(f"no job of {info.trace} is left to simulate: "
                          f"{'; '.join(info.cleaning) or 'the trace holds no job'}."))
+    if compare_recorded:
+        _compare(source, info, out, plots)
+        return
     console.print(f"Simulating {count:,} jobs of {info.trace}"
                f"{f' as workload {info.workload}' if info.workload else ''} "
-               f"under {scheduler.name}{' (oracle)' if scheduler.oracle else ''}.")
+               f"under {chosen.name}{' (oracle)' if chosen.oracle else ''}.")
     try:
         if count >= PROGRESS_FROM and console.is_terminal:
-            result = _with_progress(run_simulation, source, scheduler, cqsim_oracle, count,
+            result = _with_progress(run_simulation, source, chosen, cqsim_oracle, count,
                                     dependencies)
         else:
-            result = run_simulation(source, policy=scheduler, cqsim_oracle=cqsim_oracle,
+            result = run_simulation(source, policy=chosen, cqsim_oracle=cqsim_oracle,
                                     dependencies=dependencies)
         summary = result.summary()
         written = write_outputs(result, out, info=info, summary=summary, plots=plots)
-    except (SimulationError, OSError) as e:
+        if format_ == "batsim":
+            from metaq_py.cli.recorded_view import write_batsim
+
+            written = [p for p in written if p.name != "jobs.csv"]
+            written += write_batsim(result, source, out)
+    except (SimulationError, OSError, ValueError) as e:
         _fail(e)
     unit = str(info.machine["unit"]) if info.machine is not None else "nodes"
     console.print(_table(result, summary, unit))
     console.print(f"Simulated in {result.wall_seconds:.2f} s by the {build()} policy core "
                f"({count / result.wall_seconds:,.0f} jobs/s).")
     console.print(f"Wrote {', '.join(p.name for p in written)} to {out.resolve()}")
+
+
+def _compare(source: Trace | HybridWorkload, info: RunInfo, out: Path, plots: bool) -> None:
+    """``--compare-recorded``: the candidate policies' waits against the recorded ones."""
+    from metaq_py.cli.recorded_view import compare_recorded
+    from sim.engine.errors import SimulationError
+    from sim.trace.loader import Trace
+
+    if not isinstance(source, Trace) or info.seed is not None:
+        _fail(ValueError("--compare-recorded needs a --trace whose jobs were recorded, not a "
+                         "synthetic trace or a hybrid workload"))
+    try:
+        compare_recorded(source, label=info.trace, out=out, plots=plots)
+    except (SimulationError, OSError, ValueError) as e:
+        _fail(e)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,5 +132,7 @@ def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> N
     if spec.resize:
         rows.append(("resize", spec.resize.mode + (f" ({spec.resize.signal})"
                                                    if spec.resize.signal else "")))
+    if spec.header_only:
+        rows.append(("header_only", "yes: later #METAQ lines are the script's own text"))
     for name, value in rows:
         typer.echo(f"  {name:<12} {value}")

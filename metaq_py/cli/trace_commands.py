@@ -35,8 +35,12 @@ def convert(
              "or drop.")] = "limit",
     cache: Annotated[bool, typer.Option(
         help="Keep parsed traces in the user's cache directory.")] = True,
+    keep_names: Annotated[bool, typer.Option(
+        "--keep-names", help="Keep user, group, account and queue names (by default they are "
+                             "numbered, as the Parallel Workloads Archive does).")] = False,
 ) -> None:
-    """Write SOURCE as SWF at TARGET: cleaned, in its unit, with the machine in the header."""
+    """Write SOURCE as SWF at TARGET: cleaned, in its unit, with the machine in the header,
+    and anonymised unless --keep-names."""
     from sim.trace.formats.convert import convert_to_swf
     from sim.trace.loader import TraceError, load_trace
     from sim.trace.machine import UNITS
@@ -51,7 +55,7 @@ def convert(
                            cache=cache)
         for line in (*trace.notes, *trace.report.lines()):
             console.print(f"Trace: {line}.", highlight=False)
-        written = convert_to_swf(trace, target)
+        written = convert_to_swf(trace, target, keep_names=keep_names)
     except (ValueError, TraceError, OSError) as e:
         typer.echo(f"metaq: {e}", err=True)
         raise typer.Exit(1) from None

@@ -20,9 +20,7 @@ The modules: :mod:`~metaq_py.launch.spec` (the value), :mod:`~metaq_py.launch.co
 distinct host list, shared), :mod:`~metaq_py.launch.slurm_step` (srun's counts inside a
 task), :mod:`~metaq_py.launch.tee` (output into two files), :mod:`~metaq_py.launch.prepare`
 (all a start does before the process exists), :mod:`~metaq_py.launch.process` (processes,
-exits, signals), :mod:`~metaq_py.launch.agent` and :mod:`~metaq_py.launch.agent_link` (the
-runner's launch agent, a process that starts and reaps its tasks so that the runner's loop
-does not wait for the kernel), and ``python -m metaq_py.launch SCRIPT``, the first command of
+exits, signals), and ``python -m metaq_py.launch SCRIPT``, the first command of
 a task wrapped in its own ``srun`` step (:mod:`metaq_py.launch.__main__`).
 """
 

@@ -14,15 +14,23 @@ from __future__ import annotations
 import os
 import sys
 
-from metaq_py.launch.binding import bind_here, parse_cpu_list
+from metaq_py.directives import SCRIPT_LIMIT
+from metaq_py.launch.binding import bind_here
+from metaq_py.launch.checked import PROGRAM_FD, PROGRAM_PATH, verified
 from metaq_py.launch.slurm_step import slurm_task_env
+from metaq_py.queue.disk.fileio import replace_file
+from metaq_py.ranges import parse_cpu_list
 
 
 def main(argv: list[str]) -> int:
     """Record the step, then execute the script with the task's SLURM counts; returns only
     if that fails."""
+    digest = None
+    if argv[:1] == ["--sha256"] and len(argv) > 1:
+        digest, argv = argv[1], argv[2:]
     if len(argv) < 2:
-        print("usage: python -m metaq_py.launch STEP_FILE SCRIPT [ARG...]", file=sys.stderr)
+        print("usage: python -m metaq_py.launch [--sha256 HEX] STEP_FILE SCRIPT [ARG...]",
+              file=sys.stderr)
         return 2
     step_file, argv = argv[0], argv[1:]
     try:
@@ -41,9 +49,18 @@ def main(argv: list[str]) -> int:
             print(f"metaq: the share {os.environ.get('METAQ_TASK', '')} is not bound: {why}",
                   file=sys.stderr)
     try:
-        with open(step_file, "w") as f:
-            f.write(step + "\n")
-        os.execve(argv[0], argv, slurm_task_env(os.environ, nnodes))
+        # The run folder is the runner's alone; still, never through a planted link.
+        replace_file(step_file, (step + "\n").encode())
+        path = argv[0]
+        if digest is not None:
+            # The script runs only as the runner checked it (metaq_py.launch.checked).
+            fd = verified(argv[0], digest, limit=SCRIPT_LIMIT)
+            if fd != PROGRAM_FD:
+                os.dup2(fd, PROGRAM_FD)  # inheritable there
+            else:
+                os.set_inheritable(fd, True)
+            path = PROGRAM_PATH
+        os.execve(path, argv, slurm_task_env(os.environ, nnodes))
     except OSError as e:
         host = os.environ.get("SLURMD_NODENAME", "this node")
         print(f"metaq: cannot run {argv[0]} on {host}: {e.strerror}", file=sys.stderr)

@@ -28,10 +28,9 @@ import contextlib
 import os
 from collections.abc import Sequence
 
-from metaq_py.directive_keys import format_indices
+from metaq_py.ranges import cpu_list, machine_cpus
 
-__all__ = ["PIN_MOST", "bind_here", "cpu_list", "cpu_mask", "machine_cpus", "parse_cpu_list",
-           "pin_tree", "srun_binding"]
+__all__ = ["PIN_MOST", "bind_here", "cpu_mask", "pin_tree", "srun_binding"]
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -40,36 +39,6 @@ def cpu_mask(cpus: Sequence[int]) -> str:
     for c in cpus:
         mask |= 1 << c
     return f"0x{mask:x}"
-
-
-def cpu_list(cpus: Sequence[int]) -> str:
-    """``cpus`` in the kernel's list form (``0-3,8``), as ``Cpus_allowed_list`` prints it."""
-    return format_indices(cpus)
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """The CPU ids of a list such as ``0-3,8,10-11`` (ascending, each once); ``ValueError``
-    with one sentence naming the bad part."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        lo, dash, hi = part.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError(f"{part!r} in the CPU list {text!r} is not a CPU id or range")
-        first, last = int(lo), int(hi) if dash else int(lo)
-        if last < first or last - first > 1 << 16:
-            raise ValueError(f"{part!r} in the CPU list {text!r} is not an ascending range")
-        cpus.update(range(first, last + 1))
-    return tuple(sorted(cpus))
-
-
-def machine_cpus() -> tuple[int, ...]:
-    """The CPU ids this process may run on, ascending (the node's cores ``0 ..`` map onto
-    them in this order)."""
-    try:
-        return tuple(sorted(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return tuple(range(os.cpu_count() or 1))
 
 
 def srun_binding(cores: Sequence[int]) -> list[str]:

@@ -6,10 +6,9 @@ under the ``cgroup2`` mount of ``/proc/self/mountinfo``) and tries to make a fol
 there, ``metaq-<pid>``. Where it may (root, or a delegated subtree, as systemd and some batch
 systems give a job), each task gets ``metaq-<pid>/<mark>``, and its script is moved into it the
 moment it has started (``posix_spawn`` returns once the script is executing, so a script that
-cannot start still fails as one sentence), by whichever process started it: the runner, or its
-launch agent (:mod:`metaq_py.launch.agent`), whose folder is then ``metaq-<agent's pid>``.
-Every process it makes from then on is born inside the cgroup; one it forked in that first
-instant stays outside, where the sweep still looks for it.
+cannot start still fails as one sentence). Every process it makes from then on is born
+inside the cgroup; one it forked in that first instant stays outside, where the sweep still
+looks for it.
 Stopping the task writes ``1`` to its ``cgroup.kill`` (Linux 5.14 and later).
 
 **Reused, not remade.** Making a cgroup and removing it cost the kernel about 35 and 50 µs
@@ -69,8 +68,10 @@ def _own_cgroup() -> Path | None:
 
 @functools.cache
 def runner_cgroup() -> Path | None:
-    """The folder under which this runner makes its tasks' cgroups, made on first use; ``None``
-    where the kernel does not let it (the sweep alone then stops tasks)."""
+    """The folder under which this runner makes its tasks' cgroups, made on first use (a
+    runner asks at its start, before it takes back lost claims); ``None`` where the kernel
+    does not let it (the sweep alone then stops tasks). Whatever the tasks of runners that
+    died here without exiting left running is killed then."""
     own = _own_cgroup()
     if own is None:
         return None
@@ -197,9 +198,16 @@ def _tidy(mine: Path) -> None:
 
 
 def _tidy_dead_runners(own: Path) -> None:
-    """Tidy what runners that died without exiting (``kill -9``, a lost node) left here."""
+    """End what runners that died without exiting (``kill -9``) left here: every process
+    still in one of their tasks' cgroups is killed, and the cgroups are removed. Their claims
+    are lost, and the runner that takes one back starts its task again: the task must not
+    run twice (see :func:`runner_cgroup`)."""
     with contextlib.suppress(OSError):
         for folder in own.glob("metaq-*"):
             pid = folder.name.removeprefix("metaq-")
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                for child in folder.iterdir():
+                    if child.is_dir():
+                        kill_cgroup(child)
+                        remove_cgroup(child, wait=1.0)
                 _tidy(folder)

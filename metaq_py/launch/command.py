@@ -8,6 +8,10 @@ loaded modules carry over, as in METAQ) plus:
 
 ``METAQ_TASK``
     the task's id relative to the queue;
+``METAQ_SCRIPT``
+    where the task file sits while it runs (``working/...``). The script's own ``$0`` is
+    ``/proc/self/fd/3``: what starts is the content the runner checked, held in memory
+    (:mod:`metaq_py.launch.checked`), never the file at that path read again;
 ``METAQ_ATTEMPT``, ``METAQ_RESUME``
     which start this is (from 1) and ``1`` when the task should resume from a checkpoint;
 ``METAQ_NODELIST``, ``METAQ_NNODES``, ``METAQ_HOSTFILE``
@@ -66,6 +70,10 @@ def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
     script = os.path.abspath(spec.script)
     if not spec.srun_wrap:
         return [script]
+    checked: list[str] = []
+    if spec.program is not None:
+        script = os.path.abspath(spec.program.source)
+        checked = ["--sha256", spec.program.digest]
     return [
         srun,
         f"--nodelist={spec.nodes[0]}",
@@ -79,6 +87,7 @@ def task_command(spec: LaunchSpec, *, srun: str = "srun") -> list[str]:
         sys.executable,
         "-m",
         "metaq_py.launch",
+        *checked,
         os.path.abspath(spec.step_file),
         script,
     ]
@@ -91,6 +100,7 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
         env = slurm_task_env(env, len(spec.nodes))
     env.update(
         METAQ_TASK=spec.task,
+        METAQ_SCRIPT=os.path.abspath(spec.script),
         METAQ_ATTEMPT=str(spec.attempt),
         METAQ_RESUME="1" if spec.resume else "0",
         METAQ_NODELIST=",".join(spec.nodes),

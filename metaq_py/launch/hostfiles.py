@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from metaq_py.launch.spec import LaunchError
-from metaq_py.queue.disk.fileio import write_all
+from metaq_py.queue.disk.fileio import replace_file
 
 __all__ = ["HostFiles", "hostfile_text"]
 
@@ -64,10 +64,4 @@ class HostFiles:
 def _write_new(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole and read-only: under a temporary name, then renamed."""
     path.parent.mkdir(exist_ok=True)  # only its own folder: the job's is the runner's to make
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
-    try:
-        write_all(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    replace_file(path, data, mode=0o444)

@@ -13,8 +13,8 @@ import errno
 import os
 import stat
 
-from metaq_py.launch.binding import cpu_list, machine_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.ranges import cpu_list, machine_cpus
 
 __all__ = ["check_script", "share_cpus", "start_failure", "unbound_failure"]
 
@@ -24,6 +24,10 @@ def check_script(spec: LaunchSpec) -> None:
     does that can be seen before the start."""
     script = spec.script
     who = f"task {spec.task!r}"
+    if spec.tee is not None and not spec.tee.parent.is_dir():
+        raise LaunchError(f"{who}: the directory of its LOG file {spec.tee} does not exist")
+    if spec.program is not None:
+        return  # its checked bytes start, not the file at its path
     try:
         mode = os.stat(script).st_mode  # one look for both questions below
     except (FileNotFoundError, NotADirectoryError):
@@ -36,8 +40,6 @@ def check_script(spec: LaunchSpec) -> None:
         raise LaunchError(f"{who}: the script {script} is not a regular file")
     if not os.access(script, os.X_OK):
         raise LaunchError(f"{who}: the script {script} is not executable (chmod +x it)")
-    if spec.tee is not None and not spec.tee.parent.is_dir():
-        raise LaunchError(f"{who}: the directory of its LOG file {spec.tee} does not exist")
 
 
 def share_cpus(spec: LaunchSpec) -> list[int] | None:

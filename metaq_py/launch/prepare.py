@@ -1,11 +1,8 @@
 """Everything a start does before the process exists: the checks, the command, the
 environment, the run folder, the hostfile and the output.
 
-One :func:`prepare` serves both ways of starting a task: :func:`~metaq_py.launch.process.launch`
-starts the prepared command in the runner itself, and the runner's launch agent
-(:mod:`metaq_py.launch.agent_link`) hands it to a process of its own. Either way the output
-descriptor is given away at the start (or closed by :meth:`Prepared.abandon` when there is
-none).
+:func:`~metaq_py.launch.process.launch` starts the prepared command; the output descriptor
+is given away at the start (or closed by :meth:`Prepared.abandon` when there is none).
 """
 
 from __future__ import annotations
@@ -16,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from metaq_py.launch.checked import sealed
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
-from metaq_py.launch.places import Aside, make_run_folder, open_task_log
 from metaq_py.launch.preflight import check_script, share_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
+from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
 
 __all__ = ["Prepared", "prepare"]
 
@@ -42,12 +40,22 @@ class Prepared:
     output: int
     tee: OutputTee | None
     cpus: list[int] | None
+    program: int | None = None
+    """A descriptor of the task's checked bytes, which start instead of the script's path
+    (:mod:`metaq_py.launch.checked`); given away with ``output``."""
 
     def abandon(self) -> None:
-        """No start comes: close the output and stop the copier, if any."""
+        """No start comes: close the output (and the program) and stop the copier, if any."""
         os.close(self.output)
+        self.close_program()
         if self.tee is not None:
             self.tee.abandon()
+
+    def close_program(self) -> None:
+        """Close the program's descriptor once the start has its own copy."""
+        if self.program is not None:
+            os.close(self.program)
+            self.program = None
 
 
 def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun",
@@ -76,16 +84,26 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     except OSError as e:
         raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
                           f"{e.strerror}") from None
+    program = None
+    if spec.program is not None and not spec.srun_wrap:
+        try:
+            program = sealed(spec.program.data)
+        except OSError as e:
+            os.close(log_fd)
+            raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
+                              f"memory: {e.strerror}") from None
     if spec.tee is None:
-        return Prepared(spec, command, env, mark, log_fd, None, cpus)
+        return Prepared(spec, command, env, mark, log_fd, None, cpus, program)
     try:
         tee_fd = _open_output(spec.tee, spec.task)
     except LaunchError:
         os.close(log_fd)
+        if program is not None:
+            os.close(program)
         raise
     read_fd, out_fd = make_pipe()
     tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
-    return Prepared(spec, command, env, mark, out_fd, tee, cpus)
+    return Prepared(spec, command, env, mark, out_fd, tee, cpus, program)
 
 
 def _open_output(path: Path, task: str) -> int:

@@ -45,18 +45,17 @@ from metaq_py.launch.cgroup import (
     remove_cgroup,
     task_cgroup,
 )
-from metaq_py.launch.places import Aside
 from metaq_py.launch.preflight import start_failure, unbound_failure
-from metaq_py.launch.prepare import Prepared, prepare
+from metaq_py.launch.prepare import prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
+from metaq_py.launch.workdir import Aside
 
-__all__ = ["ExitStatus", "TaskProcess", "contain_started", "launch", "start_prepared",
-           "terminate_all"]
+__all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
 
 _log = logging.getLogger(__name__)
 
@@ -131,9 +130,6 @@ class TaskProcess:
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
-        self.lost: str | None = None
-        """Why the task was killed without the runner asking (its launch agent died; see
-        :mod:`metaq_py.launch.agent_link`), if it was: an interruption, not a failure."""
         self.output_errors: tuple[str, ...] = ()
         self._tee = tee
         self._on_exit = on_exit
@@ -142,10 +138,7 @@ class TaskProcess:
         self._reaped = False
         self._lock = threading.Lock()  # no signal may cross the reaping of the pid
         self._done = threading.Event()
-        self._watch_exit()
-
-    def _watch_exit(self) -> None:
-        """Have the exit of the runner's own child noticed: by the reaper, else a watcher."""
+        # Its exit is noticed by the reaper, else by a watcher of its own.
         if not _REAPER.add(self):
             watcher = threading.Thread(target=self._watch, name=f"task {self.spec.task}",
                                        daemon=True)
@@ -345,31 +338,24 @@ def launch(
     reaper (or watcher) thread, after the task is over and its output is complete.
     ``base_env`` defaults to the runner's environment. A script that cannot be started raises
     :class:`LaunchError` and leaves no process behind. ``aside`` moves what someone planted
-    at the run folder's or the log's name out of the way (:mod:`metaq_py.launch.places`;
-    without it, such a start fails).
+    at the run folder's or the log's name out of the way (:mod:`metaq_py.launch.workdir`;
+    without it, such a start fails). The script is moved into a cgroup of its own where the
+    kernel allows (:mod:`metaq_py.launch.cgroup`), and pinned if it is a bound share.
     """
     ready = prepare(spec, base_env=os.environ if base_env is None else base_env, srun=srun,
                     aside=aside)
-    return start_prepared(ready, on_exit=on_exit, clock=clock)
-
-
-def start_prepared(ready: Prepared, *, on_exit: Callable[[TaskProcess], object] | None = None,
-                   clock: Callable[[], float] = time.time) -> TaskProcess:
-    """Start a prepared task in the runner itself (:func:`launch`, after
-    :func:`~metaq_py.launch.prepare.prepare`): its script, moved into a cgroup of its own
-    where the kernel allows (:mod:`metaq_py.launch.cgroup`) and pinned if it is a bound
-    share."""
-    spec, command, tee, cpus = ready.spec, ready.command, ready.tee, ready.cpus
+    command, tee, cpus = ready.command, ready.tee, ready.cpus
     try:
-        pid = spawn(command, output=ready.output, env=ready.env)
+        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program)
     except OSError as e:
         ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
+    ready.close_program()
     started_at = clock()
     try:
-        cgroup, contained = contain_started(pid, mark=ready.mark, cpus=cpus)
+        cgroup, contained = _contain(pid, mark=ready.mark, cpus=cpus)
     except OSError as e:
         if tee is not None:
             tee.abandon()
@@ -382,14 +368,12 @@ def start_prepared(ready: Prepared, *, on_exit: Callable[[TaskProcess], object] 
     )
 
 
-def contain_started(pid: int, *, mark: str, cpus: list[int] | None
-                    ) -> tuple[Path | None, bool]:
+def _contain(pid: int, *, mark: str, cpus: list[int] | None) -> tuple[Path | None, bool]:
     """Move the script ``pid``, just started, into a cgroup of its own where the kernel allows
     (:mod:`metaq_py.launch.cgroup`), then pin it to ``cpus`` if it is a bound share (after the
     move, which a pinned child makes dearer): its cgroup, and whether that holds all of the
     task (no child was forked before the move). A script that cannot be pinned is killed and
-    reaped, and the ``OSError`` raised: a start that failed. Used by :func:`start_prepared`
-    and by the launch agent alike."""
+    reaped, and the ``OSError`` raised: a start that failed."""
     cgroup = task_cgroup(mark, pid)
     alone = None
     if cpus is not None:

@@ -28,6 +28,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from metaq_py.queue.disk.fileio import read_regular
+
 __all__ = ["SRUN_INTERCEPTS", "read_step", "signal_step", "slurm_task_env"]
 
 SRUN_INTERCEPTS = frozenset({signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGINT})
@@ -47,7 +49,7 @@ def slurm_task_env(env: Mapping[str, str], nnodes: int) -> dict[str, str]:
 def read_step(step_file: Path) -> str | None:
     """The ``JOBID.STEPID`` a wrapped task recorded, or ``None`` if it has not started yet."""
     try:
-        step = step_file.read_text().strip()
+        step = read_regular(step_file, limit=256)[0].decode("ascii", "replace").strip()
     except OSError:
         return None
     return step if re.fullmatch(r"[0-9]+(?:_[0-9]+)?\.[0-9]+", step) else None

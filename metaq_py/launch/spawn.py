@@ -30,6 +30,8 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 
+from metaq_py.launch.checked import PROGRAM_FD, PROGRAM_PATH
+
 __all__ = ["SEAL_EVERY", "spawn"]
 
 SEAL_EVERY = 1.0
@@ -42,24 +44,36 @@ _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 """Signals Python ignores that a started program expects at their defaults."""
 
 
-def spawn(command: Sequence[str], *, output: int, env: Mapping[str, str]) -> int:
+def spawn(command: Sequence[str], *, output: int, env: Mapping[str, str],
+          program: int | None = None) -> int:
     """Start ``command`` (a path, or a name looked up on ``PATH``) in a new session with its
-    stdout and stderr on the descriptor ``output``; its pid. Raises :class:`OSError` (with
-    the program as ``filename``) when the kernel refuses the start: then nothing runs."""
-    moved = None
+    stdout and stderr on the descriptor ``output``; its pid. With ``program`` (a descriptor
+    of a task's checked bytes, :mod:`metaq_py.launch.checked`), that is what is executed,
+    from descriptor 3 of the child, ``command`` being its argument vector. Raises
+    :class:`OSError` (with the program as ``filename``) when the kernel refuses the start:
+    then nothing runs."""
+    moved = []
     if output <= 2:
         # A dup2 onto itself would leave the close-on-exec flag set: use a copy above 2.
-        output = moved = fcntl.fcntl(output, fcntl.F_DUPFD_CLOEXEC, 3)
+        output = fcntl.fcntl(output, fcntl.F_DUPFD_CLOEXEC, 3)
+        moved.append(output)
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                (os.POSIX_SPAWN_DUP2, output, 1), (os.POSIX_SPAWN_DUP2, output, 2)]
+    path = command[0]
+    if program is not None:
+        if program <= PROGRAM_FD:  # as above, and never below the output's dup2s
+            program = fcntl.fcntl(program, fcntl.F_DUPFD_CLOEXEC, PROGRAM_FD + 1)
+            moved.append(program)
+        actions.append((os.POSIX_SPAWN_DUP2, program, PROGRAM_FD))
+        path = PROGRAM_PATH
     _seal()
-    start = os.posix_spawn if "/" in command[0] else os.posix_spawnp
+    start = os.posix_spawn if "/" in path else os.posix_spawnp
     try:
-        return start(command[0], list(command), env, file_actions=actions, setsid=True,
+        return start(path, list(command), env, file_actions=actions, setsid=True,
                      setsigdef=_DEFAULT_SIGNALS, setsigmask=())
     finally:
-        if moved is not None:
-            os.close(moved)
+        for fd in moved:
+            os.close(fd)
 
 
 def _seal() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from metaq_py.errors import MetaqError
+from metaq_py.program import Program
 
 __all__ = ["LaunchError", "LaunchSpec"]
 
@@ -51,6 +52,10 @@ class LaunchSpec:
     ``env`` adds variables on top of the runner's environment; the ``METAQ_*`` variables
     always win.
 
+    ``program`` is what the runner checked of the task (:class:`~metaq_py.program.Program`):
+    when given, its bytes are what starts, never ``script`` read again (which then only
+    names it); a wrapped step checks the file it reads against its digest.
+
     ``srun_wrap`` starts the script itself as a one-task SLURM step on the first of its nodes
     instead of on the batch node; ``srun_args`` are extra options for that ``srun``.
     """
@@ -70,6 +75,7 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     srun_wrap: bool = False
     srun_args: tuple[str, ...] = ()
+    program: Program | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Accept plain strings for paths and lists for tuples, but store one canonical form.

@@ -9,7 +9,7 @@ Two sources, each named in :attr:`Usage.source`:
   the kernel keeps it; it is not a sum). A process left running in the background and killed
   when the script ends was never waited for by it, so its CPU time is not counted.
 - ``sacct``: a SLURM step's figures, from SLURM's accounting (see
-  :mod:`metaq_py.batch.step_usage`), for tasks started in steps of their own (``--srun``),
+  :mod:`metaq_py.launch.step_usage`), for tasks started in steps of their own (``--srun``),
   whose script runs on the compute node where the runner's ``wait4`` cannot see it.
 """
 

@@ -12,10 +12,10 @@ job
     trace job. It is *waiting* (a :class:`Job`) or *running* (a :class:`Running`).
 kind
     rigid, malleable or ondemand, after Fan et al., "Hybrid Workload Scheduling on HPC
-    Systems" (IPDPS 2022).
+    Systems" (IPDPS 2022) (:class:`~metaq_py.hybrid.Kind`, kept on the ground floor).
 notice
     An advance announcement that on-demand work of a given size will arrive at an estimated
-    time (:class:`Notice`).
+    time (:class:`~metaq_py.hybrid.Notice`).
 nodes
     Concrete node ids, small integers ``0 .. size-1``. The live runner maps them to host names
     through its allocation's node list, so actions always name the exact hosts.
@@ -26,8 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING
+
+from metaq_py.hybrid import Kind as Kind  # re-exported: the policy names it from here
+from metaq_py.hybrid import Notice as Notice
 
 if TYPE_CHECKING:  # shares.py and waitlist.py import this module's names
     from metaq_py.policy.shares import SharedNodes
@@ -42,20 +44,6 @@ Ending = tuple[float, NodeId, JobId, int, "str | None"]
 
 The lowest node id is unique among running jobs (they hold disjoint, non-empty node sets), so
 sorting these tuples never compares job ids and the order is fully deterministic."""
-
-
-class Kind(str, Enum):
-    """How a job reacts to the on-demand layer."""
-
-    RIGID = "rigid"
-    """Fixed size. Checkpoints periodically; preemption loses the work since the last one."""
-    MALLEABLE = "malleable"
-    """Any size between ``min_size`` and ``size``; may be shrunk and expanded while running."""
-    ONDEMAND = "ondemand"
-    """Time-critical: must start at once. Never preempted."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -245,21 +233,6 @@ class Running:
         if oracle and self.true_end is not None:
             return self.true_end
         return self.end
-
-
-@dataclass(frozen=True)
-class Notice:
-    """An advance notice: ``nodes`` will be needed from about ``arrival`` for ``walltime``.
-
-    ``issued`` is when the notice was given; several notices are served earliest-issued first.
-    The on-demand job that redeems a notice names it in :attr:`Job.notice`.
-    """
-
-    id: str
-    nodes: int
-    arrival: float
-    walltime: float
-    issued: float
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ task has it. What is found is an :class:`~metaq_py.queue.finding.Entry`
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import secrets
 import time
@@ -24,13 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metaq_py.directive_keys import INDEX, parse_indices
-from metaq_py.directives import read_head
+from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
-from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, write_all
-from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, read_reason
-from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of
+from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, replace_file, write_all
+from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
 from metaq_py.queue.finding import STATE_WORDS, Entry, by_name, files_in, tasks_named
 from metaq_py.queue.judge import Head, judge
 from metaq_py.queue.layout import (
@@ -45,6 +43,8 @@ from metaq_py.queue.layout import (
     WORKING,
 )
 from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of
+from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec
 
@@ -84,21 +84,24 @@ class QueueAdmin:
 
     def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
                sub: str | None = None, hold: bool = False, array: str | None = None,
-               after: tuple[str, ...] = ()) -> Path:
+               after: tuple[str, ...] = (), header_only: bool = False) -> Path:
         """Submit one script (see :meth:`submit_all`)."""
         return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
-                               after=after)[0]
+                               after=after, header_only=header_only)[0]
 
     def submit_all(self, scripts: Sequence[str | os.PathLike[str]], *, folder: str | None = None,
                    sub: str | None = None, hold: bool = False, array: str | None = None,
-                   after: tuple[str, ...] = ()) -> list[Path]:
+                   after: tuple[str, ...] = (), header_only: bool = False) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
         (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
         ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
         (:mod:`metaq_py.queue.campaign.arrays`); ``after`` adds ``AFTER`` names. Every
         ``AFTER`` and ``AFTER_ANY`` name is resolved against the queue and the scripts
         submitted along (:mod:`metaq_py.queue.campaign.deps`): an unknown name or a cycle
-        refuses them all.
+        refuses them all. A ``#METAQ`` line below a script's first command refuses it, unless
+        ``header_only`` (``--header-only``) says such lines are the script's own: its queued
+        copy then says ``#METAQ HEADER_ONLY`` right after the shebang, so that every later
+        judgement of it agrees.
 
         A plain task is written under a hidden temporary name in its folder and then linked to
         its real name, so no scan ever sees half a file and an existing task is never
@@ -111,7 +114,7 @@ class QueueAdmin:
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
-        plans = [self._plan(Path(s), folder, sub, array, after) for s in scripts]
+        plans = [self._plan(Path(s), folder, sub, array, after, header_only) for s in scripts]
         coming = {p.ident: p.indices for p in plans}
         if len(coming) < len(plans):
             raise QueueError("two of the scripts would have the same name in the queue; "
@@ -130,10 +133,14 @@ class QueueAdmin:
         return [self._write(p, resolver, hold) for p in plans]
 
     def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
-              after: tuple[str, ...]) -> _Plan:
+              after: tuple[str, ...], header_only: bool) -> _Plan:
         q = self.queue
         data, head = _read_whole(src)
-        spec = judge(src, root=q.root, config=q.config, head=head).accepted()
+        spec = judge(src, root=q.root, config=q.config, head=head,
+                     header_only=header_only).accepted()
+        if header_only and spec.line_of("HEADER_ONLY") is None:
+            shebang, _, rest = data.partition(b"\n")
+            data = b"%s\n#METAQ HEADER_ONLY\n%s" % (shebang, rest)
         spec = replace(spec, after=(*spec.after, *after), array=array or spec.array)
         rel = _relpath(sub, src.name)
         too_long = name_problem(src.name, path=q.root / folder / rel)
@@ -159,7 +166,7 @@ class QueueAdmin:
     def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
         q = self.queue
         dst = q.path_of(HOLD if hold else PENDING, p.folder, p.rel)
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(q.root, dst.parent)  # a link planted at --folder's name is set aside
         mode = (os.stat(p.src).st_mode & 0o755) | 0o700
 
         def resolved(names: tuple[str, ...], index: int | None) -> tuple[str, ...]:
@@ -217,7 +224,8 @@ class QueueAdmin:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.queue.clock.now()))
         reason = f"cancelled by {_user()} at {when}"
         if e.state == WORKING:
-            companion(e.path, CANCEL_SUFFIX).write_text(reason + "\n", encoding="utf-8")
+            # Never through a link planted at the request's name (replaced, not followed).
+            replace_file(companion(e.path, CANCEL_SUFFIX), (reason + "\n").encode())
             return Moved(WORKING, e.path)
         return self._relocate(e, CANCELLED, CANCELLED, reason=reason)
 
@@ -364,10 +372,8 @@ class QueueAdmin:
 
 
 def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
+    """Who runs this command: the process's uid, never ``$USER`` (anyone may set that)."""
+    return user_name(os.getuid())
 
 
 MAX_FOLDER_NAME = NAME_MAX - len(".planted-000000")
@@ -401,15 +407,5 @@ def _relpath(sub: str | None, name: str) -> str:
 def _read_whole(src: Path) -> tuple[bytes, Head]:
     """The whole script, with the same checks (and messages) as a task in the queue, and its
     header as :func:`~metaq_py.directives.read_head` read it."""
-    head = read_head(src)
-    data, truncated, _ = head
-    if not truncated:
-        return data, head
-    try:
-        with open(src, "rb") as f:
-            whole = f.read()
-    except OSError as e:
-        raise TaskError(str(src), None, f"the file cannot be read ({e.strerror})") from None
-    if not whole.startswith(data):
-        raise TaskError(str(src), None, "the file changed while being read; submit it again")
-    return whole, head
+    whole, st = read_script(src)
+    return whole, (whole[:HEADER_LIMIT], len(whole) > HEADER_LIMIT, st)

@@ -37,7 +37,7 @@ from metaq_py.queue.notices import (
     set_notice_aside,
 )
 from metaq_py.queue.settings.config import CONFIG_NAME
-from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.settings.trust import Trust, settings_problem
 from metaq_py.queue.store import Queue
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]
@@ -61,6 +61,7 @@ class Kind(enum.Enum):
     LONG_NAME = "long-name"
     STRAY = "stray"
     PLANTED = "planted"
+    SETTINGS = "settings"
 
 
 class Fix(enum.Enum):
@@ -73,6 +74,7 @@ class Fix(enum.Enum):
     REJECT = "move the task to rejected/ with its reason, as a runner would"
     CHMOD = "take write permission from group and others"
     SET_ASIDE = "rename it aside (<name>.planted-<hex>) so the queue makes its own"
+    STICKY = "set its sticky bit (chmod +t)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +122,33 @@ def repair(q: Queue, anomalies: list[Anomaly]) -> list[tuple[Anomaly, str]]:
 # --- the top of the queue ------------------------------------------------------------------
 
 
+def _sticky(path: Path, what: str) -> list[Anomaly]:
+    """A folder the group may write, without the sticky bit: any member may rename or
+    remove what another made in it (``metaq.yaml``, a runner's job folder) and put their
+    own in its place."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o022 or st.st_mode & stat.S_ISVTX:
+        return []
+    mine = st.st_uid == os.geteuid()
+    return [Anomaly(Kind.MODE, path, f"{what} lets any member rename or remove what another "
+                    f"made in it, and put their own in its place",
+                    "run chmod +t on it (metaq init --group sets it)" if mine else
+                    "ask its owner to run chmod +t on it", Fix.STICKY if mine else None)]
+
+
 def _top(q: Queue, trust: Trust) -> list[Anomaly]:
-    out: list[Anomaly] = []
+    out: list[Anomaly] = [*_sticky(q.root, "the queue folder"),
+                          *_sticky(q.root / JOBS, "the jobs/ folder")]
     known = {*q.config.folders, HOLD, WORKING, *DONE_STATES, NOTICES, JOBS, *_OTHER_TOP}
     for e in _entries(q.root):
         path = Path(e.path)
         if e.name == CONFIG_NAME:
             st = e.stat(follow_symlinks=False)
             if stat.S_ISREG(st.st_mode):
-                out += _mode(path, st, trust, "metaq.yaml")
+                out += _settings(q, path, st)
             continue
         if e.name in known:
             if e.is_symlink():
@@ -197,7 +217,15 @@ def _walk(q: Queue, top: Path, area: str, trust: Trust) -> Iterator[Anomaly]:
                 continue
             hidden = e.name[0] == "."
             if stat.S_ISLNK(st.st_mode):
-                if not _fine_link(path, area, hidden, q, e.name, names):
+                if _linked_task(area, hidden, e.name, names, q) and not os.path.isdir(path):
+                    # A task, whatever its link points to now: never removed (its script
+                    # may only have moved). A waiting one is rejected as a runner would.
+                    if not _fine_link(path, area, hidden, q, e.name, names):
+                        yield Anomaly(Kind.SYMLINK, path, f"a task linked to "
+                                      f"{_target(path)}, which is not a script there",
+                                      "point the link at its script, or remove it by hand",
+                                      Fix.REJECT if area in q.config.folders else None)
+                elif not _fine_link(path, area, hidden, q, e.name, names):
                     yield Anomaly(Kind.SYMLINK, path, f"a link to {_target(path)}, where the "
                                   f"queue keeps no link", "remove the link", Fix.UNLINK)
                 continue
@@ -227,6 +255,22 @@ def _task_file(q: Queue, path: Path, st: os.stat_result, trust: Trust, *,
     yield from _mode(path, st, trust, "the task file")
 
 
+def _settings(q: Queue, path: Path, st: os.stat_result) -> list[Anomaly]:
+    """``metaq.yaml`` as the queue's owner's runner judges it (a member's runner also takes
+    a file of its own, which the owner's refuses)."""
+    try:
+        owner = os.stat(q.root).st_uid
+    except OSError:
+        return []
+    why = settings_problem(st, owner=owner)
+    if why is None:
+        return []
+    mine = st.st_uid == os.geteuid() and st.st_uid in (owner, 0)
+    return [Anomaly(Kind.SETTINGS, path, f"runners refuse these settings: {why}",
+                    "the queue's owner must own metaq.yaml and alone write it",
+                    Fix.CHMOD if mine else None)]
+
+
 def _mode(path: Path, st: os.stat_result, trust: Trust, what: str) -> Iterator[Anomaly]:
     """A file or folder others may write (which the queue then does not trust)."""
     loose = Trust(gid=trust.gid, uids=frozenset()).problem(st, what)
@@ -244,6 +288,15 @@ def _planted(path: Path, st: os.stat_result) -> Anomaly:
     fix = Fix.UNLINK if harmless else Fix.RMDIR if empty else None
     return Anomaly(Kind.PLANTED, path, "a runner found this where the queue keeps a file or "
                    "folder of its own, and set it aside", "look at it, then remove it", fix)
+
+
+def _linked_task(area: str, hidden: bool, name: str, names: set[str], q: Queue) -> bool:
+    """Whether a link named ``name`` in ``area`` stands where the queue keeps a task (any
+    state): a name that is not hidden and not the ``.reason`` beside a task. (A link to a
+    folder is never a task: the caller removes it, never what it points to.)"""
+    if hidden or area in (JOBS, NOTICES, *_OTHER_TOP):
+        return False
+    return not (name.endswith(REASON_SUFFIX) and name[: -len(REASON_SUFFIX)] in names)
 
 
 def _fine_link(path: Path, area: str, hidden: bool, q: Queue, name: str,
@@ -357,6 +410,10 @@ def _apply(q: Queue, a: Anomaly) -> str:
         return "removed the empty folder"
     if a.fix is Fix.SET_ASIDE:
         return f"set aside as {Path(set_aside(a.path)).name}"
+    if a.fix is Fix.STICKY:
+        mode = stat.S_IMODE(os.lstat(a.path).st_mode)
+        os.chmod(a.path, mode | stat.S_ISVTX, follow_symlinks=False)
+        return f"mode {mode:o} -> {mode | stat.S_ISVTX:o}"
     if a.fix is Fix.CHMOD:
         mode = stat.S_IMODE(os.lstat(a.path).st_mode)
         os.chmod(a.path, mode & ~0o022, follow_symlinks=False)

@@ -14,7 +14,6 @@ queue), and it never writes through a link planted where the log itself goes.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections.abc import Iterator
@@ -22,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from metaq_py.clock import Clock, WallClock
-from metaq_py.queue.disk.fileio import write_all
+from metaq_py.queue.disk.fileio import Refused, open_append, read_lines, write_all
 from metaq_py.queue.disk.folders import make_folders, set_aside
 
 __all__ = ["EventLog"]
-
-_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-
 
 class EventLog:
     """Appends events to, and reads them back from, one JSON-lines file."""
@@ -75,25 +71,27 @@ class EventLog:
             make_folders(self.within, self.path.parent)
             self._checked = True
         try:
-            return os.open(self.path, _FLAGS, 0o644)
-        except FileNotFoundError:  # its folder was removed since
-            make_folders(self.within, self.path.parent)
-        except OSError as e:
-            if e.errno != errno.ELOOP:
+            return open_append(self.path)
+        except Refused as e:
+            if e.vanished:  # its folder was removed since
+                make_folders(self.within, self.path.parent)
+            elif e.planted:
+                set_aside(self.path)  # a link, a FIFO or a folder planted where the log goes
+            else:
                 raise
-            set_aside(self.path)  # a link planted where the log goes
-        return os.open(self.path, _FLAGS, 0o644)
+        return open_append(self.path)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The events in the order written; a missing file has none."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return
-        for raw in data.splitlines():
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue  # a line torn by a crash mid-write
-            if isinstance(event, dict):
-                yield event
+            for raw, _ in read_lines(self.path):
+                if raw is None:
+                    continue  # longer than any event
+                try:
+                    event = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue  # a line torn by a crash mid-write
+                if isinstance(event, dict):
+                    yield event
+        except Refused:
+            return  # missing, or not a file of the queue's (a FIFO, a link): no events

@@ -4,17 +4,17 @@ A scan walks the task folders with ``os.scandir``. Each file's parsed header is 
 its path and keyed by (inode, size, mtime, mode, owner, group): when none of these changed,
 the file is not opened again, so a rescan of an unchanged queue costs one ``stat`` per task.
 The key includes the mode and owners because the trust check depends on them, and ``chmod``
-does not change the mtime. Nor does it change its folder's: so the few invalid files (such as
-one a METAQ generator has written in place and not yet made executable) are ``stat``-ed again
-at every scan, and the one that changed is judged again at once.
+does not change the mtime. Nor does it change its folder's: so invalid files (such as one a
+METAQ generator has written and not yet made executable) are ``stat``-ed again, a few hundred
+per folder at each scan in turn, and one that changed is judged again at once.
 
 Hidden files and folders (names starting with a dot) are skipped; they hold logbooks, leases
 and half-written submissions. A symlink to a task file is a task when both the link (its
 owner) and its target are trusted; a symlink to a folder is never followed (it is rejected),
 so no scan ever walks, or moves files out of, a folder outside the queue.
 A file that vanishes during the scan (claimed by another job) is simply not listed. The walk
-of one folder, and what is remembered of each file, is :mod:`metaq_py.queue.disk.walk`; each file
-read is judged by :func:`~metaq_py.queue.judge.judge`.
+of one folder is :mod:`metaq_py.queue.walk`; each file read is judged by
+:func:`~metaq_py.queue.judge.judge`.
 
 The ordered list of waiting tasks is kept up to date incrementally: a folder listed again
 contributes only the tasks that appeared in it or left it, each put in (or taken out of) its
@@ -26,6 +26,7 @@ reader that keeps its own view (the runner's policy jobs).
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import stat
 from collections import deque
@@ -34,11 +35,19 @@ from pathlib import Path
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import TaskError, TaskVanished
-from metaq_py.queue.disk.walk import CachedFile, remembered, stat_key, walk_folder
+from metaq_py.queue.disk.fileio import PATH_MAX
 from metaq_py.queue.judge import judge
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX, read_logbook
 from metaq_py.queue.settings.config import LARGEST_FIRST, QueueConfig
 from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.walk import (
+    CachedFile,
+    lstat_key,
+    mtime_of,
+    remembered,
+    stat_key,
+    walk_folder,
+)
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["Index", "Invalid", "Scan", "Task", "order_key"]
@@ -87,7 +96,7 @@ class Invalid:
 
     folder: str
     relpath: str
-    path: Path
+    file: str
     error: TaskError
     mtime: float = 0.0
     """When the file (or link) last changed: a file still being copied in is not rejected
@@ -99,6 +108,8 @@ class Invalid:
     @property
     def id(self) -> str:
         return f"{self.folder}/{self.relpath}"
+
+    path = Task.path  # made on demand: a scan of 100,000 junk files makes no Path
 
     @property
     def reason(self) -> str:
@@ -116,7 +127,7 @@ class Scan:
 class _Dir:
     """What the cache remembers of one folder: its key and what was found directly in it."""
 
-    __slots__ = ("invalid", "key", "subdirs", "tasks", "watched")
+    __slots__ = ("invalid", "key", "next", "subdirs", "tasks", "watched")
 
     def __init__(self, key: tuple, tasks: dict[str, Task], invalid: list[Invalid],
                  subdirs: list[tuple[str, str, str | None]]) -> None:
@@ -126,15 +137,33 @@ class _Dir:
         """The valid tasks directly in the folder, by file: a claim takes one out in O(1)."""
         self.invalid = invalid
         self.subdirs = subdirs
-        self.watched = tuple((str(bad.path), _lstat_key(bad.path)) for bad in invalid)
-        """The invalid files and their stat keys when listed: a ``chmod`` or an edit in
-        place changes no folder's key, so these few are looked at again at every scan."""
+        self.watched: list[tuple[str, tuple | None]] = [
+            (bad.file, lstat_key(bad.file) if i < WATCH_EACH else _UNSEEN)
+            for i, bad in enumerate(invalid)]
+        """The invalid files and their stat keys when last looked at: a ``chmod`` in place
+        changes no folder's key, so :data:`WATCH_EACH` of them are looked at again in turn
+        at each scan (100,000 junk files cost no scan 100,000 ``lstat``)."""
+        self.next = 0
 
     def changed(self) -> bool:
-        """Whether one of the invalid files found in this folder has changed since."""
-        return any(_lstat_key(path) != key for path, key in self.watched)
+        """Whether an invalid file looked at in this scan changed since the last look."""
+        watched = self.watched
+        n = len(watched)
+        for _ in range(min(n, WATCH_EACH)):
+            i = self.next
+            self.next = (i + 1) % n
+            path, key = watched[i]
+            now = lstat_key(path)
+            if key is _UNSEEN:
+                watched[i] = (path, now)
+            elif now != key:
+                return True
+        return False
 
 
+# Over 300 lines, because the scan, its cache of each file's verdict and the order it hands
+# tasks out in are one state: a rescan must see the cache the last scan left, and split, each
+# part would reach into the others' dictionaries.
 class Index:
     """Scans the task folders of one queue, remembering parsed headers between scans.
 
@@ -209,6 +238,21 @@ class Index:
         self.serial += 1
         self._feed.append((self.serial, (task,), ()))
 
+    def rejected(self, folder_path: str, files: set[str], before: os.stat_result,
+                 after: os.stat_result) -> None:
+        """This process just moved the invalid ``files`` out of the folder at ``folder_path``
+        (between its stats ``before`` and ``after``): as for :meth:`claimed`, the folder
+        keeps its listing, without them, so junk rejected a few at a time costs no relist."""
+        folder = self._dirs.get(folder_path)
+        if folder is None or folder.key is None or folder.key[1:4] != (
+                before.st_ino, before.st_mtime_ns, before.st_ctime_ns):
+            return
+        folder.invalid = [b for b in folder.invalid if b.file not in files]
+        folder.watched = [w for w in folder.watched if w[0] not in files]
+        folder.next = 0
+        rank, _ino, _mtime, _ctime, problem = folder.key
+        folder.key = (rank, after.st_ino, after.st_mtime_ns, after.st_ctime_ns, problem)
+
     def changes_since(self, serial: int) -> list[tuple[tuple[Task, ...], tuple[Task, ...]]] | None:
         """The changes to the waiting tasks since the scan that left :attr:`serial` at
         ``serial``, oldest first, as (removed, added) pairs of :class:`Task` values (an edited
@@ -245,7 +289,9 @@ class Index:
                 path, prefix, parent_problem = stack.pop()
                 try:
                     st = os.lstat(path)  # a task folder that is a symlink is not walked
-                except OSError:
+                except OSError as e:
+                    if e.errno == errno.ENAMETOOLONG:  # never silently: every listing says
+                        invalid.append(_too_deep(path, prefix, folder))
                     continue
                 if not stat.S_ISDIR(st.st_mode):
                     continue
@@ -324,7 +370,8 @@ class Index:
         for rel, path, st, error, has_logbook in walk_folder(folder_path, prefix, self.trust,
                                                           problem, subdirs, self._cache):
             if error is not None:
-                invalid.append(Invalid(folder, rel, Path(path), error, _mtime(path)))
+                mtime = st.st_mtime if isinstance(st, os.stat_result) else mtime_of(path)
+                invalid.append(Invalid(folder, rel, path, error, mtime))
                 continue
             if isinstance(st, CachedFile):
                 entry = st  # unchanged since it was read (see _walk_one)
@@ -334,8 +381,8 @@ class Index:
                 first = self._first_look(path, problem)
                 if first is None:
                     continue  # vanished between the listing and the read
-                if isinstance(first, TaskError):
-                    invalid.append(Invalid(folder, rel, Path(path), first, _mtime(path)))
+                if isinstance(first, tuple):
+                    invalid.append(Invalid(folder, rel, path, *first))
                     continue
                 entry = first
             else:
@@ -347,7 +394,7 @@ class Index:
                 entry = known
             cache[path] = entry
             if isinstance(entry.result, TaskError):
-                invalid.append(Invalid(folder, rel, Path(path), entry.result, entry.mtime,
+                invalid.append(Invalid(folder, rel, path, entry.result, entry.mtime,
                                        content=True))
                 continue
             task = self._task(entry, folder, rel, path, rank, has_logbook)
@@ -362,16 +409,20 @@ class Index:
             return None
         return self.trust.problem(st, what)
 
-    def _first_look(self, path: str, problem: str | None) -> CachedFile | TaskError | None:
+    def _first_look(self, path: str, problem: str | None
+                    ) -> CachedFile | tuple[TaskError, float] | None:
         """Judge a file never seen, its trust included (under a folder with a trust
         ``problem``, it is refused). ``None`` if it vanished; a :class:`TaskError` not worth
-        remembering (the file could not be read, or is not trusted); else what the cache keeps,
-        stamped with the read's own stat."""
+        remembering (the file could not be read, or is not trusted) with the file's mtime;
+        else what the cache keeps, stamped with the read's own stat."""
         self.parsed += 1
         verdict = judge(path, root=self.root, config=self.config, trust=self.trust,
                         folder_problem=problem)
         if verdict.error is not None and not verdict.content:
-            return None if isinstance(verdict.error, TaskVanished) else verdict.error
+            if isinstance(verdict.error, TaskVanished):
+                return None
+            opened = verdict.opened
+            return verdict.error, opened.st_mtime if opened is not None else mtime_of(path)
         return remembered(verdict)
 
     def _parse(self, path: str, st: os.stat_result) -> CachedFile | None:
@@ -389,7 +440,7 @@ class Index:
               has_logbook: bool) -> Task:
         spec = entry.result
         assert isinstance(spec, TaskSpec)
-        known = entry.task
+        known = entry.task if isinstance(entry.task, Task) else None
         if not has_logbook:
             if known is not None and entry.lkey is None and known.rank == rank:
                 return known
@@ -420,19 +471,17 @@ class Index:
                                     largest_first=self.largest_first))
 
 
-def _lstat_key(path: str | os.PathLike[str]) -> tuple | None:
-    """:func:`~metaq_py.queue.disk.walk.stat_key` of ``path`` itself, or ``None`` if gone."""
-    try:
-        return stat_key(os.lstat(path))
-    except OSError:
-        return None
+def _too_deep(path: str, prefix: str, folder: str) -> Invalid:
+    """A folder past ``PATH_MAX``: nothing below it can be named (run or moved)."""
+    why = (f"the path is longer than the {PATH_MAX} bytes a path may have, so no task below "
+           f"it can run; move its folders higher up")
+    return Invalid(folder, prefix.rstrip("/"), path, TaskError(path, None, why))
 
 
-def _mtime(path: str) -> float:
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
+WATCH_EACH = 256
+"""Invalid files of one folder looked at again by each scan (see ``_Dir.watched``)."""
+
+_UNSEEN: tuple = ("not looked at",)  # the key of an invalid file not looked at since listed
 
 
 def order_key(rank: int, spec: TaskSpec, submit: float, task_id: str, *,

@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from metaq_py.directives import parse_header, read_head
+from metaq_py.directives import HEADER_LIMIT, parse_header, read_head, read_script
 from metaq_py.errors import TaskError
 from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.settings.admission import admit
@@ -29,7 +29,7 @@ from metaq_py.queue.settings.config import QueueConfig
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["Head", "Verdict", "judge", "judge_in_queue"]
+__all__ = ["Head", "Verdict", "folders_problem", "judge", "judge_in_queue"]
 
 Head = tuple[bytes, bool, os.stat_result]
 """A task file's header as :func:`~metaq_py.directives.read_head` returns it: the first bytes,
@@ -51,6 +51,8 @@ class Verdict:
     error: TaskError | None
     opened: os.stat_result | None
     content: bool = False
+    data: bytes | None = None
+    """The whole file as it was read and judged, when asked for (``whole``)."""
 
     def accepted(self) -> TaskSpec:
         """The spec of a task that may run; raises the :class:`TaskError` of one that may not."""
@@ -62,40 +64,49 @@ class Verdict:
 
 def judge(path: str | os.PathLike[str], *, root: Path | None = None,
           config: QueueConfig | None = None, trust: Trust | None = None,
-          folder_problem: str | None = None, head: Head | None = None) -> Verdict:
+          folder_problem: str | None = None, head: Head | None = None,
+          whole: bool = False, header_only: bool = False) -> Verdict:
     """Judge the task file at ``path`` (see the module's docstring for the questions).
 
     ``config`` asks for the admission to the queue at ``root`` (both or neither), ``trust``
     for its trust rule. ``folder_problem`` is a trust problem already found with a folder
     above the file: it refuses the file whatever the file itself, once the file has been read.
     ``head`` is the header already read (by a caller that needs the bytes too), to judge
-    exactly those bytes.
+    exactly those bytes. With ``whole``, the whole file is read (at most
+    :data:`~metaq_py.directives.SCRIPT_LIMIT` bytes) and kept in the verdict: the bytes a
+    runner then runs. ``header_only`` reads the header as if it said ``#METAQ HEADER_ONLY``
+    (``metaq submit --header-only``).
     """
     if (root is None) != (config is None):
         raise ValueError("judge: give the queue's root and config together, or neither")
     name = str(path)
+    data = None
     if head is None:
         try:
-            head = read_head(name)
+            if whole:
+                data, st = read_script(name)
+                head = (data[:HEADER_LIMIT], len(data) > HEADER_LIMIT, st)
+            else:
+                head = read_head(name)
         except TaskError as e:  # TaskVanished among them: callers tell it apart
             return Verdict(None, e, None)
-    data, truncated, opened = head
+    first, truncated, opened = head
     why = folder_problem
     if why is None and trust is not None:
         why = trust.problem(opened, "the task file")
     if why is not None:
         return Verdict(None, TaskError(name, None, why), opened)
     try:
-        spec = parse_header(data, path=name, truncated=truncated)
+        spec = parse_header(first, path=name, truncated=truncated, header_only=header_only)
         if root is not None and config is not None:
             admit(spec, root=root, config=config, owner=opened.st_uid)
     except TaskError as e:
         return Verdict(None, e, opened, content=True)
-    return Verdict(spec, None, opened)
+    return Verdict(spec, None, opened, data=data)
 
 
 def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueConfig,
-                   trust: Trust) -> Verdict:
+                   trust: Trust, whole: bool = False) -> Verdict:
     """Judge the task file at ``path`` as the queue at ``root`` runs it: a name the queue can
     keep, a symlink (if it is one) that is trusted and points to a file, every folder from the
     file up to the root trusted, and then the file itself (:func:`judge`)."""
@@ -111,13 +122,13 @@ def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueCon
             if why is None and os.path.isdir(name):
                 why = "this is a symlink to a folder, which the queue never follows"
         if why is None:
-            why = _folders_problem(Path(name).parent, root=root, trust=trust)
+            why = folders_problem(Path(name).parent, root=root, trust=trust)
     if why is not None:
         return Verdict(None, TaskError(name, None, why), None)
-    return judge(path, root=root, config=config, trust=trust)
+    return judge(path, root=root, config=config, trust=trust, whole=whole)
 
 
-def _folders_problem(folder: Path, *, root: Path, trust: Trust) -> str | None:
+def folders_problem(folder: Path, *, root: Path, trust: Trust) -> str | None:
     """Why a task in ``folder`` cannot be trusted because of a folder between it and the queue
     root (both included), or ``None``."""
     # On strings, not Paths: this runs at every claim, and pathlib's parents and comparisons

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import grp
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -50,14 +52,18 @@ __all__ = [
     "CANCELLED",
     "DONE_STATES",
     "FAILED",
+    "FILE_KINDS",
     "FINISHED",
     "HOLD",
     "JOBS",
     "NOTICES",
     "PENDING",
     "REJECTED",
+    "SETTINGS_MODE",
+    "SHARED_MODE",
     "STATES",
     "WORKING",
+    "FileKind",
     "Layout",
     "safe_name",
 ]
@@ -68,6 +74,57 @@ DONE_STATES = (FINISHED, FAILED, REJECTED, CANCELLED)
 PENDING = "pending"
 STATES = (PENDING, HOLD, WORKING, *DONE_STATES)
 """Every state a task can be in, in the order a task passes through them."""
+
+
+SHARED_MODE = 0o2770
+"""The mode of a group queue's folders (``metaq init --group``): the group writes, its files
+stay the group's (setgid), others see nothing."""
+
+SETTINGS_MODE = 0o644
+"""The mode of ``metaq.yaml``, whatever the umask: written by its owner alone (see
+:func:`~metaq_py.queue.settings.config.settings_problem`)."""
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    """One kind of file the queue's readers open: ``name`` (one word), ``path`` (relative to
+    the queue root, with ``{folder}``, ``{task}`` (a task's name), ``{array}``, ``{machine}``,
+    ``{jobid}`` and ``{writer}`` standing for names) and the commands that read it
+    (``readers``: ``run``, ``status``, ``doctor``, ``report``, ``alloc``). Every reader
+    opens each through the one safe reader (:mod:`metaq_py.queue.disk.fileio`): a FIFO, a
+    link, a folder, a huge file or garbage at any of them is refused or skipped, never
+    followed, never waited on, never read whole."""
+
+    name: str
+    path: str
+    readers: tuple[str, ...]
+
+
+FILE_KINDS: tuple[FileKind, ...] = (
+    FileKind("settings", "metaq.yaml", ("run", "status", "doctor", "report", "alloc")),
+    FileKind("task", "{folder}/{task}", ("run", "status", "doctor", "alloc")),
+    FileKind("held-task", "hold/{folder}/{task}", ("status", "doctor")),
+    FileKind("logbook", "{folder}/.{task}.record", ("run", "status")),
+    FileKind("claimed-task", "working/{machine}/{jobid}/{task}", ("run", "status", "doctor")),
+    FileKind("lease", "working/{machine}/{jobid}/.{task}.lease", ("run", "status", "doctor")),
+    FileKind("cancel", "working/{machine}/{jobid}/.{task}.cancel", ("run", "status")),
+    FileKind("ended", "working/{machine}/{jobid}/.{task}.ended-0", ("run",)),
+    FileKind("done-task", "finished/{folder}/{task}", ("status", "doctor")),
+    FileKind("reason", "failed/{folder}/{task}.reason", ("status", "doctor")),
+    FileKind("array", "{folder}/{array}/.array", ("run", "status", "report")),
+    FileKind("array-script", "{folder}/{array}/.script", ("run",)),
+    FileKind("notice", "notices/{task}.json", ("run", "status", "doctor")),
+    FileKind("event-log", "jobs/{jobid}/events.jsonl", ("run", "status", "report")),
+    FileKind("tally", "jobs/.summary/tally/{writer}.000001.jsonl", ("status",)),
+    FileKind("tally-base", "jobs/.summary/base.json", ("status",)),
+    FileKind("tally-lock", "jobs/.summary/base.lock", ("run", "status")),
+    FileKind("status-cache", "jobs/.summary/joblogs.json", ("status",)),
+    FileKind("alloc-log", "alloc/events.jsonl", ("status", "alloc")),
+    FileKind("alloc-seen", "alloc/seen.json", ("status", "alloc")),
+    FileKind("alloc-lock", "alloc/.lock", ("alloc",)),
+)
+"""Every kind of file in a queue that a command reads, in one list: the hostile tests plant
+a FIFO, a link, a folder, a huge file and garbage at each (``tests/hostile``), so a new kind
+cannot be added without being planted."""
 
 
 _L = TypeVar("_L", bound="Layout")
@@ -118,9 +175,14 @@ class Layout:
         if gid is not None:
             for path in [root, *(root / n for n in folders)]:
                 os.chown(path, -1, gid)
-                path.chmod(0o2770)
+                path.chmod(SHARED_MODE)
+            # The sticky bit on the root and on jobs/: a member may add there, but never
+            # rename or remove what another made (metaq.yaml, the state folders, a job's
+            # folder), so no path the runner uses can be swapped for one of theirs.
+            for path in (root, root / JOBS):
+                path.chmod(SHARED_MODE | stat.S_ISVTX)
             os.chown(config_file, -1, gid)
-            config_file.chmod(0o664)
+        config_file.chmod(SETTINGS_MODE)  # only its owner decides trust and commands
         return cls(root, clock=clock)
 
     def require(self) -> None:

@@ -13,30 +13,29 @@ identity (its task folder and relative path), which is where a requeue puts it b
 lease is written before the claim's rename, so a claimed task always has one; a claim whose
 lease someone deleted is given an identity from its path instead (:func:`claim_identity`).
 The heartbeat is the lease file's modification time, so renewing it is one ``utime`` call
-and never rewrites the file. A runner reuses the lease files of its tasks that have left
-(:class:`LeaseFiles`).
+and never rewrites the file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import itertools
 import json
 import math
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from metaq_py.queue.disk.fileio import Refused, create_new, read_regular, write_all
+from metaq_py.program import Program
+from metaq_py.queue.disk.fileio import Refused, create_new, read_regular
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
 from metaq_py.queue.settings.config import default_folder
+from metaq_py.queue.settings.trust import user_name
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["LEASE_SUFFIX", "Claim", "JobFolder", "LeaseFiles", "claim_identity", "claim_slot",
+__all__ = ["LEASE_SUFFIX", "Claim", "JobFolder", "claim_identity", "claim_slot",
            "find_claim", "lease_path", "read_claims", "read_lease", "write_lease"]
 
 LEASE_SUFFIX = ".lease"
@@ -76,6 +75,9 @@ class Claim:
     """How long its holder said the lease may go unrenewed before it is lost (the holder's
     ``stale_after`` when it claimed): another runner judges the lease by this, never by its
     own setting. ``None`` for a lease that does not say (then the reader's own counts)."""
+    program: Program | None = field(default=None, compare=False, repr=False)
+    """What the claiming runner checked and will run (:class:`~metaq_py.program.Program`);
+    ``None`` for claims read back from their leases."""
 
     @property
     def id(self) -> str:
@@ -87,6 +89,13 @@ class Claim:
         """The lease file of this claim."""
         return lease_path(self.path)
 
+    @property
+    def user(self) -> str | None:
+        """Whose task this is: the user name of the owner of the file the claiming runner
+        checked (``None`` for claims read back from their leases). ``metaq report`` counts
+        use per user by it."""
+        return None if self.program is None else user_name(self.program.owner)
+
 
 def lease_path(task: str | os.PathLike[str]) -> Path:
     """Where the lease of the claimed task at ``task`` is kept."""
@@ -94,12 +103,42 @@ def lease_path(task: str | os.PathLike[str]) -> Path:
     return p.with_name(f".{p.name}{LEASE_SUFFIX}")
 
 
+ENDED_SUFFIX = ".ended-"
+"""A claim whose task ended but could not be moved (a full disk) has its lease renamed to
+``.<name>.ended-<exit code>`` by its runner: a rename needs no room a full disk lacks, and
+whoever takes the claim back (:meth:`~metaq_py.queue.store.Queue.reclaim`) settles it with
+that exit code, never runs it again."""
+
+
+def mark_ended(task: Path, exit_code: int) -> bool:
+    """Record that the claimed task at ``task`` ended with ``exit_code`` (see
+    :data:`ENDED_SUFFIX`); whether that could be done."""
+    try:
+        os.rename(lease_path(task), task.with_name(f".{task.name}{ENDED_SUFFIX}{exit_code}"))
+    except OSError:
+        return False
+    return True
+
+
+def ended_code(task: Path) -> tuple[int, Path] | None:
+    """The exit code :func:`mark_ended` recorded for the claimed task at ``task``, and the
+    marker's path; ``None`` when it has none."""
+    prefix = f".{task.name}{ENDED_SUFFIX}"
+    try:
+        with os.scandir(task.parent) as it:
+            for e in it:
+                if e.name.startswith(prefix) and e.name[len(prefix):].lstrip("-").isdigit():
+                    return int(e.name[len(prefix):]), Path(e.path)
+    except OSError:
+        pass
+    return None
+
+
 def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: str, host: str,
                 pid: int, start: float, attempts: int, submit: float,
-                spares: LeaseFiles | None = None, stale_after: float | None = None) -> Path:
+                stale_after: float | None = None) -> Path:
     """Write the lease for ``task`` atomically (whole, under another name, then renamed into
-    place); its mtime is the first heartbeat. With ``spares``, a retired lease file of the
-    same job is reused for it when one is at hand. ``stale_after`` is written in it, so that
+    place); its mtime is the first heartbeat. ``stale_after`` is written in it, so that
     other runners judge it by its holder's setting."""
     path = lease_path(task)
     fields = {"machine": machine, "job": jobid, "folder": folder, "relpath": relpath,
@@ -107,8 +146,6 @@ def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: s
     if stale_after is not None:
         fields["stale_after"] = stale_after
     data = json.dumps(fields).encode()
-    if spares is not None and spares.reuse(data, path):
-        return path
     tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
     create_new(tmp, data)
     try:
@@ -117,77 +154,6 @@ def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: s
         tmp.unlink(missing_ok=True)
         raise
     return path
-
-
-class LeaseFiles:
-    """The lease files of one batch job's claims, reused instead of made anew.
-
-    Creating a file allocates an inode, which is the dearest step of a claim on a local disk
-    (about half a millisecond of kernel time on ext4, where rewriting and renaming an existing
-    file costs a few microseconds). A lease is needed only while its task is claimed, and a
-    runner claims a task about as often as one of its tasks leaves ``working/``. So the lease of
-    a task that has left is not deleted but *retired*: renamed to a hidden spare name in the
-    job's folder, ``working/<machine>/<jobid>/.spare-<pid>-<n>``; the next claim rewrites a
-    spare and renames it to its own lease's name.
-
-    Nothing about claims changes: a lease still appears at its name only by a rename, whole,
-    exactly as when written under a temporary name, and a spare is never taken for a lease
-    (leases are found through their tasks, and every listing skips hidden names). At most
-    :attr:`LIMIT` spares are kept; :meth:`clear` removes them when the job stops. A runner that
-    dies leaves its few spares in its job's folder, where they harm nothing.
-    """
-
-    LIMIT = 64
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self._spares: list[Path] = []
-
-    def reuse(self, data: bytes, path: Path) -> bool:
-        """Write ``data`` into a spare and rename it to ``path``; ``False`` when no spare is
-        at hand (the caller writes a new file)."""
-        while self._spares:
-            spare = self._spares.pop()
-            try:
-                fd = os.open(spare, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError:
-                continue  # removed by someone (or no longer a plain file): take another
-            try:
-                # Written over in place and then cut to length, not truncated first: freeing
-                # the file's block and allocating another costs as much as a new file.
-                _write_at(fd, data, cut=True)
-                _rename_over(spare, path)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(spare)
-                raise
-            return True
-        return False
-
-    def retire(self, lease: Path) -> None:
-        """Keep the lease file ``lease``, whose task has left ``working/``, for a later claim
-        (or delete it when enough are kept)."""
-        if len(self._spares) >= self.LIMIT:
-            lease.unlink(missing_ok=True)
-            return
-        spare = self.home / f".spare-{os.getpid()}-{next(_SPARE_NUMBERS)}"
-        try:
-            os.rename(lease, spare)
-        except FileNotFoundError:
-            return
-        self._spares.append(spare)
-
-    def clear(self) -> None:
-        """Delete every spare."""
-        for spare in self._spares:
-            with contextlib.suppress(OSError):
-                os.unlink(spare)
-        self._spares.clear()
-
-
-_SPARE_NUMBERS = itertools.count()
-"""Spare names are unique in this process, so that two :class:`LeaseFiles` of one job (two
-``Queue`` objects on one queue) never share one."""
 
 
 def _rename_over(src: Path, dst: Path) -> None:
@@ -200,17 +166,6 @@ def _rename_over(src: Path, dst: Path) -> None:
             raise
         set_aside(dst)
         os.replace(src, dst)
-
-
-def _write_at(fd: int, data: bytes, *, cut: bool = False) -> None:
-    """Write all of ``data`` from the start of the open file ``fd`` and close it; with
-    ``cut``, drop whatever the file held beyond it."""
-    try:
-        write_all(fd, data)
-        if cut:
-            os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
 
 
 def read_lease(task: Path) -> tuple[dict, float] | None:
@@ -252,17 +207,16 @@ def claim_slot(job: Path, name: str, held: set[int] | frozenset[int] = frozenset
 
 class JobFolder:
     """One job's folder in ``working/`` as the process claiming for it keeps it: the slots
-    (see :func:`claim_slot`) its claims hold, by file name, and its spare lease files
-    (:attr:`spares`). A job holding k tasks of one name would otherwise look at k places on
-    disk before the free one; with what it holds in mind it looks at one or two. The disk
-    still has the last word: a place found taken is passed over."""
+    (see :func:`claim_slot`) its claims hold, by file name. A job holding k tasks of one name
+    would otherwise look at k places on disk before the free one; with what it holds in mind
+    it looks at one or two. The disk still has the last word: a place found taken is passed
+    over."""
 
     def __init__(self, job: Path) -> None:
         self.job = job
-        self.spares = LeaseFiles(job)
         self._held: dict[str, set[int]] = {}
 
-    def place(self, name: str) -> Path:
+    def take_slot(self, name: str) -> Path:
         """Where the next claim of a task called ``name`` goes; it counts as held from now."""
         held = self._held.setdefault(name, set())
         path = claim_slot(self.job, name, held)

@@ -19,12 +19,9 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
-
-if TYPE_CHECKING:
-    from metaq_py.queue.premade import Spares
 
 __all__ = [
     "LOGBOOK_SUFFIX",
@@ -34,7 +31,6 @@ __all__ = [
     "publish_logbook",
     "read_logbook",
     "stage_logbook",
-    "write_logbook",
 ]
 
 
@@ -94,26 +90,18 @@ def read_logbook(task: str | os.PathLike[str], inode: int) -> Logbook | None:
         return None
 
 
-def stage_logbook(task: str | os.PathLike[str], logbook: Logbook, *,
-                 spares: Spares | None = None) -> Path:
+def stage_logbook(task: str | os.PathLike[str], logbook: Logbook) -> Path:
     """Write ``logbook`` for a task that will be at ``task``, under a private temporary name
     beside it; :func:`publish_logbook` makes it the task's logbook. Staging lets only the
-    process that wins a race for the task publish its logbook. With ``spares``, a file made
-    ahead of time is written instead when one is ready (see :mod:`metaq_py.queue.premade`), and
-    stays where it is, in the same file system, until it is published."""
+    process that wins a race for the task publish its logbook."""
     data = json.dumps({"inode": logbook.inode, "submit": logbook.submit,
                        "attempts": logbook.attempts, "history": list(logbook.history)}).encode()
-    taken = spares.block_file() if spares is not None else None
-    if taken is not None:
-        fd, tmp = taken  # staged where the spare is: publishing renames it all the same
-    else:
-        path = logbook_path(task)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o666)
+    path = logbook_path(task)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666)
     try:
         write_all(fd, data)
-        os.ftruncate(fd, len(data))  # a spare holds filler beyond what was written
     except OSError:
         os.close(fd)
         tmp.unlink(missing_ok=True)
@@ -127,8 +115,3 @@ def publish_logbook(staged: Path, task: str | os.PathLike[str]) -> Path:
     path = logbook_path(task)
     os.replace(staged, path)
     return path
-
-
-def write_logbook(task: str | os.PathLike[str], logbook: Logbook) -> Path:
-    """Write ``logbook`` beside ``task`` atomically (temporary file, then rename)."""
-    return publish_logbook(stage_logbook(task, logbook), task)

@@ -28,7 +28,6 @@ so a runner never reads half a notice and an existing notice is never overwritte
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import math
@@ -42,8 +41,9 @@ from pathlib import Path
 
 from metaq_py.durations import format_duration, format_time
 from metaq_py.errors import MetaqError
-from metaq_py.policy.model import Notice
+from metaq_py.hybrid import Notice
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular
+from metaq_py.queue.settings.trust import user_name
 
 __all__ = [
     "EXPIRE_AFTER",
@@ -424,7 +424,10 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
     if not os.path.lexists(src):
         return None
     folder = src.parent / where
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None  # a full disk, a file in its place: set aside at a later look
     if folder.is_symlink() or not folder.is_dir():
         return None  # a planted link or file in place of the folder: leave the notice be
     dst = folder / src.name
@@ -434,8 +437,8 @@ def _move_aside(src: Path, where: str, reason: str) -> Path | None:
         dst = folder / f"{src.name}.{n}"
     try:
         os.rename(src, dst)
-    except FileNotFoundError:
-        return None
+    except OSError:
+        return None  # moved by someone else first, or a full disk: tried again later
     with contextlib.suppress(OSError):  # a name taken meanwhile: the reason is in the log
         create_new(f"{dst}{REASON_SUFFIX}", (reason.rstrip() + "\n").encode())
     return dst
@@ -456,7 +459,5 @@ def _generated_name(arrival: float) -> str:
 
 
 def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
+    """Who runs this command: the process's uid, never ``$USER`` (anyone may set that)."""
+    return user_name(os.getuid())

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
+from metaq_py.program import Program
+from metaq_py.queue.campaign.arrays import index_program
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
@@ -37,8 +39,7 @@ from metaq_py.queue.disk.folders import (
     companion,
     relative_parts,
 )
-from metaq_py.queue.disk.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
-from metaq_py.queue.index import Index, Scan, Task
+from metaq_py.queue.index import Index, Invalid, Scan, Task
 from metaq_py.queue.judge import Verdict, judge_in_queue
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -51,9 +52,9 @@ from metaq_py.queue.layout import (
     Layout,
     safe_name,
 )
-from metaq_py.queue.lease import Claim, JobFolder, lease_path, write_lease
+from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.premade import Spares
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import OwnMoves
@@ -62,6 +63,11 @@ __all__ = ["Claim", "Moved", "Queue", "Task"]
 
 SETTLE = 2.0
 """Seconds an invalid file must stay unchanged before ``pending`` rejects it."""
+
+REJECT_EACH = 64
+"""At most this many invalid files are rejected by one scan (a few tens of milliseconds):
+100,000 junk files in ``todo/`` delay no decision by the minutes rejecting them takes, and
+leave at the pace of the runner's passes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +79,9 @@ class Moved:
     path: Path
 
 
-# Over 300 lines (311): every move a runner makes on the queue (claim, finish, requeue,
-# reclaim, reject, cancel) is one short method here, so that the rules of a move (the
-# lease, the logbook, the tally, the own-moves note) are kept in one place.
+# Over 300 lines, because every move a runner makes on the queue (claim, finish, requeue, reclaim,
+# reject, cancel) is one short method here, so that the rules of a move (the lease, the
+# logbook, the tally, the own-moves note) are kept in one place.
 class Queue(Layout):
     """One queue directory, with the moves a batch job's runner makes on it. Cheap to create;
     it reads ``metaq.yaml`` once. The people's commands are :class:`~metaq_py.queue.admin
@@ -96,13 +102,10 @@ class Queue(Layout):
         self.index = Index(self.root, self.config, clock=self.clock)
         self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
         self._jobs: dict[tuple[str, str], JobFolder] = {}
-        """The folders of the jobs this object claims for: the places their claims hold and
-        their lease files, reused (see JobFolder)."""
+        """The folders of the jobs this object claims for: the places their claims hold (see
+        JobFolder)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
-        self.spares: Spares | None = None
-        """Files made ahead of time for the logbooks this object writes (a runner sets it;
-        see :mod:`metaq_py.queue.premade`)."""
         self.own_moves: OwnMoves | None = None
         """Where a claim notes the files it moves out of their task folder, for a watcher
         that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
@@ -120,7 +123,7 @@ class Queue(Layout):
         more nodes before the submit time; see :func:`~metaq_py.queue.index.order_key`). Invalid or
         untrusted files found on the way are moved to ``rejected/`` with their reason, once
         they have not changed for :data:`SETTLE` seconds (a file being copied in by hand is
-        half-written for a moment)."""
+        half-written for a moment), at most :data:`REJECT_EACH` at a time."""
         return list(self.settled_scan().tasks)
 
     def settled_scan(self) -> Scan:
@@ -128,9 +131,14 @@ class Queue(Layout):
         :meth:`pending`)."""
         scan = self.index.scan()
         now = self.clock.now()
+        due: dict[str, list[tuple[Invalid, str]]] = {}
         for bad in scan.invalid:
+            if sum(map(len, due.values())) >= REJECT_EACH:
+                break  # junk never holds up real work: the rest at the next scans
+            if now - bad.mtime < SETTLE:
+                continue  # changed when it was listed: not settled yet
             try:
-                st = os.lstat(bad.path)
+                st = os.lstat(bad.file)
             except OSError:
                 continue  # gone already
             if now - st.st_mtime < SETTLE or stat.S_ISDIR(st.st_mode):
@@ -141,7 +149,17 @@ class Queue(Layout):
             if fresh is None:
                 self.index.forget(bad.path)
                 continue
-            self.reject(bad.path, fresh if bad.content else bad.reason)
+            due.setdefault(os.path.dirname(bad.file), []).append(
+                (bad, fresh if bad.content else bad.reason))
+        for folder, bads in due.items():
+            before = _stat_or_none(folder)
+            for bad, why in bads:
+                with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
+                    self.reject(bad.path, why)
+            after = _stat_or_none(folder)
+            if before is not None and after is not None:
+                # Its own moves only: the folder is not listed again for them.
+                self.index.rejected(folder, {b.file for b, _ in bads}, before, after)
         return scan
 
     def _problem(self, path: Path) -> str | None:
@@ -173,12 +191,17 @@ class Queue(Layout):
         its identity, then one atomic rename to ``working/<machine>/<jobid>/<name>`` (or a
         numbered slot, :func:`~metaq_py.queue.lease.claim_slot`). ``None`` when another job
         took it first (or it was removed). The claim's spec is read again from the claimed
-        file, which is what will run; if it no longer parses it is rejected (``None``)."""
+        file, which is what will run; if it no longer parses it is rejected (``None``). An
+        :class:`OSError` (a full disk, a quota) leaves the task where it was."""
         job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
             (machine, jobid), _job_folder(self.root, machine, jobid))
-        dst = job.place(task.relpath.rpartition("/")[2])
-        claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid, host=host,
-                                   pid=pid)
+        dst = job.take_slot(task.relpath.rpartition("/")[2])
+        try:
+            claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid,
+                                       host=host, pid=pid)
+        except OSError:  # a full disk, a quota: the task stays where it is
+            job.leave(dst)
+            raise
         if claimed is None:
             job.leave(dst)
         return claimed
@@ -197,7 +220,7 @@ class Queue(Layout):
         # The lease is written before the rename, so a claimed task always has one.
         write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                     host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
-                    spares=job.spares, stale_after=self.config.stale_after)
+                    stale_after=self.config.stale_after)
         folder = os.path.dirname(task.file)
         before = _stat_or_none(folder)
         own = self.own_moves
@@ -228,25 +251,49 @@ class Queue(Layout):
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
-        verdict = self.judge(dst)
-        spec = verdict.spec
-        if spec is None:
+        # Read whole and judged once: these bytes are what runs, never the path again.
+        verdict = judge_in_queue(dst, root=self.root, config=self.config, trust=self._trust,
+                                 whole=True)
+        program = why = None
+        if verdict.spec is not None:
+            assert verdict.data is not None and verdict.opened is not None
+            program = Program(verdict.data, str(dst), verdict.opened.st_uid)
+            stored = index_program(self.root, task.folder, task.relpath, program,
+                                   trust=self._trust)
+            if isinstance(stored, str):
+                why = f"{task.path}: {stored}"
+            elif stored is not None:
+                program = stored
+        else:
+            why = str(verdict.error)
+        if why is not None or verdict.spec is None or program is None:
             lease_path(dst).unlink(missing_ok=True)
-            self.move(dst, self.path_of(REJECTED, task.folder, task.relpath),
-                      reason=str(verdict.error))
+            self.move(dst, self.path_of(REJECTED, task.folder, task.relpath), reason=why)
             return None
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
-                     attempts=task.attempts, submit=task.submit, spec=spec, has_logbook=has_logbook)
+                     attempts=task.attempts, submit=task.submit, spec=verdict.spec,
+                     has_logbook=has_logbook, program=program)
 
     def heartbeat(self, claim: Claim) -> bool:
-        """Renew the lease. ``False`` means the claim is gone (reclaimed by another job as
-        stale, or cancelled and moved): the runner must stop the task."""
+        """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
+        runner must stop the task."""
+        return self.renew(claim) is None
+
+    def renew(self, claim: Claim) -> str | None:
+        """Renew the lease; ``None`` when renewed, else why the claim is lost: it is gone
+        (reclaimed by another job as stale, cancelled and moved), or its lease is not this
+        runner's to renew (someone put a file of their own in its place)."""
         try:
-            os.utime(claim.lease)
+            os.utime(claim.lease, follow_symlinks=False)
         except FileNotFoundError:
-            return False
-        return os.path.lexists(claim.path)
+            return "its claim was taken back"
+        except OSError as e:
+            return f"its lease {claim.lease} can no longer be renewed ({e.strerror}); " \
+                   f"someone replaced it"
+        if not os.path.lexists(claim.path):
+            return "its claim was taken back"
+        return None
 
     def cancel_requested(self, claim: Claim) -> bool:
         """Whether someone ran ``metaq cancel`` on this running task."""
@@ -306,19 +353,29 @@ class Queue(Layout):
 
     def reclaim(self, claim: Claim, *, reason: str) -> Moved | None:
         """Take back a claim whose job is dead or whose lease is stale: the task returns to its
-        folder with its attempt count raised, and the dead job's event log says so."""
-        moved = self.requeue(claim, reason=reason, count_attempt=True)
+        folder with its attempt count raised, and the dead job's event log says so. A task
+        that ended and that its runner could not move (:data:`~metaq_py.queue.lease
+        .ENDED_SUFFIX`) is settled with its exit code instead: never run again."""
+        ended = ended_code(claim.path)
+        if ended is not None:  # it ran to its end; its runner could not move it
+            code, marker = ended
+            moved = self.finish(claim, exit_code=code, reason=f"its job {claim.jobid} could "
+                                f"not move it after its end; settled later ({reason})")
+            with contextlib.suppress(OSError):
+                marker.unlink()
+        else:
+            moved = self.requeue(claim, reason=reason, count_attempt=True)
         if moved is not None:
-            self.events(claim.jobid).append("reclaimed", task=claim.id, reason=reason,
-                                            to=moved.state, by=socket.gethostname())
+            # A job's folder is its runner's own: a runner of another uid may not write
+            # there, and the task's logbook has the reclaim all the same.
+            with contextlib.suppress(OSError):
+                self.events(claim.jobid).append("reclaimed", task=claim.id, reason=reason,
+                                                to=moved.state, by=socket.gethostname())
         return moved
 
     def tidy_job(self, *, machine: str, jobid: str) -> None:
-        """Remove the spare lease files and the empty folders a finished batch job leaves in
-        ``working/``."""
-        job = self._jobs.pop((machine, jobid), None)
-        if job is not None:
-            job.spares.clear()
+        """Remove the empty folders a finished batch job leaves in ``working/``."""
+        self._jobs.pop((machine, jobid), None)
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -329,13 +386,11 @@ class Queue(Layout):
     def move(self, src: Path, dst: Path, *, reason: str | None = None,
              logbook: Logbook | None = None, claim: Claim | None = None) -> Path | None:
         """Move the task at ``src`` to ``dst`` with its companions: every state change goes
-        through here (see :func:`~metaq_py.queue.disk.moves.move_task`). The lease of a ``claim``
-        made by this object is kept for reuse, and a new logbook is written into a file made
-        ahead of time when :attr:`spares` has one. ``None`` if ``src`` vanished first."""
+        through here (see :func:`~metaq_py.queue.moves.move_task`). ``None`` if ``src``
+        vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = relative_parts(src, self.root)
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          spares=self.spares, lease_files=job.spares if job else None,
                           old_reason=rel[0] in DONE_STATES, made=self._made)
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before

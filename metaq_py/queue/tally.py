@@ -46,7 +46,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from metaq_py.queue.disk.folders import make_folders, relative_parts, subfolders, task_files
+from metaq_py.queue.disk.fileio import Refused, open_append, open_regular, read_regular
+from metaq_py.queue.disk.folders import (
+    make_folders,
+    relative_parts,
+    set_aside,
+    subfolders,
+    task_files,
+)
+from metaq_py.queue.disk.lock import FolderLock
 from metaq_py.queue.judge import judge
 from metaq_py.task_spec import TaskSpec
 
@@ -64,6 +72,10 @@ ROTATE_BYTES = 4 * 1024 * 1024
 FOLDED_KEEP = 86400.0
 """Seconds a folded writer's name stays in ``base.json`` (its files are gone long before)."""
 LOCK_TIMEOUT = 60.0
+WINDOW_MOST = 64 * 1024 * 1024
+"""The most (bytes) read back from a writer's file to find its last snapshot."""
+BASE_LIMIT = 64 * 1024 * 1024
+"""The largest ``base.json`` (bytes) that is read."""
 
 
 class Key(NamedTuple):
@@ -169,7 +181,13 @@ class _Writer:
         self.generation += 1 if self.fd is not None else 0
         path = self.path(self.generation)
         make_folders(self.root, path.parent)
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o664)
+        try:
+            self.fd = open_append(path, mode=0o664)
+        except Refused as e:
+            if not e.planted:
+                raise
+            set_aside(path)  # planted where this writer's file goes
+            self.fd = open_append(path, mode=0o664)
         self.size = 0
         self._write({"s": _rows(self.counts)})
         if old[0] is not None:
@@ -288,56 +306,59 @@ def _writers_sum(root: Path, files: dict[str, Path], folded: dict[str, float]) -
 def _read_writer(path: Path) -> Counts:
     """One writer's count: its last snapshot and the changes after it. A line cut short (the
     writer is writing it now) is left for the next read."""
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
+    try:
+        fd, st = open_regular(path)
+    except Refused:
+        return Counter()  # gone, or planted (a FIFO, a link): no count of a writer's
+    try:
+        size = st.st_size
         window = 65536
         while True:
             start = max(0, size - window)
-            f.seek(start)
-            data = f.read(size - start)
+            data = os.pread(fd, size - start, start)
             lines = data.split(b"\n")[:-1] if not data.endswith(b"\n") else data.split(b"\n")
             if start > 0:
                 lines = lines[1:]  # the first may be a part of a line
             snap = next((i for i in range(len(lines) - 1, -1, -1)
                          if lines[i].startswith(b'{"s":')), None)
-            if snap is not None or start == 0:
-                break
+            if snap is not None or start == 0 or window >= WINDOW_MOST:
+                break  # a writer snapshots often: one without, so far back, is not one
             window *= 4
+    finally:
+        os.close(fd)
     counts: Counts = Counter()
     for raw in lines[snap if snap is not None else 0:]:
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
-        except ValueError:
-            continue
-        if "s" in record:
-            counts = Counter({Key(*r[:4]): int(r[4]) for r in record["s"]})
-        for r in record.get("d", ()):
-            counts[Key(*r[:4])] += int(r[4])
+            if "s" in record:
+                counts = Counter({Key(*r[:4]): int(r[4]) for r in record["s"]})
+            for r in record.get("d", ()):
+                counts[Key(*r[:4])] += int(r[4])
+        except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+            continue  # not a writer's record (garbage planted in jobs/.summary/)
     return counts
 
 
 # --- the base and rebuilding ------------------------------------------------------------------
 
 
-def _base_lock(root: Path) -> Any:
-    from filelock import FileLock
-
+def _base_lock(root: Path) -> FolderLock:
     folder = summary_dir(root)
     make_folders(root, folder)
-    return FileLock(str(folder / "base.lock"), timeout=LOCK_TIMEOUT)
+    return FolderLock(folder / "base.lock", timeout=LOCK_TIMEOUT)
 
 
 def _read_base(root: Path) -> tuple[Counts, dict[str, float]] | None:
     try:
-        data = json.loads((summary_dir(root) / "base.json").read_bytes())
+        raw, _ = read_regular(summary_dir(root) / "base.json", limit=BASE_LIMIT)
+        data = json.loads(raw)
         counts: Counts = Counter({Key(*r[:4]): int(r[4]) for r in data["counts"]})
         folded = {str(k): float(v) for k, v in data.get("folded", {}).items()}
-    except FileNotFoundError:
-        return None
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError):
-        return None  # damaged: as if never established, so the next reader rebuilds it
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+            RecursionError):
+        return None  # missing or damaged: as if never established; the next reader rebuilds
     return counts, folded
 
 

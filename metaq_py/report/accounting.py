@@ -1,11 +1,13 @@
-"""Accounting: what the batch jobs of a queue spent, per project, and what the on-demand layer
-did, totalled from their event logs (``metaq report``).
+"""Accounting: what the batch jobs of a queue spent, per project and per user, and what the
+on-demand layer did, totalled from their event logs (``metaq report``).
 
 Node-hours and GPU-hours come from ``end`` events (``node_seconds``, ``gpu_seconds``), whatever
 the outcome: a failed or preempted run used its nodes too. A task without ``PROJECT`` counts
-under ``-``. Outcomes are counted per run: ``finished``, ``failed`` (no retries left),
-``retry`` (failed, run again), ``requeued`` (interrupted by the end of the allocation),
-``preempted`` (for on-demand work) and ``reclaimed`` (its job died).
+under ``-``, and so does a run whose event does not name its ``user`` (the owner of the task
+file; event logs written before runners named it). Outcomes are counted per run:
+``finished``, ``failed`` (no retries left), ``retry`` (failed, run again), ``requeued``
+(interrupted by the end of the allocation), ``preempted`` (for on-demand work) and
+``reclaimed`` (its job died).
 
 The on-demand section: the instant-start rate is the share of on-demand starts the runner
 marked ``instant`` (started at once on arrival), counted over starts where it said either way.
@@ -17,7 +19,8 @@ cores they held times their wall time (``core_seconds``), counted over the runs 
 event carries both (a run whose figures are unknown, such as a SLURM step without accounting,
 is left out of both sides).
 
-``--since`` keeps events at or after a moment; a run counts when its ``end`` does.
+``--since`` keeps events at or after a moment (a date, a date-time, ``today`` or
+``yesterday`` from local midnight, or a duration ago); a run counts when its ``end`` does.
 """
 
 from __future__ import annotations
@@ -27,28 +30,29 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.report.joblog import JobLog
 
-__all__ = ["OUTCOMES", "OnDemand", "ProjectUse", "Report", "build_report", "cpu_seconds",
-           "event_seconds", "parse_since"]
+__all__ = ["OUTCOMES", "UNNAMED", "OnDemand", "Report", "Use", "build_report", "cpu_seconds",
+           "event_seconds", "named", "parse_since"]
 
 OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed")
 """The outcomes an ``end`` event may carry, in the order reports show them."""
 
-NO_PROJECT = "-"
+UNNAMED = "-"
+"""The project of a task without ``PROJECT``, and the user of a run whose event names none."""
 
 
 @dataclass(frozen=True, slots=True)
-class ProjectUse:
-    """What one project's runs used: node-hours, GPU-hours and runs per outcome;
-    ``cpu_hours`` (user plus system) and ``core_hours`` (cores held times wall time) over the
-    ``measured`` runs whose usage is known."""
+class Use:
+    """What the runs of one project, or of one user, used: node-hours, GPU-hours and runs per
+    outcome; ``cpu_hours`` (user plus system) and ``core_hours`` (cores held times wall time)
+    over the ``measured`` runs whose usage is known. ``name`` is the project's or the user's."""
 
-    project: str
+    name: str
     node_hours: float = 0.0
     gpu_hours: float = 0.0
     runs: int = 0
@@ -87,17 +91,19 @@ class OnDemand:
 class Report:
     """The totals over ``jobs`` batch jobs since ``since`` (``None``: all time).
 
-    ``projects`` is sorted by name; ``outcomes`` counts runs of every project; ``problems``
-    are the event-log lines that were skipped, one sentence each.
+    ``projects`` and ``users`` are sorted by name, and each counts every run once; ``outcomes``
+    counts runs of every project; ``problems`` are the event-log lines that were skipped, one
+    sentence each.
     """
 
     since: float | None
     jobs: int
-    projects: tuple[ProjectUse, ...]
+    projects: tuple[Use, ...]
     outcomes: dict[str, int]
     ondemand: OnDemand
     reclaims: int = 0
     problems: tuple[str, ...] = ()
+    users: tuple[Use, ...] = ()
 
     @property
     def node_hours(self) -> float:
@@ -116,11 +122,8 @@ class Report:
             "node_hours": self.node_hours,
             "gpu_hours": self.gpu_hours,
             "outcomes": self.outcomes,
-            "projects": [{"project": p.project, "node_hours": p.node_hours,
-                          "gpu_hours": p.gpu_hours, "runs": p.runs, "outcomes": p.outcomes,
-                          "cpu_hours": p.cpu_hours, "core_hours": p.core_hours,
-                          "measured_runs": p.measured, "cpu_efficiency": p.cpu_efficiency}
-                         for p in self.projects],
+            "projects": [{"project": p.name, **_use_json(p)} for p in self.projects],
+            "users": [{"user": u.name, **_use_json(u)} for u in self.users],
             "ondemand": {"starts": od.starts, "instant": od.instant, "known": od.known,
                          "instant_rate": od.rate, "arrivals": od.arrivals,
                          "preemptions": od.preemptions, "shrinks": od.shrinks,
@@ -130,15 +133,50 @@ class Report:
         }
 
 
+def _use_json(u: Use) -> dict[str, Any]:
+    return {"node_hours": u.node_hours, "gpu_hours": u.gpu_hours, "runs": u.runs,
+            "outcomes": u.outcomes, "cpu_hours": u.cpu_hours, "core_hours": u.core_hours,
+            "measured_runs": u.measured, "cpu_efficiency": u.cpu_efficiency}
+
+
+class _Sums:
+    """The running totals of the runs of one project or one user, from their ``end``
+    events."""
+
+    __slots__ = ("core", "cpu", "gpu", "measured", "node", "outcomes", "runs")
+
+    def __init__(self) -> None:
+        self.node = self.gpu = self.cpu = self.core = 0.0
+        self.runs = self.measured = 0
+        self.outcomes: Counter[str] = Counter()
+
+    def add(self, e: dict[str, Any], outcome: str) -> None:
+        self.node += event_seconds(e.get("node_seconds"))
+        self.gpu += event_seconds(e.get("gpu_seconds"))
+        self.runs += 1
+        cpu = cpu_seconds(e)
+        if cpu is not None and event_seconds(e.get("core_seconds")) > 0:
+            self.cpu += cpu
+            self.core += event_seconds(e.get("core_seconds"))
+            self.measured += 1
+        self.outcomes[outcome] += 1
+
+    def use(self, name: str) -> Use:
+        return Use(name, self.node / 3600.0, self.gpu / 3600.0, self.runs,
+                   _ordered(self.outcomes), self.cpu / 3600.0, self.core / 3600.0, self.measured)
+
+
+def named(e: dict[str, Any], field: str) -> str:
+    """An event's ``project`` or ``user`` (``field``), or :data:`UNNAMED` where it names
+    none."""
+    value = e.get(field)
+    return value if isinstance(value, str) and value else UNNAMED
+
+
 def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Report:
     """Total the events of ``logs`` at or after ``since``."""
-    node_s: Counter[str] = Counter()
-    gpu_s: Counter[str] = Counter()
-    cpu_s: Counter[str] = Counter()
-    core_s: Counter[str] = Counter()
-    measured: Counter[str] = Counter()
-    runs: Counter[str] = Counter()
-    per_project: dict[str, Counter[str]] = {}
+    projects: dict[str, _Sums] = {}
+    users: dict[str, _Sums] = {}
     outcomes: Counter[str] = Counter()
     od: Counter[str] = Counter()
     lost = 0.0
@@ -152,17 +190,9 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
                 continue
             kind = e["event"]
             if kind == "end":
-                project = e.get("project") if isinstance(e.get("project"), str) else NO_PROJECT
-                node_s[project] += event_seconds(e.get("node_seconds"))
-                gpu_s[project] += event_seconds(e.get("gpu_seconds"))
-                runs[project] += 1
-                cpu = cpu_seconds(e)
-                if cpu is not None and event_seconds(e.get("core_seconds")) > 0:
-                    cpu_s[project] += cpu
-                    core_s[project] += event_seconds(e.get("core_seconds"))
-                    measured[project] += 1
                 outcome = str(e.get("outcome", "unknown"))
-                per_project.setdefault(project, Counter())[outcome] += 1
+                projects.setdefault(named(e, "project"), _Sums()).add(e, outcome)
+                users.setdefault(named(e, "user"), _Sums()).add(e, outcome)
                 outcomes[outcome] += 1
             elif kind == "start" and e.get("kind") == "ondemand":
                 od["starts"] += 1
@@ -180,35 +210,42 @@ def build_report(logs: Iterable[JobLog], *, since: float | None = None) -> Repor
                 od["reclaims"] += 1
             counted = True
         jobs += counted
-    projects = tuple(
-        ProjectUse(p, node_s[p] / 3600.0, gpu_s[p] / 3600.0, runs[p], _ordered(per_project[p]),
-                   cpu_s[p] / 3600.0, core_s[p] / 3600.0, measured[p])
-        for p in sorted(runs))
     return Report(
-        since=since, jobs=jobs, projects=projects, outcomes=_ordered(outcomes),
+        since=since, jobs=jobs, projects=tuple(projects[p].use(p) for p in sorted(projects)),
+        outcomes=_ordered(outcomes),
         ondemand=OnDemand(starts=od["starts"], known=od["known"], instant=od["instant"],
                           arrivals=od["arrivals"], preemptions=od["preemptions"],
                           shrinks=od["shrinks"], lost_node_hours=lost / 3600.0),
-        reclaims=od["reclaims"], problems=tuple(problems))
+        reclaims=od["reclaims"], problems=tuple(problems),
+        users=tuple(users[u].use(u) for u in sorted(users)))
+
+
+_NOT_A_DATE = ("{text!r} is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM, today, yesterday "
+               "or a duration ago such as 7d")
+
+DAYS_AGO = {"today": 0, "yesterday": 1}
+"""The words ``--since`` takes for a local midnight: today's, or the one before."""
 
 
 def parse_since(text: str, *, now: float) -> float:
     """Read ``--since``: an ISO-8601 date (``2025-03-01``, from local midnight) or date-time
-    (``2025-03-01T14:30``), or a duration meaning that long ago (``7d``, ``12h``, ``90m``).
-    Raises :class:`~metaq_py.durations.DurationError` in one sentence."""
+    (``2025-03-01T14:30``), ``today`` or ``yesterday`` (from that day's local midnight), or a
+    duration meaning that long ago (``7d``, ``12h``, ``90m``). Raises
+    :class:`~metaq_py.durations.DurationError` in one sentence."""
     s = text.strip()
+    if s.lower() in DAYS_AGO:
+        day = datetime.fromtimestamp(now).date() - timedelta(days=DAYS_AGO[s.lower()])
+        return datetime(day.year, day.month, day.day).timestamp()
     if re.match(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}", s):
         try:
             moment = datetime.fromisoformat(s)
         except ValueError:
-            raise DurationError(f"{text!r} is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM or a "
-                                f"duration ago such as 7d") from None
+            raise DurationError(_NOT_A_DATE.format(text=text)) from None
         return moment.timestamp()
     try:
         return now - parse_duration(s)
     except DurationError:
-        raise DurationError(f"{text!r} is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM or a "
-                            f"duration ago such as 7d") from None
+        raise DurationError(_NOT_A_DATE.format(text=text)) from None
 
 
 def event_seconds(value: object) -> float:

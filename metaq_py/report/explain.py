@@ -4,7 +4,7 @@ The answer is built from what anyone can read in the queue, without the batch sy
 task's state and reason, its place in the pick order, the live allocations (replayed from the
 runners' event logs and leases by :mod:`metaq_py.report.allocations`) and the live notices. For a
 waiting task each live allocation is checked in turn: machine, nodes and GPUs (the runner's own
-:func:`~metaq_py.runner.offers.fit_problem`), then the wall clock left, then whether enough of its
+:func:`~metaq_py.queue.fit.fit_problem`), then the wall clock left, then whether enough of its
 nodes are idle or only held for a notice. A task waiting for a dependency (``AFTER``) is
 told which one, and where that one is.
 """
@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.fit import fit_problem
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import PENDING, WORKING
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
 from metaq_py.report.joblog import read_job_logs
-from metaq_py.runner.offers import fit_problem
+from metaq_py.words import counted
 
 __all__ = ["Explanation", "explain"]
 
@@ -103,8 +104,9 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
     jobs = live_jobs(read_job_logs(q.root), claims, now=now, stale_after=q.config.stale_after)
     reasons: list[str] = []
     if not jobs:
-        reasons.append("no batch job is running metaq on this queue now; submit one, such as "
-                       "jobscripts/slurm.sh, and it will pick tasks in order")
+        reasons.append("no batch job is running metaq on this queue now; submit one (metaq "
+                       "jobscript slurm prints a job script to copy, or metaq alloc submits "
+                       "them by itself), and it will pick tasks in order")
     else:
         reasons.extend(_against_jobs(t, jobs, now))
     reasons.extend(_notice_words(q, t, now))
@@ -159,7 +161,8 @@ def _against_jobs(t: Task, jobs: list[JobView], now: float) -> list[str]:
                        f"({names}) until the on-demand work arrives or the notice is released")
             continue
         out.append(f"job {job.jobid} has {len(idle)} idle of {job.nodes} nodes and it needs "
-                   f"{need}; {len(job.running)} task(s) hold the rest")
+                   f"{need}; {counted(len(job.running), 'task')} "
+                   f"{'holds' if len(job.running) == 1 else 'hold'} the rest")
     return out
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from metaq_py.queue.disk.fileio import LINE_LIMIT, Refused, read_lines
+
 __all__ = ["EVENTS_NAME", "JobLog", "read_job_log", "read_job_logs"]
 
 EVENTS_NAME = "events.jsonl"
@@ -49,30 +51,27 @@ def read_job_log(path: str | os.PathLike[str], *, jobid: str | None = None) -> J
     file is an empty log."""
     path = Path(path)
     jobid = jobid if jobid is not None else path.parent.name
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return JobLog(jobid, path, ())
-    except OSError as e:
-        return JobLog(jobid, path, (), (f"{path}: the event log cannot be read "
-                                        f"({e.strerror}); this job is left out.",))
     events: list[dict[str, Any]] = []
     problems: list[str] = []
-    lines = data.split(b"\n")
-    complete = data.endswith(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        last = number == len(lines) and not complete
-        record = _decode(raw)
-        if isinstance(record, str):
-            if last:
-                problems.append(f"{path}, line {number}: the last line is cut short (the runner "
-                                f"was probably stopped while writing it); it is skipped.")
-            else:
-                problems.append(f"{path}, line {number}: {record}; the line is skipped.")
-            continue
-        events.append(record)
+    try:
+        for number, (raw, complete) in enumerate(read_lines(path), start=1):
+            if raw is not None and not raw.strip():
+                continue
+            record = _decode(raw) if raw is not None else \
+                f"the line is longer than {LINE_LIMIT} bytes, which no event is"
+            if isinstance(record, str):
+                if not complete:
+                    problems.append(f"{path}, line {number}: the last line is cut short (the "
+                                    f"runner was probably stopped while writing it); it is "
+                                    f"skipped.")
+                else:
+                    problems.append(f"{path}, line {number}: {record}; the line is skipped.")
+                continue
+            events.append(record)
+    except Refused as e:
+        if e.vanished:
+            return JobLog(jobid, path, ())
+        return JobLog(jobid, path, (), (f"{e}; this job is left out.",))
     return JobLog(jobid, path, tuple(events), tuple(problems))
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from metaq_py.queue.disk.fileio import read_regular, replace_file
 from metaq_py.queue.tally import summary_dir
 from metaq_py.report.allocations import JobView, RunningTask, job_view
 from metaq_py.report.joblog import EVENTS_NAME, JobLog, read_job_log
@@ -29,6 +29,8 @@ __all__ = ["JobDigest", "digest", "job_digests"]
 
 CACHE_NAME = "joblogs.json"
 VERSION = 1
+CACHE_LIMIT = 64 * 1024 * 1024
+"""The largest cache file (bytes) that is read; a larger one is rebuilt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,8 @@ def job_digests(root: str | os.PathLike[str], *, now: float) -> list[JobDigest]:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = json.loads(read_regular(path, limit=CACHE_LIMIT)[0])
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return {}
@@ -112,12 +114,8 @@ def _store(path: Path, jobs: dict[str, Any]) -> None:
     folder = path.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         return
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp"
     with contextlib.suppress(OSError):
-        tmp.write_bytes(json.dumps({"version": VERSION, "jobs": jobs}).encode())
-        os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)
+        replace_file(path, json.dumps({"version": VERSION, "jobs": jobs}).encode())
 
 
 def _to_json(d: JobDigest) -> dict[str, Any]:

@@ -30,16 +30,21 @@ from metaq_py.policy import (
     Start,
     lost_node_seconds,
 )
+from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.index import Task
 from metaq_py.runner.context import Context
-from metaq_py.runner.offers import Offers, gpu_ids_for, past_runs
-from metaq_py.runner.tasks.follow_ons import FollowOns
+from metaq_py.runner.offers import Offers, past_runs
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
 
 __all__ = ["Decider"]
+
+class CannotClaim(Exception):
+    """A claim that could not write the queue (its lease or its rename failed: a full disk,
+    a quota, a read-only file system): the task stays where it was, to be claimed later."""
+
 
 _MAX_REDECIDE = 8
 """Decisions made again in one pass after a lost claim, at most."""
@@ -60,23 +65,22 @@ class Decider:
         self.scheduler = scheduler
         self.max_tasks = max_tasks
         self.wake: float | None = None
-        self.follow_ons: FollowOns | None = None
-        """The runner's follow-ons: withdrawn before a decision that may stop a task for
-        another (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
+        self.claims_after = float("-inf")
+        """No claim is tried before this time: the last one could not write the queue."""
+        self.claims_paused = False
+        """Whether that was said (once, until a claim goes through again)."""
 
     def decide(self, now: float, pass_no: int) -> None:
         """Decide at ``now`` and apply the decision; again, on a fresh view, after a lost
         claim (a few times at most: then at the next pass)."""
         self.wake = None
         ctx = self.ctx
+        if now < self.claims_after:
+            self.wake = self.claims_after  # the queue could not be written a moment ago
+            return
         end = ctx.end - ctx.options.margin - ctx.options.grace
-        follow_ons = self.follow_ons
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
-            if follow_ons is not None and follow_ons.held and not follow_ons.calm():
-                # Decided once the agent has answered: a follow-on runs or goes back first.
-                follow_ons.withdraw_all()
-                return
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
                                          shaped=self.offers.shaped)
             decision = self.scheduler.decide(snap)
@@ -122,6 +126,16 @@ class Decider:
                             return self._give_back(claimed)
                         claimed[for_job] = ahead
                 r = self.cluster.apply(action, now=now, job=job)
+            except CannotClaim as e:
+                # A full disk, a quota, a read-only queue: no claim now, never a crash.
+                self._give_back(claimed)
+                self.claims_after = now + self.ctx.queue.config.poll_interval
+                self.wake = self.claims_after
+                if not self.claims_paused:
+                    self.ctx.say(f"cannot claim now: {e}; claims wait until the queue can "
+                                 f"be written again")
+                self.claims_paused = True
+                return True
             except ClusterError as e:
                 # A policy bug or a stale view: never act on it, decide again next pass.
                 self.ctx.say(f"the {self.scheduler.name} scheduler's {action!r} was refused: "
@@ -139,7 +153,7 @@ class Decider:
                 events.write("preempt", task=action.job, for_task=action.for_job,
                              lost_node_seconds=lost_node_seconds(r, now))
                 victims.setdefault(action.for_job, []).append(action.job)
-                roster.hold_hosts(victim, victim.node_ids)
+                roster.keep_hosts(victim, victim.node_ids)
                 victim.stop(Why.PREEMPT, now=now, for_task=action.for_job)
             elif isinstance(action, Shrink | Expand):
                 assert r is not None
@@ -180,8 +194,14 @@ class Decider:
     def claim(self, task: Task, job: Job) -> LiveTask | None:
         """Claim ``task`` in the queue; ``None`` when another runner took it first."""
         ctx = self.ctx
-        claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
-                                pid=os.getpid())
+        try:
+            claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
+                                    pid=os.getpid())
+        except OSError as e:
+            raise CannotClaim(f"{task.id} ({e.strerror or e})") from None
+        if self.claims_paused:
+            self.claims_paused = False
+            ctx.say("claims go on: the queue can be written again")
         if claim is None:
             self.offers.claim_lost(task.id)
             return None

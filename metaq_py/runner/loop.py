@@ -51,7 +51,7 @@ from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.campaign.deps import RECHECK
-from metaq_py.queue.disk.folders import make_folders
+from metaq_py.queue.disk.folders import own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -59,13 +59,13 @@ from metaq_py.runner.events import EventWriter
 from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
-from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.launching import Launcher, StartProcess
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
 from metaq_py.runner.upkeep import Upkeep
 from metaq_py.runner.wakeups import Wakeup, Wakeups, What
+from metaq_py.words import counted
 
 __all__ = ["RunOptions", "Runner", "RunnerError"]
 
@@ -92,7 +92,7 @@ def _say(line: str) -> None:
     print(f"metaq run: {line}", file=sys.stderr, flush=True)
 
 
-# Over 300 lines (335): the loop's stages (waiting, handling a wake-up, deciding, stopping,
+# Over 300 lines, because the loop's stages (waiting, handling a wake-up, deciding, stopping,
 # finishing up) share its flags (stopping, awaiting, exit_code) and every collaborator;
 # the work itself is already in them (Decider, Settler, Launcher, Upkeep, Roster).
 class Runner:
@@ -114,7 +114,7 @@ class Runner:
         self.clock = clock = queue.clock
         self.say = say = say or _say
         try:
-            self.scheduler = make_scheduler(options.mechanism,
+            self.scheduler = make_scheduler(options.scheduler,
                                             release_after=options.release_after,
                                             warning=options.warning)
         except ValueError as e:
@@ -143,23 +143,18 @@ class Runner:
         self.offers = Offers(ctx)
         self.decider = Decider(ctx, cluster, roster, self.offers, Resizer(ctx, roster),
                                self.scheduler, max_tasks=self.max_tasks)
-        # A stand-in start (tests on a fake clock) runs on the loop's thread, so that its
-        # times stay exact; the real one through the launch agent (see tasks/launching.py).
         self.launcher = Launcher(ctx, roster, launch_pause=self.launch_pause,
                                  on_exit=wakeups.exited, watch=wakeups.watch_rundir,
-                                 start=start,
-                                 on_started=wakeups.started if start is launch else None)
-        # Follow-ons only where launches are not paused and the launch agent serves.
-        self.follow_ons = FollowOns(ctx, cluster, roster, self.offers,
-                                    claim=self.decider.claim, hand_over=self.launcher.follow,
-                                    enabled=self.launch_pause == 0 and start is launch)
-        self.decider.follow_ons = self.launcher.follow_ons = self.follow_ons
-        self.settler = Settler(ctx, cluster, roster, follow_ons=self.follow_ons)
+                                 start=start)
+        self.settler = Settler(ctx, cluster, roster)
         self.upkeep = Upkeep(ctx, cluster, roster, self.settler)
         self.stopping: str | None = None
         """Why the runner is stopping (``None``: it is not): no decision is made any more."""
         self.awaiting: str | None = None
         """The waiting task the runner stays for while its dependency ends elsewhere."""
+        self.watch_until = math.inf
+        """Until when the runner stays for claims of other jobs that may be lost (see
+        :meth:`_done`; ``inf``: it has not stayed for any yet)."""
         self.stop_reason = ""
         self.exit_code = 0
         self.passes = 0
@@ -196,7 +191,9 @@ class Runner:
 
     def _start(self) -> None:
         ctx, alloc = self.ctx, self.ctx.alloc
-        make_folders(ctx.queue.root, ctx.job_dir)  # a link planted in jobs/ is moved aside
+        # Its own, or nothing in it is: what stands at jobs/<jobid> already is moved aside.
+        own_folder(ctx.queue.root, ctx.job_dir)
+        self.launcher.open()
         now = self.clock.now()
         self.upkeep.next_heartbeat = now + ctx.queue.config.heartbeat
         self.upkeep.reclaim_lost(now)
@@ -209,10 +206,8 @@ class Runner:
         ctx.events.flush()
         left = "no time limit" if math.isinf(end) else \
             f"{format_duration(round(end - now))} left"
-        self.say(f"job {alloc.jobid} on {alloc.machine}: {alloc.nnodes} node(s), "
-                 f"{alloc.gpus_per_node} GPU(s) each, {left}, {self.scheduler.name}")
-        # Last, so that nothing before can fail and leave its helper thread behind.
-        self.launcher.open()
+        self.say(f"job {alloc.jobid} on {alloc.machine}: {counted(alloc.nnodes, 'node')}, "
+                 f"{counted(alloc.gpus_per_node, 'GPU')} each, {left}, {self.scheduler.name}")
 
     def _loop(self) -> None:
         while True:
@@ -221,13 +216,10 @@ class Runner:
                 return
             # After the first pass: starting the watcher takes a while (see watch_queue).
             self.wakeups.watch_queue()
-            while not self._wait():
-                pass
+            self._wait()
 
-    def _wait(self) -> bool:
-        """Wait for the next wake-up or deadline and take everything that has arrived; whether
-        a pass is due. Processes that have started change nothing a decision sees: when they
-        are all that came and nothing is due, the loop waits again without a pass."""
+    def _wait(self) -> None:
+        """Wait for the next wake-up or deadline and take everything that has arrived."""
         now = self.clock.now()
         timeout = max(0.0, self._next_deadline() - now)
         if self.wakeups.idle() or now >= self._flush_by:
@@ -237,25 +229,14 @@ class Runner:
             self._flush_by = now + _FLUSH_EVERY
         longest = _CANCEL_CHECK if self.roster.live else _LONGEST_WAIT
         wakeup = self.wakeups.wait(min(timeout, longest))
-        if wakeup is None:
-            return True
-        starts_only = True
         while wakeup is not None:  # take everything that arrived before deciding
             self._handle(wakeup)
-            starts_only = starts_only and wakeup.what is What.STARTED
             wakeup = self.wakeups.take()
-        if starts_only and self.stopping is None:
-            # A task just started may take a follow-on at once (none comes before its start).
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
-        return not starts_only or self._next_deadline() <= self.clock.now()
 
     def _handle(self, wakeup: Wakeup) -> None:
         if wakeup.what is What.EXIT:
             assert wakeup.process is not None
             self.settler.exited(wakeup.process, stopping=self.stopping)
-        elif wakeup.what is What.STARTED:
-            assert wakeup.started is not None
-            self.launcher.started(wakeup.started)
         elif wakeup.what is What.SIGNAL:
             assert wakeup.signum is not None
             name = signal.Signals(wakeup.signum).name
@@ -281,6 +262,18 @@ class Runner:
             return True
         if self.launcher.redecide:
             return False  # the waiting tasks changed since the decision that found none to run
+        if self.decider.claims_paused and self.offers.count:
+            return False  # tasks wait for the queue to be writable again (a full disk)
+        now = self.clock.now()
+        soon = [d for d in self.upkeep.sightings.watched.values() if d < self._stop_at()]
+        if soon and now < self.watch_until:
+            if math.isinf(self.watch_until):
+                # At most one stale_after of its own: a claim judged by a longer one of its
+                # holder's is left to the runners after it.
+                self.watch_until = now + self.ctx.queue.config.stale_after
+                self.say(f"staying to see whether {counted(len(soon), 'claim')} of other jobs "
+                         f"{'is' if len(soon) == 1 else 'are'} still renewed")
+            return False  # a claim that may be lost: its task would run here
         if self.options.linger:
             return False
         if self.upkeep.notice_due(self.clock.now()):
@@ -288,14 +281,19 @@ class Runner:
         if self._await_dependency():
             return False
         if self.offers.count:
-            self.stop_reason = (f"nothing left that fits: {self.offers.count} waiting task(s) "
-                                f"need more time than this allocation has left")
+            n = self.offers.count
+            self.stop_reason = (f"nothing left that fits: {counted(n, 'waiting task')} "
+                                f"{'needs' if n == 1 else 'need'} more time than this "
+                                f"allocation has left")
         elif self.offers.skipped:
-            self.stop_reason = (f"nothing left that fits: {len(self.offers.skipped)} waiting "
-                                f"task(s) can never run in this allocation")
+            self.stop_reason = (f"nothing left that fits: "
+                                f"{counted(len(self.offers.skipped), 'waiting task')} can "
+                                f"never run in this allocation")
         elif self.offers.blocked:
-            self.stop_reason = (f"nothing left to run here: {len(self.offers.blocked)} waiting "
-                                f"task(s) wait for dependencies that cannot finish in time")
+            self.stop_reason = (f"nothing left to run here: "
+                                f"{counted(len(self.offers.blocked), 'waiting task')} "
+                                f"{'waits' if len(self.offers.blocked) == 1 else 'wait'} for "
+                                f"dependencies that cannot finish in time")
         else:
             self.stop_reason = "nothing left to run"
         return True
@@ -363,8 +361,6 @@ class Runner:
             self.launcher.redecide = False
             self.decider.decide(now, self.passes)
         self.launcher.launch_ready()
-        if self.stopping is None:
-            self.follow_ons.make(self.clock.now(), self.passes + 1)
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -372,7 +368,8 @@ class Runner:
         self.stopping = reason
         now = self.clock.now()
         roster = self.roster
-        self.say(f"{reason}: stopping {len(roster.live)} task(s) and requeueing them")
+        self.say(f"{reason}: stopping {counted(len(roster.live), 'task')} and requeueing "
+                 f"{'it' if len(roster.live) == 1 else 'them'}")
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {reason}")
         for live in list(roster.live.values()):
@@ -383,7 +380,7 @@ class Runner:
         roster = self.roster
         if self.stopping is None:
             self.say(f"the queue {self.ctx.queue.root} has disappeared; killing its "
-                     f"{len(roster.live)} task(s), whose files went with it")
+                     f"{counted(len(roster.live), 'task')}, whose files went with it")
             self.exit_code = 1
         self.stopping = "the queue directory disappeared"
         now = self.clock.now()
@@ -401,7 +398,6 @@ class Runner:
             self.stopping = "stopped by an error"
         for live in list(roster.to_launch):
             roster.requeue_unlaunched(live, f"not started: {self.stopping}")
-        self.launcher.wait_started()  # no process may start after the last ones are stopped
         while (wakeup := self.wakeups.take()) is not None:
             self._handle(wakeup)
         running = [t for t in roster.live.values() if t.running]
@@ -415,15 +411,11 @@ class Runner:
                 t.process.wait(10)
             while (wakeup := self.wakeups.take()) is not None:
                 self._handle(wakeup)
-        self.launcher.close()
-        self.follow_ons.abandon()  # any the agent still held went with it
         if queue.root.is_dir():
             with contextlib.suppress(OSError):
                 queue.tidy_job(machine=self.ctx.machine, jobid=self.ctx.jobid)
-        for live in self.settler.unsettled:
-            self.say(f"{live.id} ended but could not be moved; it stays claimed in "
-                     f"{live.claim.path}, and the next runner (or metaq reset --dead) puts it "
-                     f"back")
+        for sentence in self.settler.park():
+            self.say(sentence)
         reason = self.stop_reason or self.stopping or "stopped by an error"
         self.ctx.events.write("runner-stop", reason=reason)
         self.ctx.events.flush()

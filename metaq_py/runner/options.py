@@ -30,7 +30,9 @@ class RunOptions:
     turn it off) installs the stop handlers when the runner is in the main thread.
     """
 
-    mechanism: str = "easy"
+    scheduler: str = "easy"
+    """The scheduler's name (:func:`~metaq_py.policy.mechanisms.make_scheduler`): ``easy``,
+    ``conservative`` or an on-demand mechanism such as ``CUA&SPAA``."""
     linger: bool = False
     max_tasks: int | None = None
     launch_pause: float | None = None

@@ -21,7 +21,7 @@ from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.notices import load_notices
 from metaq_py.runner.context import Context
-from metaq_py.runner.reclaim import lost_claims
+from metaq_py.runner.reclaim import Sightings, lost_claims
 from metaq_py.runner.tasks.exits import Settler
 from metaq_py.runner.tasks.live_task import Why
 from metaq_py.runner.tasks.roster import Roster
@@ -47,6 +47,11 @@ class Upkeep:
         self.settler = settler
         self.next_heartbeat = ctx.clock.now() + ctx.queue.config.heartbeat
         self.notice_ids: set[str] = set()
+        self.unreclaimed: set[str] = set()
+        """The lost claims that could not be taken back, said once each."""
+        self.sightings = Sightings()
+        """The leases of other jobs as this runner has seen them (see
+        :class:`~metaq_py.runner.reclaim.Sightings`)."""
         self._no_notices: tuple[tuple[int, int, int], float] | None = None
         """The ``notices/`` folder's times when it was last listed and held no notice, and
         until when a pass may trust them (see the module text)."""
@@ -59,8 +64,9 @@ class Upkeep:
         for live in list(self.roster.live.values()):
             if live.why is Why.LOST:
                 continue
-            if not ctx.queue.heartbeat(live.claim):
-                ctx.say(f"{live.id} is no longer ours (its claim was taken back); stopping it")
+            lost = ctx.queue.renew(live.claim)
+            if lost is not None:
+                ctx.say(f"{live.id} is no longer ours ({lost}); stopping it")
                 live.stop(Why.LOST, now=now, grace=0)
                 live.kill_if_due(now)
                 if live.process is None:
@@ -96,8 +102,16 @@ class Upkeep:
         """Take back the claims of other jobs that are lost (their jobs are gone)."""
         ctx = self.ctx
         for lost in lost_claims(ctx.queue, ctx.batch, machine=ctx.machine, now=now,
-                                own_jobid=ctx.jobid):
-            moved = ctx.queue.reclaim(lost.claim, reason=lost.reason)
+                                own_jobid=ctx.jobid, sightings=self.sightings):
+            try:
+                moved = ctx.queue.reclaim(lost.claim, reason=lost.reason)
+            except OSError as e:  # a full disk, a name that cannot take its logbook
+                key = str(lost.claim.path)
+                if key not in self.unreclaimed:
+                    self.unreclaimed.add(key)
+                    ctx.say(f"cannot take back {lost.claim.id} from job {lost.claim.jobid} "
+                            f"({e.strerror or e}); tried again at each heartbeat")
+                continue
             if moved is not None:
                 ctx.say(f"took back {lost.claim.id} from job {lost.claim.jobid}: {lost.reason}")
                 ctx.events.write("reclaim", task=lost.claim.id, jobid=lost.claim.jobid,

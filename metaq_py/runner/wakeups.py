@@ -10,9 +10,7 @@ arrive:
   running task that declares ``CHECKPOINT`` or an in-place ``RESIZE``, where its checkpoints
   and resize confirmations land (:meth:`Wakeups.watch_rundir`);
 * a *signal* (:data:`STOP_SIGNALS`), put by the handlers :meth:`Wakeups.install_signals`
-  installs;
-* a *start*, put by the launch agent's reader thread when the agent has started a task's
-  process, or failed to (:meth:`Wakeups.started`; see :mod:`~metaq_py.runner.tasks.launching`).
+  installs.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ from metaq_py.queue.layout import NOTICES
 from metaq_py.queue.store import Queue
 from metaq_py.queue.watcher import OwnMoves, QueueWatcher
 from metaq_py.runner.options import RunOptions
-from metaq_py.runner.tasks.launching import Started
 from metaq_py.runner.tasks.live_task import LiveTask
 
 __all__ = ["STOP_SIGNALS", "Wakeup", "Wakeups", "What"]
@@ -46,7 +43,7 @@ them means "the wall clock is ending" is ``RunOptions.end_signal``."""
 
 
 QUICK = 0.05
-"""Seconds within which a task's exit or start must come, wake-up after wake-up, for the queue
+"""Seconds within which a task's exit must come, wake-up after wake-up, for the queue
 watcher's watches to rest; and the longest a wait lasts while they rest (see
 :meth:`Wakeups.wait`)."""
 
@@ -60,18 +57,16 @@ class What(Enum):
     EXIT = "exit"
     CHANGE = "change"
     SIGNAL = "signal"
-    STARTED = "started"
 
 
 @dataclass(frozen=True, slots=True)
 class Wakeup:
-    """One reason to wake the loop: ``process`` is set for an exit, ``signum`` for a signal,
-    ``started`` for a start."""
+    """One reason to wake the loop: ``process`` is set for an exit, ``signum`` for a
+    signal."""
 
     what: What
     process: TaskProcess | None = None
     signum: int | None = None
-    started: Started | None = None
 
 
 _CHANGED = Wakeup(What.CHANGE)
@@ -97,7 +92,7 @@ class Wakeups:
         self._lock = threading.Lock()
         self._old_handlers: dict[int, Any] = {}
         self.quick = 0
-        """Exits and starts in a row that came quickly (see :meth:`wait`)."""
+        """Exits in a row that came quickly (see :meth:`wait`)."""
 
     # --- the inbox ----------------------------------------------------------------------------
 
@@ -105,14 +100,10 @@ class Wakeups:
         """A task's exit, told by the launch layer's watcher thread: handed to the loop."""
         self.inbox.put(Wakeup(What.EXIT, process=process))
 
-    def started(self, done: Started) -> None:
-        """A start answered by the launch agent: handed to the loop."""
-        self.inbox.put(Wakeup(What.STARTED, started=done))
-
     def wait(self, timeout: float) -> Wakeup | None:
         """The next wake-up, waiting at most ``timeout`` seconds for it (``None``: none came).
 
-        While tasks' exits and starts wake the loop every moment, the queue watcher's events
+        While tasks' exits wake the loop every moment, the queue watcher's events
         tell it nothing new (every pass scans the task folders anyway) and cost it the most:
         after :data:`REST_AFTER` such wake-ups in a row, each within :data:`QUICK` seconds,
         the watches rest (:meth:`~metaq_py.queue.watcher.QueueWatcher.rest`). A wait then
@@ -138,7 +129,7 @@ class Wakeups:
 
     def _took(self, wakeup: Wakeup, began: float) -> Wakeup:
         """Count ``wakeup`` (waited for since ``began``) towards the watches' rest."""
-        if wakeup.what in (What.EXIT, What.STARTED) and time.monotonic() - began < QUICK:
+        if wakeup.what is What.EXIT and time.monotonic() - began < QUICK:
             self.quick += 1
             watcher = self.queue_watcher
             if self.quick >= REST_AFTER and watcher is not None and not watcher.resting:

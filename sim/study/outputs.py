@@ -26,6 +26,7 @@ from sim.study.aggregate import ResultsTable, aggregate
 from sim.study.execution import FinishedRun
 from sim.study.figures import metric_panels, variant_panels
 from sim.study.findings import Finding, judge
+from sim.study.html_page import study_page
 from sim.study.metrics import METRICS
 from sim.study.report import StudyContext, render
 
@@ -95,4 +96,5 @@ def write_study(records: Sequence[FinishedRun], out: Path, context: StudyContext
         files.append(variant_panels(table, out / "variants.png", title=context.title))
         figures.append(("Variants side by side, averaged over workloads", "variants.png"))
     write("report.md", render(table, findings, context, figures=figures, beside=beside))
+    write("report.html", study_page(table, findings, context, figures=figures, folder=out))
     return StudyOutputs(table=table, findings=findings, files=tuple(files))

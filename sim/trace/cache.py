@@ -30,7 +30,7 @@ import numpy as np
 from sim.trace.columns import FLOAT_COLUMNS, INT_COLUMNS, TEXT_COLUMNS, JobTable
 from sim.trace.formats.swf import SwfHeader
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bumped whenever a reader's output changes, so that old entries are never used."""
 MAGIC = b"metaq-trace-cache\n"
 NUMERIC = FLOAT_COLUMNS + INT_COLUMNS

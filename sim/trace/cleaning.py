@@ -24,6 +24,10 @@ rule is counted under that rule only:
    no job of the file, or to the job itself or a later one is cut (the column gets -1) and
    counted, so the dependencies left can never form a cycle. Without ``dependencies`` the
    column is left as read and nothing is counted.
+
+Apart from these, a recorded wait below zero (a start that precedes the submit) is made
+unknown and counted: the job still replays from its submit time, but its recorded wait is no
+measurement to compare a simulation with (``metaq simulate --compare-recorded``).
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class CleaningReport:
     preceding_dropped: int = 0
     preceding_missing: int = 0
     preceding_later: int = 0
+    negative_wait: int = 0
     machine_nodes: int = 0
     unit: str = "nodes"
     walltime_factor: float = 1.0
@@ -134,6 +139,8 @@ class CleaningReport:
             (self.oversize_clamped,
              f"shrank {{}} jobs larger than the machine to {self.machine_nodes} {self.unit}"),
             (self.capped_runtime, "capped {} runtimes at their requested walltime"),
+            (self.negative_wait, "found {} jobs whose recorded start precedes their submit: "
+                                 "their recorded wait is left unknown"),
             (self.renumbered_ids, "gave fresh ids to {} jobs whose id was unknown or repeated"),
             (self.out_of_order, "sorted {} jobs that were out of submit order"),
             (self.dependents, "kept the preceding job of {} jobs, which wait for its end "
@@ -218,6 +225,11 @@ def clean(table: JobTable, *, nodes: int, missing_walltime: MissingWalltime = "d
         over = table.runtime > table.walltime
         counts["capped_runtime"] = int(over.sum())
         table = table.with_columns(runtime=np.minimum(table.runtime, table.walltime))
+
+    early = table.wait < 0
+    counts["negative_wait"] = int(early.sum())
+    if counts["negative_wait"]:
+        table = table.with_columns(wait=np.where(early, np.nan, table.wait))
 
     table, counts["renumbered_ids"] = _unique_ids(table)
 

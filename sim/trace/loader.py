@@ -140,16 +140,21 @@ def load_trace(path: str | Path, *, nodes: int | None = None, procs: int | None 
                  header=header, machine=machine, notes=notes)
 
 
-def _read_log(path: str | Path, fmt: Format, processors: bool) -> RawTrace:
-    """A node-counting log's raw jobs and reading notes."""
+def _read_log(path: str | Path, fmt: Format, processors: bool,
+              procs_per_node: int | None) -> RawTrace:
+    """A node-counting log's raw jobs and reading notes (``procs_per_node`` places a Cray PBS
+    job that does not say how many of its processes share a node)."""
     from sim.trace.formats.alcf import read_alcf_csv
     from sim.trace.formats.pbs import parse_pbs
     from sim.trace.formats.sacct import parse_sacct
 
     if fmt == "alcf-csv":
         return RawTrace(None, read_alcf_csv(path))
-    read = parse_sacct if fmt == "sacct" else parse_pbs
-    table, notes = read(numbered_lines(path), source=str(path), processors=processors)
+    if fmt == "sacct":
+        table, notes = parse_sacct(numbered_lines(path), source=str(path), processors=processors)
+    else:
+        table, notes = parse_pbs(numbered_lines(path), source=str(path), processors=processors,
+                                 procs_per_node=procs_per_node)
     return RawTrace(None, table, notes)
 
 
@@ -167,7 +172,8 @@ def _read(path: str | Path, fmt: Format, *, nodes: int | None, procs: int | None
     processors = wanted == "processors"
     if fmt == "alcf-csv" and processors:
         raise ValueError("an ALCF job log counts nodes only; use --unit nodes")
-    found = cached_read(path, f"{fmt}-{wanted}", lambda: _read_log(path, fmt, processors),
+    variant = f"{fmt}-{wanted}" + (f"-{procs_per_node}" if fmt == "pbs" and procs_per_node else "")
+    found = cached_read(path, variant, lambda: _read_log(path, fmt, processors, procs_per_node),
                         cache=cache)
     raw, notes = found.table, found.notes
     ppn = procs_per_node

@@ -1,5 +1,5 @@
 """``metaq alloc --watch`` against the real local SLURM (tests/slurm/start.sh): a queue of tasks
-brings up allocations by itself, running jobscripts/slurm.sh; they drain it; alloc then stops
+brings up allocations by itself, running share/jobscripts/slurm.sh; they drain it; alloc then stops
 submitting. Skips, with the reason, when the cluster is not up."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ echo "$SLURM_JOB_ID" >> "{marks}/{name}"
 sleep 2
 """
 
-# min_walltime 5m: jobscripts/slurm.sh asks for SIGUSR1 120 s before the end, so a shorter
+# min_walltime 5m: share/jobscripts/slurm.sh asks for SIGUSR1 120 s before the end, so a shorter
 # allocation would be told to stop as soon as it starts.
 SETTINGS = """\
 alloc:
@@ -46,6 +46,20 @@ def wait_for(what: str, check: object, timeout: float) -> None:
             return
         time.sleep(0.5)
     raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+def wait_passes(root: Path, n: int) -> None:
+    """Wait until ``metaq alloc --watch`` has made ``n`` more passes over the queue at ``root``
+    (each pass writes what it saw, stamped, to ``alloc/seen.json``)."""
+    stamps: set[float] = set()
+
+    def more() -> bool:
+        seen = Journal(root).seen()
+        if seen is not None:
+            stamps.add(seen.time)
+        return len(stamps) > n  # the first stamp seen may be of a pass before
+
+    wait_for(f"{n} more passes of metaq alloc", more, timeout=60)
 
 
 def squeue_names(name: str) -> list[str]:
@@ -80,7 +94,7 @@ def test_a_queue_brings_its_own_allocations_and_alloc_stops_once_it_is_drained(
         drained = time.time()
         wait_for("the allocations ending", lambda: not squeue_names(alloc_name(root)),
                  timeout=120)
-        time.sleep(4)  # a few more passes on the empty queue
+        wait_passes(root, 3)  # a few more passes on the empty queue
     finally:
         watcher.send_signal(signal.SIGINT)
         out, err = watcher.communicate(timeout=60)
@@ -91,7 +105,8 @@ def test_a_queue_brings_its_own_allocations_and_alloc_stops_once_it_is_drained(
     submits = [e for e in history if e["event"] == "submit"]
     assert submits, history
     assert all(e["command"].split()[1] == "sbatch" for e in submits)
-    assert all(e["command"].endswith(str(REPO / "jobscripts" / "slurm.sh")) for e in submits)
+    shipped = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
+    assert all(e["command"].endswith(str(shipped)) for e in submits)
     # Nothing was submitted once the queue was drained, and the passes after said why.
     assert all(e["time"] < drained for e in submits)
     assert history[-1]["event"] == "refuse" and history[-1]["code"] == "empty"

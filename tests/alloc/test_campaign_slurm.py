@@ -1,5 +1,5 @@
-"""The campaign example (queue/examples/campaign) on the real local SLURM (tests/slurm/start.sh),
-with nobody watching: ``metaq alloc --watch`` brings the allocations, ``jobscripts/slurm.sh``
+"""The campaign example (share/queue/examples/campaign) on the local SLURM (tests/slurm/),
+with nobody watching: ``metaq alloc --watch`` brings the allocations, ``share/jobscripts/slurm.sh``
 runs ``metaq run`` in them, and the dependencies sequence the steps across allocations.
 
 The campaign is the example's, made smaller to stay within about a minute: 4 propagators, 4
@@ -22,12 +22,12 @@ import pytest
 
 from metaq_py.alloc.journal import Journal
 from metaq_py.batch.submit import alloc_name
-from tests.alloc.test_alloc_slurm import squeue_names, wait_for
+from tests.alloc.test_alloc_slurm import squeue_names, wait_for, wait_passes
 from tests.conftest import REPO, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CAMPAIGN = REPO / "queue" / "examples" / "campaign"
+CAMPAIGN = REPO / "metaq_py" / "share" / "queue" / "examples" / "campaign"
 N = 4
 
 SETTINGS = """\
@@ -86,7 +86,7 @@ def test_the_campaign_brings_its_allocations_and_runs_each_task_once_in_order(
         drained = time.time()
         wait_for("the allocations ending", lambda: not squeue_names(alloc_name(root)),
                  timeout=120)
-        time.sleep(3)  # a few more passes on the empty queue
+        wait_passes(root, 3)  # a few more passes on the empty queue
     finally:
         watcher.send_signal(signal.SIGINT)
         _, err = watcher.communicate(timeout=60)

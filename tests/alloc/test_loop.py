@@ -133,7 +133,7 @@ def test_the_dry_run_prints_the_command_and_why_and_writes_nothing(
     assert lines[0] == (f"would run: METAQ_QUEUE={root.absolute()} sbatch --parsable "
                         f"--job-name={alloc_name(root)} --nodes=3 --time=01:05:00 "
                         f"--output={root.absolute()}/alloc/slurm-%j.out {root.absolute()}/job.sh")
-    assert lines[1].startswith("because: 1 task(s) wait, 1 of which fit: 3 node(s)")
+    assert lines[1].startswith("because: 1 task waits, 1 of which fits: 3 nodes")
     assert batch.submissions() == []
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
 
@@ -153,7 +153,7 @@ def test_two_alloc_processes_never_double_submit(fake_bin: FakeBin, tmp_path: Pa
     # One submitted; the other, after the lock, counted it queued (max_queued 1).
     assert len(batch.submissions()) == 1
     said = sorted(out for out, _ in outs)
-    assert said[0].startswith("submitted job 100") and "wait to start" in said[1]
+    assert said[0].startswith("submitted job 100") and "waits to start" in said[1]
 
 
 def test_status_shows_the_allocations_alloc_made(fake_bin: FakeBin, tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_a_task_waiting_on_a_running_dependency_brings_no_allocation(
     for _ in range(2):
         blocked = allocator.once()
         assert isinstance(blocked.decision, Refuse) and blocked.decision.code == "blocked"
-        assert blocked.decision.reason.startswith("1 task(s) wait, each for a dependency")
+        assert blocked.decision.reason.startswith("1 task waits, each for a dependency")
     dry = Allocator(q).once(dry_run=True)
     assert isinstance(dry.decision, Refuse) and dry.decision.code == "blocked"
     assert batch.submissions() == []

@@ -27,7 +27,7 @@ def test_nothing_waits_nothing_is_submitted() -> None:
 
 def test_tasks_waiting_only_for_dependencies_bring_nothing() -> None:
     d = decide([], [], S, now=NOW, blocked=3)
-    assert d == Refuse("blocked", "3 task(s) wait, each for a dependency not yet finished, "
+    assert d == Refuse("blocked", "3 tasks wait, each for a dependency not yet finished, "
                                   "and none other")
     # One task ready among blocked ones: sized for that task alone.
     d = decide([task(nodes=2, walltime=600.0)], [], S, now=NOW, blocked=3)
@@ -62,7 +62,7 @@ def test_short_tasks_get_the_least_walltime_in_whole_minutes() -> None:
 def test_a_task_too_big_for_any_allocation_brings_none() -> None:
     d = decide([task(nodes=16, name="todo/big.sh")], [], S, now=NOW)
     assert d == Refuse("no-fit", "no waiting task fits: the smallest (todo/big.sh) needs 16 "
-                                 "node(s) and alloc.max_nodes is 8")
+                                 "nodes and alloc.max_nodes is 8")
     d = decide([task(walltime=7000.0, name="todo/long.sh")], [], S, now=NOW)
     assert isinstance(d, Refuse) and d.code == "no-fit"
     assert "todo/long.sh" in d.reason and "alloc.max_walltime 02:00:00" in d.reason

@@ -1,4 +1,4 @@
-"""queue/examples/api_campaign.py: a lattice campaign built with the Python API, run for real
+"""share/queue/examples/api_campaign.py: a lattice campaign built with the Python API, run for real
 with ``metaq run --batch local``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from metaq_py.queue.judge import judge
 from tests.cli.test_queue import REPO, metaq
 
-SCRIPT = REPO / "queue" / "examples" / "api_campaign.py"
+SCRIPT = REPO / "metaq_py" / "share" / "queue" / "examples" / "api_campaign.py"
 
 
 def test_the_example_builds_the_campaign_and_metaq_run_runs_it_in_order(tmp_path: Path

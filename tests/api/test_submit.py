@@ -70,6 +70,17 @@ def test_shapes_become_shape_lines_and_a_kind_may_list_them(q: TaskQueue) -> Non
     assert (shape.nodes, shape.cpus, shape.gpus, shape.min_wc_time) == (1, 0, 4, 600.0)
 
 
+def test_a_body_with_metaq_lines_needs_header_only_as_metaq_submit_does(q: TaskQueue) -> None:
+    body = "cat > next.sh <<EOF\n#!/bin/sh\n#METAQ NODES 8\nEOF"
+    with pytest.raises(TaskError, match=r"^gen.sh: this #METAQ line comes after the first"):
+        q.submit("gen.sh", script=body, nodes=2)
+    assert not list((q.root / "todo").iterdir())
+    made = q.submit("gen.sh", script=body, nodes=2, header_only=True)
+    spec = judge(made.path).accepted()
+    assert (spec.nodes, spec.header_only) == (2, True)
+    assert made.path.read_text().count("#METAQ HEADER_ONLY\n") == 1
+
+
 def test_placement_flags_hold_and_sub_folder_as_metaq_submit(q: TaskQueue) -> None:
     held = q.submit("a.sh", command="true", hold=True, folder="alice/run7")
     assert held.id == "todo/alice/run7/a.sh"

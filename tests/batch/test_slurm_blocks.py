@@ -20,7 +20,7 @@ from metaq_py.queue.store import Queue
 from tests.conftest import REPO, SlurmCluster
 from tests.runner_helpers import make_queue, task
 
-JOBSCRIPT = REPO / "jobscripts" / "slurm.sh"
+JOBSCRIPT = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
 NODES = ("n1", "n2", "n3", "n4")
 
 SCONTROL_22_05 = """\

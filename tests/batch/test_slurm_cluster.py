@@ -103,7 +103,7 @@ def test_the_warning_signal_reaches_the_batch_script_before_the_limit(
     assert 0 <= after < 60
 
 
-# --------------------------------------------------------------------------- jobscripts/slurm.sh
+# ------------------------------------ metaq_py/share/jobscripts/slurm.sh
 
 FAKE_METAQ = f"""#!{sys.executable}
 # Stands in for `metaq`: records how it was started, then waits for the warning signal.
@@ -141,7 +141,7 @@ def test_the_slurm_jobscript_runs_metaq_and_passes_it_the_warning(
     # SLURM's first check, and command-line options override the script's #SBATCH lines.
     jobid = slurm.sbatch(
         "-N", "2", "-t", "1", "-o", tmp_path / "job.out", "-e", tmp_path / "job.err",
-        REPO / "jobscripts" / "slurm.sh", "--linger", "--name", "two words",
+        REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh", "--linger", "--name", "two words",
         cwd=tmp_path, env=env,
     )  # fmt: skip
     end = slurm.wait(jobid, timeout=120)

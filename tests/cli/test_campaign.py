@@ -1,4 +1,4 @@
-"""The campaign example (queue/examples/campaign) end to end, with real ``metaq run`` processes:
+"""The campaign example (share/queue/examples/campaign) run by real ``metaq run`` processes:
 20 propagators as an array, 20 contractions each after its propagator, one analysis after
 them all; two local batch jobs share the queue. Every task runs exactly once, in a valid
 order."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.cli.test_queue import REPO, metaq
 
-CAMPAIGN = REPO / "queue" / "examples" / "campaign"
+CAMPAIGN = REPO / "metaq_py" / "share" / "queue" / "examples" / "campaign"
 
 
 def test_the_campaign_runs_every_task_once_in_a_valid_order(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -66,3 +67,44 @@ def test_a_command_imports_only_its_own_module(
     imported = imported_by(*argv, cwd=tmp_path)
     assert f"metaq_py.cli.{COMMANDS[argv[0]]}" in imported
     assert imported.isdisjoint(f"metaq_py.cli.{m}" for m in absent)
+
+
+WIDTH = 80
+
+
+def _prose(help_text: str) -> list[list[str]]:
+    """The paragraphs of a command's description in its ``--help``, as the lines shown: what
+    comes between the usage line and the first panel."""
+    lines = help_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Usage:" in line) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("╭"))
+    paragraphs: list[list[str]] = [[]]
+    for line in lines[start:end]:
+        if line.strip():
+            paragraphs[-1].append(line.strip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [p for p in paragraphs if p]
+
+
+@pytest.mark.parametrize("argv", [[name] for name in sorted(summaries())]
+                         + [["trace", "convert"]], ids=" ".join)
+def test_no_help_text_is_wrapped_twice(argv: list[str]) -> None:
+    """Each line of a description is as full as a greedy wrap at the terminal's width leaves
+    it: no line ends where the next line's first word would still have fitted, as when the
+    docstring's own line breaks are kept and then wrapped again."""
+    from typer.testing import CliRunner
+
+    done = CliRunner().invoke(app, [*argv, "--help"], env={"COLUMNS": str(WIDTH)})
+    assert done.exit_code == 0, done.output
+    text = done.output
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    for paragraph in _prose(text):
+        for line, after in itertools.pairwise(paragraph):
+            assert len(line) + 1 + len(after.split()[0]) > WIDTH - 2, (line, after)
+
+
+def test_the_twice_wrapped_check_sees_a_ragged_line() -> None:
+    shown = "Usage: x\n\n This line ends early and\n the next one goes on.\n╭─ Options\n"
+    [[line, after]] = _prose(shown)
+    assert len(line) + 1 + len(after.split()[0]) <= WIDTH - 2

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "queue"
+EXAMPLES = REPO / "metaq_py" / "share" / "queue"
 
 
 def metaq(*args: str, cwd: Path | None = None, env: dict | None = None
@@ -60,12 +60,12 @@ def test_every_example_passes_check(path: Path) -> None:
 
 def test_status_on_the_examples_is_read_only() -> None:
     before = tree(EXAMPLES)
-    result = metaq("status", "--queue", "queue")
+    result = metaq("status", "--queue", str(EXAMPLES))
     assert result.returncode == 0, result.stderr
     assert "todo" in result.stdout and "priority" in result.stdout
-    as_json = metaq("status", "--queue", "queue", "--json")
+    as_json = metaq("status", "--queue", str(EXAMPLES), "--json")
     data = json.loads(as_json.stdout)
-    # queue/examples/ holds scripts to submit (the campaign), not tasks of the example queue.
+    # examples/ holds scripts to submit (the campaign), not tasks of the example queue.
     tasks = [p for p in example_scripts() if "examples" not in p.relative_to(EXAMPLES).parts]
     assert data["totals"]["pending"] == len(tasks)
     assert data["invalid"] == []
@@ -136,13 +136,55 @@ def test_submit_refuses_bad_scripts_with_one_sentence(tmp_path: Path, content: b
     assert tree(q) == before  # all or nothing: not even good.sh was written
 
 
-def test_check_reports_errors_and_late_directives(tmp_path: Path) -> None:
+LATE = "#!/bin/bash\nset -e\nmodule load qdp\n#METAQ NODES 2\n#METAQ MIN_WC_TIME 4h\n./hmc\n"
+"""A METAQ generator's script: METAQ grepped the whole file and ran it on 2 nodes for 4h."""
+LATE_SENTENCE = ("late.sh, line 4: this #METAQ line comes after the first command (line 2), "
+                 "so it would be ignored; move it above line 2, or write '#METAQ HEADER_ONLY' "
+                 "in the header (metaq submit --header-only) if the line belongs to the "
+                 "script's body.")
+
+
+def test_check_leads_with_a_late_directive_and_fails(tmp_path: Path) -> None:
     late = tmp_path / "late.sh"
-    late.write_text("#!/bin/sh\n#METAQ NODES 2\necho\n#METAQ GPUS 1\n")
+    late.write_text(LATE)
     late.chmod(0o755)
     r = metaq("check", str(late), "--queue", str(tmp_path / "none"))
-    assert r.returncode == 0 and "nodes        2" in r.stdout
-    assert "line 4: this #METAQ line comes after the first command" in r.stderr
+    assert r.returncode == 1 and r.stdout == ""  # no "ok", no "nodes 1"
+    assert r.stderr == f"metaq: {tmp_path}/{LATE_SENTENCE}\n"
+    r = metaq("check", str(late), "--header-only", "--queue", str(tmp_path / "none"))
+    assert r.returncode == 0 and "nodes        1\n" in r.stdout and "header_only" in r.stdout
+
+
+def test_submit_refuses_a_late_directive_unless_told_the_line_is_the_scripts(
+        tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    metaq("init", str(q))
+    late = tmp_path / "late.sh"
+    late.write_text(LATE)
+    late.chmod(0o755)
+    before = tree(q)
+    r = metaq("submit", str(late), "--queue", str(q))
+    assert r.returncode == 1 and r.stderr == f"metaq: {tmp_path}/{LATE_SENTENCE}\n"
+    assert tree(q) == before
+    r = metaq("submit", str(late), "--header-only", "--queue", str(q))
+    assert r.returncode == 0, r.stderr
+    queued = q / "todo" / "late.sh"
+    assert queued.read_text() == LATE.replace("#!/bin/bash\n", "#!/bin/bash\n#METAQ HEADER_ONLY\n")
+    # the mark travels with the file: a plain check (and a runner's scan) accept it as it is
+    r = metaq("check", str(queued), "--queue", str(q))
+    assert r.returncode == 0 and "nodes        1\n" in r.stdout
+    # an array's index files say it too, and a script already marked is not marked twice
+    marked = tmp_path / "marked.sh"
+    marked.write_text(queued.read_text())
+    marked.chmod(0o755)
+    r = metaq("submit", str(marked), "--header-only", "--array", "0-1", "--queue", str(q))
+    assert r.returncode == 0, r.stderr
+    assert (q / "todo/marked.sh/.script").read_text() == queued.read_text()
+    assert "#METAQ HEADER_ONLY\n" in (q / "todo/marked.sh/1").read_text()
+    assert metaq("check", str(q / "todo/marked.sh/1"), "--queue", str(q)).returncode == 0
+
+
+def test_check_reports_errors(tmp_path: Path) -> None:
     bad = script(tmp_path / "bad.sh", "#METAQ TYPE elastic\n")
     r = metaq("check", str(bad), "--json", "--queue", str(tmp_path / "none"))
     assert r.returncode == 1
@@ -187,3 +229,18 @@ def test_status_on_a_scratch_copy_shows_every_state(tmp_path: Path) -> None:
                               "finished": 1, "failed": 1, "rejected": 0, "cancelled": 0}
     working = json.loads(metaq("ls", "working", "--json", "--queue", str(scratch)).stdout)
     assert working[0]["task"] == claim.id and working[0]["job"] == "1"
+
+
+def test_running_gives_the_heartbeat_age_with_its_unit(tmp_path: Path) -> None:
+    from metaq_py.queue.store import Queue
+
+    q = Queue.init(tmp_path / "q")
+    script(q.root / "todo" / "t.sh")
+    claim = q.claim(q.pending()[0], machine="m", jobid="7")
+    assert claim is not None
+    r = metaq("running", "--batch", "local", "--machine", "m", "--queue", str(q.root))
+    assert r.returncode == 0, r.stderr
+    [line] = r.stdout.splitlines()
+    age = line.split("heartbeat ", 1)[1].split(" ago", 1)[0]
+    number, unit = age.split()
+    assert unit == "s" and 0.0 <= float(number) < 60 and "." in number, line

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.cli.when import in_words, iso_local
+from metaq_py.cli.when import in_units, in_words, iso_local
 from tests.cli.test_queue import metaq
 
 UNIT = {"day": 86400, "hour": 3600, "minute": 60, "second": 1}
@@ -74,3 +74,24 @@ def test_words_read_naturally() -> None:
     assert in_words(3605) == "1 hour"
     assert in_words(2 * 86400 + 7200) == "2 days 2 hours"
     assert in_words(40.4) == "40 seconds"
+
+
+SHORT = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+
+
+@given(st.floats(0.0, 400 * 86400.0, allow_nan=False))
+def test_units_say_the_duration_to_their_last_unit(seconds: float) -> None:
+    words = in_units(seconds).split()
+    if seconds < 59.95:
+        assert words[1] == "s" and abs(float(words[0]) - seconds) <= 0.05
+        return
+    pairs = [(int(words[i]), words[i + 1]) for i in range(0, len(words), 2)]
+    assert len(pairs) in (1, 2) and all(n > 0 for n, _ in pairs)
+    total = sum(n * SHORT[u] for n, u in pairs)
+    largest = SHORT[pairs[0][1]]
+    assert 0 <= round(seconds) - total < (largest if len(pairs) == 1 else SHORT[pairs[1][1]])
+
+
+def test_units_read_naturally() -> None:
+    assert [in_units(x) for x in (7.94, 200, 3600, 7505, 90000)] == \
+        ["7.9 s", "3 min 20 s", "1 h", "2 h 5 min", "1 d 1 h"]

@@ -65,7 +65,10 @@ def age(q: Queue) -> None:
     old = time.time() - 60
     for folder in (*q.config.folders, "notices"):
         top = q.root / folder
-        for p in [top, *top.rglob("*")]:
+        paths = [str(top)]
+        for dirpath, dirs, files in os.walk(top):  # what cannot be listed (too deep) is left
+            paths += [os.path.join(dirpath, n) for n in (*dirs, *files)]
+        for p in paths:
             with contextlib.suppress(OSError):
                 os.utime(p, (old, old), follow_symlinks=False)
 

@@ -1,11 +1,16 @@
-"""Issue 15's chaos test: two real ``metaq run`` processes work through 200 real tasks while
-an adversary plants junk in every folder of the queue.
+"""Issues 15 and 28's chaos test: two real ``metaq run`` processes work through 200 real tasks
+and a task array of 10 while an adversary plants junk in every folder of the queue, and the
+queue's disk (a small tmpfs) is full for a while.
 
 The adversary's plan is drawn by hypothesis (derandomized, one example that covers every
 folder and every kind of junk): files of garbage, folders, symlinks into the queue and out of
 it, FIFOs, garbage and huge JSON, links to ``/dev/zero``, other modes, names near the length
 limits, links where a task's log or reason will go, garbage logbooks beside real tasks and
-leases beside planted claims. Half is planted before the runners start, half while they run.
+leases beside planted claims; and at the files every command reads (``FILE_KINDS``: event
+logs, the tally, the status cache, the alloc journal, an array's ``.array``) a FIFO, a sparse
+2 GiB file or a link to the private sentinel file; a job folder made before its runner
+starts. Half is planted before the runners start, half while they run; once they run, the
+disk is filled for :data:`FULL_FOR` seconds.
 
 What must hold: every real task ran exactly once; both runners exit cleanly in time, without
 a traceback; and a sentinel tree outside the queue (a private folder, plain files, a script)
@@ -14,36 +19,63 @@ is exactly as it was: same names, types, modes, owners, sizes, mtimes and conten
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
+from metaq_py.queue.admin import QueueAdmin
 from tests import runner_helpers as helpers
 from tests.runner_helpers import make_queue, task
 
 TASKS = 200
+PLANTS = 240
+"""Plantings, half before the runners start and half while they run."""
+FULL_FOR = 2.0
+"""Seconds the queue's disk stays full while the runners run."""
 RUNNER_LIMIT = 45.0
 """Seconds both runners together may take; more counts as a hang."""
 
-SETTINGS = helpers.SETTINGS.replace("stale_after: 3s", "stale_after: 30s")
+SETTINGS = helpers.SETTINGS.replace("stale_after: 3s", "stale_after: 10s")
 """The runner tests' settings, with leases kept long enough that no live claim of a runner
-slowed down by the adversary is taken back."""
+slowed down by the adversary is taken back (a runner sees a lease unrenewed for 10 s of its
+own clock, ten heartbeats, before it takes the claim back)."""
 
 FOLDERS = ("", "todo", "todo/sub", "priority", "hold", "hold/todo", "working",
            "working/chaos", "working/chaos/cA/todo", "working/chaos/cB/todo", "finished",
            "finished/todo", "failed/todo", "rejected/todo", "cancelled/todo", "notices",
-           "notices/rejected", "jobs", "jobs/cA", "jobs/cA/logs/todo", "jobs/cB/runs")
+           "notices/rejected", "jobs", "jobs/cA", "jobs/cA/logs/todo", "jobs/cB/runs",
+           "jobs/.summary", "jobs/.summary/tally", "alloc", "todo/arr.sh")
 """Every folder the adversary plants in (relative to the queue; made when missing)."""
 
 KINDS = ("garbage", "folder", "link-in", "link-out", "fifo", "deep-json", "big-int-json",
-         "huge-json", "dev-zero", "log-link", "reason-link", "taken-name", "logbook", "lease")
+         "huge-json", "dev-zero", "log-link", "reason-link", "taken-name", "logbook", "lease",
+         "kind-fifo", "kind-huge", "kind-link", "old-job-folder")
+"""The kinds of junk. The ``kind-*`` ones go at a file every command reads (one of
+``FILE_KINDS`` of ``metaq_py.queue.layout`` the runners do not hold themselves): a FIFO, a
+sparse 2 GiB file, a link to the private sentinel file; ``old-job-folder`` is a job folder
+made before its runner starts, a FIFO where its event log goes."""
+
+KIND_PLACES = ("jobs/old/events.jsonl", "jobs/.summary/base.json",
+               "jobs/.summary/tally/w1.000001.jsonl", "jobs/.summary/joblogs.json",
+               "alloc/events.jsonl", "alloc/seen.json", "todo/arr.sh/.array",
+               "notices/k.json", "failed/todo/k.sh.reason")
+"""Where the ``kind-*`` junk goes (picked by the action's number)."""
+
+ARRAY = 10
+"""Real tasks that are the indices of one array, ``todo/arr.sh``, besides :data:`TASKS`."""
+
+DISK = "64m"
+"""The queue is on a tmpfs of this size; once, for a while, the adversary fills it."""
 NAME_SIZES = (1, 3, 8, 200, 214, 215, 216, 240, 250, 255)
 MODES = (0o644, 0o755, 0o777, 0o000, 0o700, 0o666)
 
@@ -146,6 +178,25 @@ def _plant(q: Path, sentinel: Path, i: int, act: Action) -> None:
         reason.parent.mkdir(parents=True, exist_ok=True)
         reason.symlink_to(sentinel / "notes.txt")
         return
+    elif k.startswith("kind-"):
+        path = q / KIND_PLACES[pick % len(KIND_PLACES)]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(path):
+            os.rename(path, f"{path}.was{i}")
+        if k == "kind-fifo":
+            os.mkfifo(path)
+        elif k == "kind-huge":
+            with open(path, "wb") as f:
+                f.truncate(2 << 30)
+        else:
+            path.symlink_to(sentinel / "private/secret.txt")
+        return
+    elif k == "old-job-folder":  # only before the runners start: theirs, made by no one else
+        job = q / "jobs" / ("cA", "cB")[pick % 2]
+        job.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(job / "events.jsonl"):
+            os.mkfifo(job / "events.jsonl")
+        return
     elif k == "taken-name":  # a folder where the real task will finish
         done = q / "finished" / real_folder / real_rel
         done.mkdir(parents=True)
@@ -162,8 +213,10 @@ def _plant(q: Path, sentinel: Path, i: int, act: Action) -> None:
 
 
 def _adversary(q: Path, sentinel: Path, plan: list[Action], start: int,
-               errors: list[BaseException]) -> None:
+               errors: list[BaseException], *, before: bool = False) -> None:
     for i, act in enumerate(plan, start):
+        if KINDS[act[1]] == "old-job-folder" and not before:
+            continue  # a job folder is made before its runner starts, or it is its own
         try:
             _plant(q, sentinel, i, act)
         except OSError:
@@ -184,14 +237,48 @@ def _runner(q: Path, jobid: str, mechanism: str) -> subprocess.Popen[str]:
 
 @settings(max_examples=1, derandomize=True, database=None, deadline=None,
           phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
-@given(plan=st.lists(action, min_size=160, max_size=160))
+@given(plan=st.lists(action, min_size=PLANTS, max_size=PLANTS))
 def test_chaos(tmp_path_factory, plan: list[Action]) -> None:
     # One example, and it must reach every folder with every kind of junk at least once.
     assume({a[0] for a in plan} == set(range(len(FOLDERS))))
     assume({a[1] for a in plan} == set(range(len(KINDS))))
     assume({a[1] for a in plan if _for_notices(a)} == NOTICE_KINDS)
+    assume(any(KINDS[a[1]] == "old-job-folder" for a in plan[:len(plan) // 2]))
     tmp = tmp_path_factory.mktemp("chaos")
-    queue = make_queue(tmp / "q", SETTINGS)
+    with _small_disk(tmp / "disk") as disk:
+        _chaos(tmp, disk, plan)
+
+
+@contextlib.contextmanager
+def _small_disk(where: Path) -> Iterator[Path]:
+    """A tmpfs of :data:`DISK` at ``where`` (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("the chaos test's full disk needs root to mount a tmpfs (CI runs as root)")
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0755", "tmpfs",
+                           str(where)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _fill_for(disk: Path, seconds: float, started: threading.Event) -> None:
+    """Once the runners are under way, fill ``disk`` for ``seconds``, then free it."""
+    started.wait()
+    filler = disk / "filler"
+    with open(filler, "wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 65536)
+            f.flush()
+    time.sleep(seconds)  # the length of the outage, not a wait for anything
+    filler.unlink()
+
+
+def _chaos(tmp: Path, disk: Path, plan: list[Action]) -> None:
+    queue = make_queue(disk / "q", SETTINGS)
     q = queue.root
     out = tmp / "out"
     out.mkdir()
@@ -200,15 +287,24 @@ def test_chaos(tmp_path_factory, plan: list[Action]) -> None:
         folder, rel = _real_name(n)
         name = rel.replace("/", "_")
         task(queue, rel, f"echo $$ >> {out}/{name}; sleep 0.2", folder=folder)
+    array = tmp / "arr.sh"
+    array.write_text(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-{ARRAY - 1}\n"
+                     f"echo $$ >> {out}/arr-$METAQ_ARRAY_INDEX; sleep 0.2\n")
+    array.chmod(0o755)
+    QueueAdmin(queue).submit(array)
     before = _fingerprint(sentinel)
     errors: list[BaseException] = []
     half = len(plan) // 2
-    _adversary(q, sentinel, plan[:half], 0, errors)
+    _adversary(q, sentinel, plan[:half], 0, errors, before=True)
     t0 = time.monotonic()
     runners = [_runner(q, "cA", "easy"), _runner(q, "cB", "CUA&SPAA")]
     adversary = threading.Thread(target=_adversary, args=(q, sentinel, plan[half:], half,
                                                           errors))
+    started = threading.Event()
+    full = threading.Thread(target=_fill_for, args=(disk, FULL_FOR, started))
+    full.start()
     adversary.start()
+    started.set()
     results = []
     for r in runners:
         left = max(1.0, RUNNER_LIMIT - (time.monotonic() - t0))
@@ -219,6 +315,7 @@ def test_chaos(tmp_path_factory, plan: list[Action]) -> None:
                 other.kill()
             raise AssertionError("a runner hung on the chaotic queue") from None
     adversary.join()
+    full.join()
     took = time.monotonic() - t0
     assert not errors, errors
     for r, (_, err) in zip(runners, results, strict=True):
@@ -226,11 +323,16 @@ def test_chaos(tmp_path_factory, plan: list[Action]) -> None:
         assert "stopped: " in err.splitlines()[-1], err[-2000:]
     runs = {p.name: len(p.read_text().splitlines()) for p in out.iterdir()}
     expected = {_real_name(n)[1].replace("/", "_") for n in range(TASKS)}
+    expected |= {f"arr-{i}" for i in range(ARRAY)}
     assert set(runs) == expected, sorted(expected - set(runs))[:5]
     assert set(runs.values()) == {1}, {k: v for k, v in runs.items() if v != 1}
     assert _fingerprint(sentinel) == before, "something outside the queue was changed"
-    assert sorted(p.name for p in tmp.iterdir()) == ["out", "q", "sentinel"]
+    assert sorted(p.name for p in tmp.iterdir()) == ["arr.sh", "disk", "out", "sentinel"]
     # The junk was met: bad notices set aside, junk in the task folders rejected.
     assert list((q / "notices/rejected").glob("*.json.reason"))
     assert len(list((q / "rejected").rglob("*.reason"))) >= 10
-    print(f"chaos: {TASKS} tasks on 2 runners with {len(plan)} plantings in {took:.1f} s")
+    said = "".join(err for _, err in results)
+    print(f"chaos: {TASKS + ARRAY} tasks on 2 runners with {len(plan)} plantings of "
+          f"{len(KINDS)} kinds in {len(FOLDERS)} folders, the disk full for {FULL_FOR:g} s "
+          f"({said.count('No space left')} refusals said), in {took:.1f} s: every task ran "
+          f"once")

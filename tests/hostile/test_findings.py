@@ -64,6 +64,48 @@ def long_name_rejected(w: World) -> None:
     assert "bytes long" in Path(f"{rejected[0]}.reason").read_text()
 
 
+def deep_path(w: World) -> None:  # issue 28: a path past PATH_MAX is rejected, with why
+    here = w.q.root / "todo"
+    fd = os.open(here, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        while len(os.fsencode(str(here))) < 4096 + 200:
+            os.mkdir("d" * 200, dir_fd=fd)
+            inner = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd, here = inner, here / ("d" * 200)
+        with os.fdopen(os.open("deep.sh", os.O_WRONLY | os.O_CREAT, 0o755, dir_fd=fd), "w") as f:
+            f.write(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\ntouch {w.tmp}/out/deep.sh\n")
+    finally:
+        os.close(fd)
+
+
+def deep_path_rejected(w: World) -> None:
+    """Past PATH_MAX nothing can be named, so nothing can be moved: it is not run, and it is
+    never silently ignored: every listing of the waiting tasks says why."""
+    from metaq_py.queue.admin import QueueAdmin
+
+    assert not w.ran("deep.sh")
+    said = [e.reason or "" for e in QueueAdmin(w.q).entries("pending") if e.spec is None]
+    assert any("longer than the 4096 bytes a path may have" in r for r in said), said
+
+
+def junk_by_the_thousand(w: World) -> None:  # issue 28: junk never starves real work
+    from metaq_py.queue.walk import BIG_FOLDER
+
+    for i in range(BIG_FOLDER + 100):  # past the size where junk is told by its lstat
+        (w.q.root / "todo" / f"junk-{i:05d}.txt").write_bytes(b"#!/bin/sh\n")
+    good_task(w.q, "late.sh", w.tmp / "out")  # a real task among them, made last
+
+
+def junk_rejected_bit_by_bit(w: World) -> None:
+    from metaq_py.queue.store import REJECT_EACH
+
+    assert w.ran("late.sh")
+    rejected = list((w.q.root / "rejected/todo").glob("junk-*.reason"))
+    assert rejected and len(rejected) % REJECT_EACH == 0, len(rejected)
+    assert "not executable" in rejected[0].read_text()
+
+
 def untrusted_link(w: World) -> None:  # finding 5: a link made by another user
     private = w.victim / "p.sh"
     private.write_text(f"#!/bin/bash\ntouch {w.tmp}/out/p.sh\n")
@@ -206,6 +248,8 @@ CASES: list[tuple[str, Plant, Expect]] = [
     ("10 executable only after the first scan", late_chmod, late_chmod_ran),
     ("11 lease of garbage fields", garbage_lease, garbage_lease_reclaimed_in_place),
     ("13 SIGNAL beyond any bound", bounded_signal, bounded_signal_refused),
+    ("28 a path past PATH_MAX", deep_path, deep_path_rejected),
+    ("28 junk by the thousand", junk_by_the_thousand, junk_rejected_bit_by_bit),
     ("a link in place of finished/", planted_folders, planted_folder_moved_aside),
 ]
 
@@ -242,7 +286,7 @@ def test_12_a_far_notice_neither_holds_the_runner_nor_its_nodes(tmp_path: Path,
     without --linger: it stops once its tasks are done, well within the hang limit."""
     from datetime import datetime
 
-    w = make_world(tmp_path, nodes=4, mechanism=mechanism)
+    w = make_world(tmp_path, nodes=4, scheduler=mechanism)
     far = datetime(9999, 12, 31, 23, 59).timestamp()
     now = time.time()
     _notice(w, "far", arrival=far, issued=now)

@@ -15,13 +15,18 @@ import pytest
 from metaq_py.launch import launch
 from metaq_py.launch.cgroup import cgroup_members, runner_cgroup
 from metaq_py.launch.sweep import session_members
+from tests.capability import cgroup_problem
 from tests.launch.test_launch import all_dead, script, spec_for, wait_for_file
 
-pytestmark = pytest.mark.skipif(
-    runner_cgroup() is None,
-    reason="the kernel gives this process no cgroup v2 folder it may write (not root, no "
-    "delegated subtree, or Linux before 5.14): tasks are stopped by the session sweep alone",
-)
+# Whether the machine gives this process a cgroup v2 folder it may write is read from the
+# machine (tests/capability.py), never from runner_cgroup(): a runner that wrongly found none
+# must fail these tests, not skip them. Without one, tasks are stopped by the session sweep.
+pytestmark = pytest.mark.skipif(cgroup_problem() is not None, reason=str(cgroup_problem()))
+
+
+@pytest.fixture(autouse=True)
+def _the_runner_finds_it() -> None:
+    assert runner_cgroup() is not None, "the machine allows a cgroup, the runner found none"
 
 # A child that leaves the session *and* clears its environment, so it carries no mark: only
 # the cgroup still knows it belongs to the task.
@@ -97,11 +102,12 @@ def test_the_cgroups_kept_are_removed_when_the_runner_exits(tmp_path: Path) -> N
     assert not kept.parent.exists(), "the runner's cgroups outlived it"
 
 
-# Waits (forking nothing) until it is surely in its cgroup, then leaves one child in its
-# session and one that left it (detached on purpose), and exits.
+# Waits (forking nothing) until it is in its cgroup (moved there right after its start),
+# then leaves one child in its session and one that left it (detached on purpose), and exits.
 LEAVES = f"""#!{sys.executable}
 import os, subprocess, time
-time.sleep(0.3)
+while "/metaq-" not in open("/proc/self/cgroup").read():
+    time.sleep(0.01)
 stays = subprocess.Popen(["sleep", "3600"])
 gone = subprocess.Popen(["sleep", "3600"], start_new_session=True)
 with open(os.environ["METAQ_CHECKPOINT_FILE"], "w") as f:

@@ -320,21 +320,26 @@ def test_death_by_signal_is_reported(tmp_path: Path) -> None:
 
 
 def test_exits_reach_an_event_queue_once_each_and_promptly(tmp_path: Path) -> None:
+    """Each exit arrives once, when it happens: the tasks are let go one at a time, last
+    started first, and each exit is the next event."""
     events: queue.Queue[TaskProcess] = queue.Queue()
     procs = [
         launch(
-            spec_for(tmp_path, script(tmp_path, f"t{i}.sh", f"#!/bin/bash\nsleep {i / 5}\n")),
+            spec_for(tmp_path, script(tmp_path, f"t{i}.sh", f"#!/bin/bash\n"
+                                      f"while [ ! -e {tmp_path}/go{i} ]; do sleep 0.01; done\n")),
             on_exit=events.put,
         )
         for i in range(4)
     ]
     seen = []
-    for _ in procs:
-        proc = events.get(timeout=10)
+    for proc in reversed(procs):
+        assert events.empty()  # nothing ends before it is let go
+        (tmp_path / f"go{procs.index(proc)}").touch()
+        ended = events.get(timeout=30)
         # When the event arrives the task is completely over.
-        assert proc.status is not None and proc.status.ok
-        seen.append(proc)
-    assert [p.spec.task for p in seen] == [p.spec.task for p in procs]
+        assert ended.status is not None and ended.status.ok
+        seen.append(ended)
+    assert [p.spec.task for p in seen] == [p.spec.task for p in reversed(procs)]
     assert events.empty()
     assert sorted(p.pid for p in seen) == sorted(p.pid for p in procs)
 

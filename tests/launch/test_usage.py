@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.batch.step_usage import (
+from metaq_py.launch import TaskProcess, launch
+from metaq_py.launch.step_usage import (
     StepUsage,
     parse_cpu_time,
     parse_sacct_usage,
     parse_size,
 )
-from metaq_py.launch import TaskProcess, launch
 from metaq_py.launch.usage import Usage
 from metaq_py.queue.logbook import USAGE_FIELDS
 from tests.conftest import FakeBin

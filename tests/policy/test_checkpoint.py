@@ -112,3 +112,15 @@ def test_resume_costs_exactly_the_lost_work(start: float, setup: float, tau: flo
     back = resumed(r, now)
     assert back.runtime is not None
     assert back.runtime - (runtime - (now - start)) == pytest.approx(lost, abs=1e-6)
+
+
+def test_a_job_exactly_as_long_as_dalys_interval_checkpoints() -> None:
+    tau = daly_interval(600.0, 86_400.0)
+    assert checkpoint_plan(128, tau, mtbf=86_400.0) == (tau, 600.0)
+
+
+def test_a_recorded_checkpoint_counts_from_the_moment_it_completes() -> None:
+    j = job("r", 4, 1000.0, runtime=800.0)  # no checkpoint schedule: only what is recorded
+    r = Running(j, (0, 1, 2, 3), 0.0, 1000.0, 800.0, last_checkpoint=200.0)
+    assert last_checkpoint(r, 200.0) == 200.0
+    assert last_checkpoint(r, 199.0) is None

@@ -216,3 +216,11 @@ def test_simulation_is_deterministic() -> None:
     a = simulate("CUP&SPAA+", 7)
     b = simulate("CUP&SPAA+", 7)
     assert a.decisions == b.decisions and a.lost == b.lost
+
+
+def test_a_warning_and_a_release_of_zero_are_allowed_and_negative_ones_refused() -> None:
+    assert make_scheduler("N&PAA", warning=0.0, release_after=0.0) is not None
+    with pytest.raises(ValueError, match="must be >= 0"):
+        make_scheduler("N&PAA", warning=-1.0)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        make_scheduler("N&PAA", release_after=-1.0)

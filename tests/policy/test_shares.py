@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy import Job, Notice, Preempt, Start, make_scheduler, resumed
 from metaq_py.policy.model import Kind
-from metaq_py.policy.shares import NodeShape, Placement
+from metaq_py.policy.shares import NodeShape
 
 SHAPE = NodeShape(cores=4, gpus=2)
 
@@ -146,28 +146,6 @@ def test_refused_shares_say_why(jobs: list[Job], nodes: tuple[int, ...], words: 
         c.start(j, (0,), now=0.0)
     with pytest.raises(ClusterError, match=words):
         c.start(jobs[-1], nodes, now=0.0)
-    c.check()
-
-
-def test_a_share_takes_the_ids_it_is_given_and_only_free_ones() -> None:
-    c = Cluster(2, shape=SHAPE)
-    c.start(share("a", 1, 1), (0,), now=0.0)
-    c.start(share("b", 1, 1), (0,), now=0.0)
-    c.finish("b", now=1.0)
-    # b's core and GPU (1 and 1), as a follow-on in b's place takes them, not the lowest free.
-    c.start(share("c", 1, 1), (0,), now=1.0, at=Placement(0, (1,), (1,)))
-    assert (c.placements["c"].cores, c.placements["c"].gpus) == ((1,), (1,))
-    c.start(share("d", 1), (0,), now=1.0, at=Placement(0, (3,), ()))
-    assert c.placements["d"].cores == (3,)
-    c.start(share("e", 1), (1,), now=1.0, at=Placement(1, (2,), ()))  # a free node
-    assert c.placements["e"].cores == (2,) and 1 not in set(c.free)
-    c.check()
-    for jid, at, words in (("f", Placement(0, (0,), ()), "not all free"),
-                           ("f", Placement(0, (2, 3), ()), "cannot take"),
-                           ("f", Placement(1, (2,), ()), "not all free"),
-                           ("f", Placement(0, (2,), (0,)), "cannot take")):
-        with pytest.raises(ClusterError, match=words):
-            c.start(share(jid, 1), (at.node,), now=1.0, at=at)
     c.check()
 
 

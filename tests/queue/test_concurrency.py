@@ -19,6 +19,7 @@ from metaq_py.queue.store import Queue
 root, job, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 q = Queue(root)
 q.scan()  # warm the index before the start signal, so all start racing together
+(go.parent / f"ready-{job}").touch()
 while not go.exists():
     time.sleep(0.001)
 claimed = []
@@ -48,7 +49,9 @@ def test_eight_processes_claim_each_task_exactly_once(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(q.root), f"job{n}", str(go)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for n in range(WORKERS)]
-    time.sleep(0.5)
+    deadline = time.monotonic() + 120  # every worker ready, so that all race from the start
+    while len(list(tmp_path.glob("ready-*"))) < WORKERS and time.monotonic() < deadline:
+        time.sleep(0.01)
     go.touch()
     results = []
     for p in procs:

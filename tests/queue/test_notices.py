@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from metaq_py.durations import DurationError, format_time, parse_time
@@ -67,17 +67,42 @@ def test_any_bytes_give_a_notice_or_one_sentence_naming_the_file(data: bytes) ->
         assert "\n" not in text
 
 
-@given(obj=st.dictionaries(st.sampled_from(["name", "nodes", "arrival", "walltime", "issued",
-                                            "who", "extra"]),
-                           st.one_of(st.none(), st.booleans(), st.integers(-5, 5),
-                                     st.floats(allow_nan=True), st.text(max_size=5))))
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
+                 st.text(max_size=5))
+FIELDS = {"name": st.just("x"), "nodes": st.integers(1, 64), "arrival": st.integers(0, 3600),
+          "walltime": st.integers(1, 3600), "issued": st.integers(0, 3600)}
+
+
+@st.composite
+def notice_objects(draw: st.DrawFn) -> dict:
+    """JSON objects shaped like a notice: each field most often valid, else junk or missing,
+    sometimes with a ``who`` or an unknown key. Whole notices are common."""
+    often = st.sampled_from([True, True, True, True, True, True, False])
+    rarely = st.sampled_from([False, False, False, True])
+    obj: dict = {}
+    for key, valid in FIELDS.items():
+        if draw(often):
+            obj[key] = draw(valid if draw(often) else JUNK)
+    if draw(rarely):
+        obj["who"] = draw(st.one_of(st.just("alice"), JUNK))
+    if draw(rarely):
+        obj["extra"] = draw(JUNK)
+    return obj
+
+
+@example(obj={"name": "x", "nodes": 2, "arrival": 10, "walltime": 5, "issued": 0})
+@given(obj=notice_objects())
 def test_json_objects_of_any_shape_are_parsed_or_refused_cleanly(obj: dict) -> None:
     try:
         rec = parse_notice(json.dumps(obj).encode(), path="x.json")
     except NoticeError as e:
         assert str(e).startswith("x.json: ")
         return
-    assert rec.notice.nodes >= 1 and rec.notice.walltime > 0 and rec.name == "x"
+    # Parsed: every field was there and valid, and reads back as written.
+    notice = rec.notice
+    assert (rec.name, notice.nodes, notice.arrival, notice.walltime, notice.issued) == (
+        "x", obj["nodes"], obj["arrival"], obj["walltime"], obj["issued"])
+    assert rec.who == obj.get("who", "unknown") and "extra" not in obj
 
 
 @pytest.mark.parametrize(("text", "words"), [

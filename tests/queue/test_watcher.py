@@ -1,15 +1,27 @@
-"""Wake-up latency of :class:`~metaq_py.queue.watcher.QueueWatcher` with file-system events: a task
+"""Wake-ups of :class:`~metaq_py.queue.watcher.QueueWatcher` with file-system events: a task
 arriving right after another one was claimed (renamed out of the watched folder) must wake the
-runner at once, not after watchdog's half-second hold of unpaired renames."""
+runner at once, not after watchdog's half-second hold of unpaired renames (the latency itself
+is measured by bench/wakeup_latency.py)."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
 
 import pytest
 
-from metaq_py.queue.watcher import QueueWatcher
+from metaq_py.queue.watcher import _PAIRING_CLASSES, MOVE_PAIRING, QueueWatcher
+from tests.capability import inotify_problem, missing
+
+
+@pytest.fixture(autouse=True)
+def _events_here() -> None:
+    """These tests need file-system events: whether the machine has them is read from the
+    machine, so that a watcher wrongly falling back to polling fails them."""
+    problem = inotify_problem()
+    if problem is not None:
+        missing(problem)
 
 
 def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
@@ -19,8 +31,7 @@ def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
     (todo / "claimed.sh").write_text("#!/bin/sh\n")
     # Polling alone would take 30 s: only a file-system event can wake it in time.
     with QueueWatcher([todo], interval=30) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         took = []
         for i in range(3):
             (todo / f"claimed{i}.sh").write_text("#!/bin/sh\n")
@@ -32,7 +43,17 @@ def test_an_arrival_right_after_a_claim_wakes_at_once(tmp_path: Path) -> None:
             took.append(time.monotonic() - t0)
             while w.wait(timeout=0.3):  # let the rest of this round's events go by
                 pass
-        assert max(took) < 0.25, took
+        # At once: not after watchdog's half-second hold of an unpaired rename, which the
+        # watcher shortens; the 30 s poll is the only other way to wake. How quick "at once"
+        # is belongs to bench/wakeup_latency.py (beside watchdog's own hold); here, a bound
+        # a loaded machine cannot miss and that a wake by the poll would.
+        assert max(took) < 10, took
+    for module, name in _PAIRING_CLASSES:
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        assert cls.delay <= MOVE_PAIRING, f"{name} still holds renames {cls.delay} s"
 
 
 def _woken(w: QueueWatcher, within: float) -> bool:
@@ -53,8 +74,7 @@ def test_reads_and_a_runners_own_claims_wake_no_one_and_others_do(tmp_path: Path
         (todo / name).write_text("#!/bin/sh\n")
     own = OwnMoves()
     with QueueWatcher([todo], interval=30, own=own) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         assert not _woken(w, 0.3)
         (todo / "read.sh").read_bytes()  # a scan reading a task: no change
         assert not _woken(w, 0.5)
@@ -93,8 +113,7 @@ def test_resting_watches_hear_nothing_and_armed_again_report_a_change(tmp_path: 
     (todo / "sub").mkdir(parents=True)
     own = OwnMoves()
     with QueueWatcher([todo], interval=30, own=own) as w:
-        if not w.live:
-            pytest.skip("watchdog is not available here")
+        assert w.live, "watchdog and inotify are here, but the watcher fell back to polling"
         w.rest()
         assert w.resting and w.rests == 1 and own.paused
         own.add(todo / "mine.sh")  # a claim while resting is not noted: no event will come

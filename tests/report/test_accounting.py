@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from datetime import time as dt_time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metaq_py.durations import DurationError
@@ -51,7 +54,7 @@ def _two_jobs(root: Path) -> None:
 def test_node_and_gpu_hours_per_project(tmp_path: Path) -> None:
     _two_jobs(tmp_path)
     rep = build_report(read_job_logs(tmp_path))
-    by = {p.project: p for p in rep.projects}
+    by = {p.name: p for p in rep.projects}
     assert sorted(by) == ["-", "astro", "lattice"]
     assert by["lattice"].node_hours == pytest.approx(2.0 + 600 / 3600)
     assert by["lattice"].gpu_hours == pytest.approx(4.0)
@@ -66,7 +69,7 @@ def test_outcomes_are_counted_per_run(tmp_path: Path) -> None:
     rep = build_report(read_job_logs(tmp_path))
     assert rep.outcomes == {"finished": 2, "failed": 1, "retry": 1, "requeued": 1,
                             "preempted": 1}
-    assert {p.project: p.outcomes for p in rep.projects}["lattice"] == {"finished": 1,
+    assert {p.name: p.outcomes for p in rep.projects}["lattice"] == {"finished": 1,
                                                                         "failed": 1}
     assert rep.reclaims == 1
 
@@ -152,10 +155,57 @@ def test_since_as_a_date_is_local_midnight(y: int, m: int, d: int) -> None:
     assert parse_since(f"{y:04d}-{m:02d}-{d:02d}", now=T0) == datetime(y, m, d).timestamp()
 
 
-@pytest.mark.parametrize("text", ["yesterday", "2025-02-30", "2025-13-01", "-3d", ""])
+@pytest.mark.parametrize("text", ["tomorrow", "2025-02-30", "2025-13-01", "-3d", ""])
 def test_bad_since_is_one_sentence(text: str) -> None:
-    with pytest.raises(DurationError, match="is not a date; use YYYY-MM-DD"):
+    with pytest.raises(DurationError, match="is not a date; use YYYY-MM-DD, YYYY-MM-DDTHH:MM, "
+                                            "today, yesterday or a duration ago"):
         parse_since(text, now=T0)
+
+
+@pytest.fixture(params=["UTC", "Europe/Berlin", "America/Sao_Paulo", "Pacific/Chatham"])
+def zone(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Local time in ``request.param`` (with its summer time changes) for one test."""
+    monkeypatch.setenv("TZ", request.param)
+    time.tzset()
+    yield request.param
+    monkeypatch.undo()
+    time.tzset()
+
+
+# Around Berlin's spring change (2025-03-30, a day of 23 hours) and autumn one (25 hours).
+_NOWS = st.one_of(st.floats(1_743_200_000.0, 1_743_500_000.0),
+                  st.floats(1_761_400_000.0, 1_761_700_000.0), st.floats(0.0, 4e9))
+
+
+@given(now=_NOWS)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_today_and_yesterday_are_local_midnights(zone: str, now: float) -> None:
+    today, yesterday = parse_since("today", now=now), parse_since("Yesterday", now=now)
+    moments = [datetime.fromtimestamp(t) for t in (today, yesterday)]
+    assert all(m.time() == dt_time(0, 0) for m in moments)  # local midnights
+    assert moments[0].date() == datetime.fromtimestamp(now).date()
+    assert moments[0].date() - moments[1].date() == timedelta(days=1)
+    assert yesterday < today <= now
+
+
+def test_use_is_counted_per_user_as_well_as_per_project(tmp_path: Path) -> None:
+    write_log(tmp_path, "400", [
+        runner_start(T0, ["a", "b"], end=None),
+        end(T0 + 3600, "todo/p.sh", ["a", "b"], seconds=3600, project="lat", user="ana"),
+        end(T0 + 1800, "todo/q.sh", ["a"], seconds=1800, project="lat", user="bo",
+            outcome="failed"),
+        end(T0 + 900, "todo/r.sh", ["b"], seconds=900, project="astro", user="ana", gpus=2),
+        end(T0 + 600, "todo/old.sh", ["b"], seconds=600, project="astro"),  # an older runner's
+    ])
+    rep = build_report(read_job_logs(tmp_path))
+    by = {u.name: u for u in rep.users}
+    assert sorted(by) == ["-", "ana", "bo"]
+    assert by["ana"].node_hours == pytest.approx(2.25) and by["ana"].gpu_hours == 0.5
+    assert (by["ana"].runs, by["bo"].outcomes, by["-"].runs) == (2, {"failed": 1}, 1)
+    assert sum(u.node_hours for u in rep.users) == pytest.approx(rep.node_hours)
+    doc = rep.to_json()
+    assert [u["user"] for u in doc["users"]] == ["-", "ana", "bo"]
+    assert doc["users"][2]["outcomes"] == {"failed": 1}
 
 
 # --- CPU efficiency, as seff prints it ------------------------------------------------------
@@ -176,7 +226,7 @@ def test_cpu_efficiency_is_cpu_time_over_cores_times_wall_time(tmp_path: Path) -
         _measured(end(T0 + 400, "todo/d.sh", ["b"], seconds=10, project="ana"),
                   user=0.0, system=0.0, cores=0.0),  # held no cores: left out
     ])
-    by = {p.project: p for p in build_report(read_job_logs(tmp_path)).projects}
+    by = {p.name: p for p in build_report(read_job_logs(tmp_path)).projects}
     lat = by["lat"]
     assert (lat.runs, lat.measured) == (3, 2)
     assert lat.cpu_hours == pytest.approx(420 / 3600)

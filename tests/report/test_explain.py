@@ -35,6 +35,9 @@ def test_without_a_live_runner_it_says_so(q: Queue) -> None:
     ex = explain(q, "todo/a.sh", now=time.time())
     assert ex.state == "pending" and ex.task == "todo/a.sh"
     assert "No batch job is running metaq" in ex.reasons[0]
+    # advice a user of an installed metaq can follow: no path into a source tree
+    assert "metaq jobscript slurm prints a job script" in ex.reasons[0]
+    assert "jobscripts/" not in ex.reasons[0]
     assert "first of 1 waiting" in ex.reasons[-1]
 
 
@@ -105,7 +108,7 @@ def test_busy_nodes_and_the_place_in_the_order(q: Queue) -> None:
     running = claim(q, "todo/run.sh", jobid="1")
     _runner(q, "1", ["a", "b"], more=[start(time.time() - 5, running.id, ["a", "b"])])
     why = _why(q, "todo/second.sh")
-    assert "Job 1 has 0 idle of 2 nodes and it needs 1; 1 task(s) hold the rest" in why
+    assert "Job 1 has 0 idle of 2 nodes and it needs 1; 1 task holds the rest" in why
     assert "number 2 of 2 waiting tasks" in why and "todo/first.sh" in why
 
 

@@ -144,7 +144,7 @@ def test_paa_preempts_and_the_on_demand_task_starts_when_its_victim_is_gone(
                    "todo/urgent.sh": Behaviour(2)})
     world.at(START + 5, lambda: task(q, "urgent.sh", "", TYPE="ondemand", NODES=2,
                                      MIN_WC_TIME="10s"))
-    world.runner(q, nodes=2, mechanism="N&PAA").run()
+    world.runner(q, nodes=2, scheduler="N&PAA").run()
     evs = events(q)
     pre = of(evs, "preempt", task="todo/rigid.sh")
     assert [(_at(e), e["for_task"]) for e in pre] == [(5, "todo/urgent.sh")]
@@ -167,7 +167,7 @@ def test_an_unconfirmed_shrink_falls_back_to_a_restart_after_the_grace_period(
                    "todo/urgent.sh": Behaviour(1)})
     world.at(START + 2, lambda: task(q, "urgent.sh", "", TYPE="ondemand", NODES=2,
                                      MIN_WC_TIME="10s"))
-    world.runner(q, nodes=4, mechanism="N&SPAA").run()
+    world.runner(q, nodes=4, scheduler="N&SPAA").run()
     evs = events(q)
     shrinks = [(_at(e), e["mode"]) for e in of(evs, "shrink", task="todo/mall.sh")]
     assert shrinks == [(2, "in-place"), (3, "fallback-restart")]
@@ -187,7 +187,7 @@ def test_cua_reserves_for_a_notice_and_releases_it_when_nothing_comes(tmp_path: 
     task(q, "short.sh", "", MIN_WC_TIME="1s")
     write_notice(q.root, name="obs", nodes=2, arrival=START + 1.0, walltime=60, now=START)
     world = World({"todo/short.sh": Behaviour(0.5)})
-    world.runner(q, nodes=2, mechanism="CUA&PAA", release_after=1.0).run()
+    world.runner(q, nodes=2, scheduler="CUA&PAA", release_after=1.0).run()
     evs = events(q)
     reserved = [h for e in of(evs, "reserve", notice="obs") for h in e["hosts"]]
     assert sorted(reserved) == ["local0", "local1"]
@@ -252,7 +252,7 @@ def test_a_runner_stays_only_while_the_dependent_could_still_finish(tmp_path: Pa
     runner.run()
     stop = of(events(q), "runner-stop")[0]
     assert _at(stop) == 80  # at 70, 28.5 s were left; at 80, 18.5 s
-    assert stop["reason"] == ("nothing left to run here: 1 waiting task(s) wait for "
+    assert stop["reason"] == ("nothing left to run here: 1 waiting task waits for "
                               "dependencies that cannot finish in time")
     assert runner.passes == 9  # one at 0, then one per 10 s: no busy wait
     assert where(q, "contract.sh") == "pending"

@@ -145,7 +145,7 @@ def test_a_metaq_campaign_generator_runs_every_task_exactly_once(tmp_path: Path)
 
 CLASH = """\
 ledger={ledger}
-printf '%s %s\\n' "$METAQ_TASK" "$0" >> "$ledger"
+printf '%s %s\\n' "$METAQ_TASK" "$METAQ_SCRIPT" >> "$ledger"
 while [ "$(grep -c . "$ledger")" -lt 4 ] && [ $SECONDS -lt 20 ]; do sleep 0.05; done
 {tail}
 """

@@ -40,7 +40,7 @@ def test_paa_preempts_a_rigid_task_which_resumes_later(tmp_path: Path) -> None:
         task(q, "urgent.sh", "sleep 0.5", TYPE="ondemand", NODES=2, MIN_WC_TIME="10s")
 
     _in_background(arrive)
-    runner(q, nodes=2, mechanism="N&PAA").run()
+    runner(q, nodes=2, scheduler="N&PAA").run()
     assert out.read_text().splitlines() == ["start 1 0", "saved", "start 2 1"]
     assert where(q, "rigid.sh") == "finished" and where(q, "urgent.sh") == "finished"
     evs = events(q)
@@ -81,7 +81,7 @@ def test_spaa_shrinks_in_place_then_expands_back(tmp_path: Path) -> None:
         stop.touch()
 
     _in_background(script)
-    runner(q, nodes=4, mechanism="N&SPAA").run()
+    runner(q, nodes=4, scheduler="N&SPAA").run()
     lines = out.read_text().splitlines()
     assert lines == ["start 1 0 4", "resize local0,local1", "resize local0,local1,local2,local3"]
     evs = events(q)
@@ -115,7 +115,7 @@ def test_a_task_that_does_not_confirm_is_restarted_at_its_new_size(tmp_path: Pat
         stop.touch()
 
     _in_background(script)
-    runner(q, nodes=4, mechanism="N&SPAA").run()
+    runner(q, nodes=4, scheduler="N&SPAA").run()
     lines = out.read_text().splitlines()
     assert lines[:3] == ["start 1 0 4", "resize local0,local1", "start 2 1 2"]
     evs = events(q)
@@ -146,7 +146,7 @@ def test_an_announced_task_redeems_its_notice(tmp_path: Path) -> None:
         task(q, "alert.sh", "true", TYPE="ondemand", NOTICE="obs", MIN_WC_TIME="10s")
 
     _in_background(arrive)
-    runner(q, nodes=2, mechanism="CUA&SPAA").run()
+    runner(q, nodes=2, scheduler="CUA&SPAA").run()
     evs = events(q)
     start = of(evs, "start", task="todo/alert.sh")[0]
     assert start["notice"] == "obs" and start["instant"] is True

@@ -1,6 +1,6 @@
 """The on-demand layer in real jobs on the local four-node SLURM (nodes ``n1``..``n4``).
 
-Each test submits the project's own ``jobscripts/slurm.sh`` with an on-demand ``--mechanism``
+Each test submits the project's own ``share/jobscripts/slurm.sh`` with an on-demand ``--mechanism``
 and plays a collaborator from outside the job: it writes notices with ``metaq notice``, drops
 on-demand task files into the queue while the job runs, and reads what happened from the
 job's event log and from the files the tasks themselves wrote. Every test ends by checking that
@@ -31,7 +31,7 @@ from tests.runner_helpers import make_queue, task
 
 pytestmark = pytest.mark.slurm
 
-JOBSCRIPT = REPO / "jobscripts" / "slurm.sh"
+JOBSCRIPT = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
 INSTANT = 2.0
 """Seconds within which an on-demand task must start once its file is in the queue."""
 
@@ -40,7 +40,7 @@ INSTANT = 2.0
 
 
 def _submit(slurm: SlurmCluster, q: Queue, tmp_path: Path, nodes: int, *run_args: str) -> str:
-    """Submit ``jobscripts/slurm.sh`` on ``nodes`` nodes; ``run_args`` go to ``metaq run``."""
+    """Submit ``share/jobscripts/slurm.sh`` on ``nodes`` nodes; ``run_args`` go to ``metaq run``."""
     return slurm.sbatch("-N", str(nodes), "-t", "5", "-o", tmp_path / "job.out", JOBSCRIPT,
                         "--launch-pause", "0", "--grace", "2", "--margin", "2", *run_args,
                         cwd=tmp_path, env={"PYTHONPATH": str(REPO), "METAQ_QUEUE": str(q.root)})

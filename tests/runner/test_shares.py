@@ -112,7 +112,7 @@ exit 0' TERM
              MIN_WC_TIME="10s")
 
     threading.Thread(target=arrive, daemon=True).start()
-    _share_runner(q, mechanism="N&PAA", grace=5.0).run()
+    _share_runner(q, scheduler="N&PAA", grace=5.0).run()
     for name in ("a", "b"):
         assert (out / name).read_text().splitlines() == ["start 1 0", "saved", "start 2 1"]
         assert where(q, f"{name}.sh") == "finished"
@@ -146,7 +146,7 @@ def test_a_notice_collects_a_node_once_its_last_share_has_ended(tmp_path: Path) 
         task(q, "alert.sh", "true", TYPE="ondemand", NOTICE="obs", MIN_WC_TIME="10s")
 
     threading.Thread(target=arrive, daemon=True).start()
-    _share_runner(q, mechanism="CUA&SPAA").run()
+    _share_runner(q, scheduler="CUA&SPAA").run()
     evs = events(q)
     ends = {e["task"]: e for e in of(evs, "end")}
     reserve = of(evs, "reserve", notice="obs")

@@ -1,5 +1,5 @@
 """``metaq run`` in real jobs on the local four-node SLURM, submitted with the project's own
-``jobscripts/slurm.sh``. Each test skips, with the reason, when the cluster is not up."""
+``share/jobscripts/slurm.sh``. Each test skips, with the reason, when the cluster is not up."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.runner_helpers import make_queue, task
 
 pytestmark = pytest.mark.slurm
 
-JOBSCRIPT = REPO / "jobscripts" / "slurm.sh"
+JOBSCRIPT = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
 
 
 def _env(q: Queue) -> dict[str, str]:
@@ -145,7 +145,7 @@ $(grep Cpus_allowed_list /proc/self/status | cut -f2)" > {seen}/$me.out
 
 def test_one_gpu_shares_run_at_once_each_on_its_own_cores(slurm: SlurmCluster,
                                                            tmp_path: Path) -> None:
-    from metaq_py.launch.binding import parse_cpu_list
+    from metaq_py.ranges import parse_cpu_list
 
     q = make_queue(tmp_path / "q")
     seen = tmp_path / "seen"

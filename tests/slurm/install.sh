@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Install the Debian packages for the local four-node SLURM used by the `slurm` tests.
+# Install the Debian packages for the local four-node SLURM used by the `slurm` tests,
+# with its accounting (slurmdbd and a MariaDB server).
 #
 # Idempotent: does nothing when the daemons and client commands are already there. Needs root
 # (or sudo) and apt; on any other system it says so and fails, and the `slurm` tests then skip.
 set -euo pipefail
 
-needed=(slurmctld slurmd munged sbatch srun squeue scontrol sinfo)
+needed=(slurmctld slurmd slurmdbd munged sbatch srun squeue scontrol sinfo sacct sacctmgr
+        mariadbd mariadb-install-db)
 missing=()
 for cmd in "${needed[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "tests/slurm/install.sh: SLURM and munge are already installed"
+    echo "tests/slurm/install.sh: SLURM, slurmdbd, MariaDB and munge are already installed"
     exit 0
 fi
-echo "tests/slurm/install.sh: missing ${missing[*]}; installing slurm-wlm and munge"
+echo "tests/slurm/install.sh: missing ${missing[*]}; installing slurm-wlm, slurmdbd, MariaDB and munge"
 
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "tests/slurm/install.sh: apt-get not found; install slurm-wlm and munge by hand" >&2
@@ -30,7 +32,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-packages=(slurm-wlm slurmctld slurmd slurm-client munge parallel)
+packages=(slurm-wlm slurmctld slurmd slurm-client slurmdbd mariadb-server munge parallel)
 # A fresh machine has no package lists yet; refresh them when apt does not know the packages.
 if ! apt-cache show slurm-wlm >/dev/null 2>&1; then
     $sudo apt-get update -q

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Start the local four-node SLURM (nodes n1..n4 on 127.0.0.1) used by the `slurm` tests.
 #
-# Idempotent: a cluster that is already up is left alone. Writes /etc/slurm/slurm.conf and
-# /etc/slurm/topology.conf from slurm.conf.in and topology.conf.in (refusing to replace files
-# it did not write; rewriting them, and restarting the cluster, when a template changed),
-# starts munged as the munge user, then slurmctld and one `slurmd -N nX` per node, and waits
-# until sinfo shows the nodes ready. State and logs go to $METAQ_SLURM_STATE (default
+# Idempotent: a cluster that is already up is left alone. Writes /etc/slurm/slurm.conf,
+# /etc/slurm/topology.conf and /etc/slurm/slurmdbd.conf from the templates beside this script
+# (refusing to replace files it did not write; rewriting them, and restarting the cluster, when
+# a template changed), starts munged as the munge user, a MariaDB on 127.0.0.1:16306 for the
+# accounting, slurmdbd (so that `sacct` answers), then slurmctld and one `slurmd -N nX` per
+# node, and waits until sinfo shows the nodes ready. State and logs go to $METAQ_SLURM_STATE (default
 # /var/spool/metaq-slurm).
 # Stop it with tests/slurm/stop.sh.
 set -euo pipefail
@@ -19,7 +20,7 @@ say() { echo "tests/slurm/start.sh: $*"; }
 die() { echo "tests/slurm/start.sh: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (the daemons run as root and munge)"
-for cmd in munged slurmctld slurmd sinfo scontrol; do
+for cmd in munged slurmctld slurmd slurmdbd mariadbd mariadb-install-db sacctmgr sinfo scontrol; do
     command -v "$cmd" >/dev/null 2>&1 || die "$cmd is not installed; run tests/slurm/install.sh first"
 done
 
@@ -79,12 +80,44 @@ write_conf() {  # write_conf TEMPLATE TARGET
 install -d "$state"/ctld "$state"/log "${nodes[@]/#/$state/spool/}"
 write_conf "$here/slurm.conf.in" "$conf"
 write_conf "$here/topology.conf.in" "$(dirname "$conf")/topology.conf"
+write_conf "$here/slurmdbd.conf.in" "$(dirname "$conf")/slurmdbd.conf"
+chmod 0600 "$(dirname "$conf")/slurmdbd.conf"  # slurmdbd refuses a readable one (a password)
 # A running cluster with an old configuration must be restarted to pick up the new one.
-if [ "$changed" -eq 1 ] && alive "$state/slurmctld.pid"; then
+if [ "$changed" -eq 1 ] && { alive "$state/slurmctld.pid" || alive "$state/slurmdbd.pid"; }; then
     bash "$here/stop.sh"
 fi
 
-# 3. The controller, then one slurmd per pretend node.
+# 3. Accounting: a MariaDB of our own (its files in $state/mariadb, listening on 127.0.0.1
+#    only; it writes its pid and log there too, as the mysql user), the database user slurmdbd.conf names, slurmdbd, and the cluster registered in it.
+db="$state/mariadb"
+sql() { mariadb --no-defaults --socket="$db/mariadb.sock" -u root "$@"; }
+if ! alive "$db/mariadb.pid"; then
+    if [ ! -d "$db/mysql" ]; then
+        install -d -o mysql -g mysql "$db"
+        mariadb-install-db --no-defaults --user=mysql --datadir="$db" --auth-root-authentication-method=socket \
+            >"$state/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed (see $state/log/mariadb-install.log)"
+    fi
+    setsid mariadbd --no-defaults --user=mysql --datadir="$db" --socket="$db/mariadb.sock" \
+        --pid-file="$db/mariadb.pid" --port=16306 --bind-address=127.0.0.1 --skip-name-resolve \
+        --log-error="$db/mariadb.err" </dev/null >/dev/null 2>&1 &
+    for _ in $(seq 300); do sql -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done
+    sql -e 'select 1' >/dev/null || die "MariaDB does not answer (see $db/mariadb.err)"
+    say "MariaDB started"
+fi
+sql -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'metaq-test';
+        GRANT ALL ON metaq_slurm_acct.* TO 'slurm'@'127.0.0.1';" || die "cannot create the database user"
+if ! alive "$state/slurmdbd.pid"; then
+    slurmdbd
+    say "slurmdbd started"
+fi
+for _ in $(seq 300); do sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1 && break; sleep 0.1; done
+clusters=$(sacctmgr -n -P show cluster format=cluster) || die "slurmdbd does not answer (see $state/log/slurmdbd.log)"
+if ! grep -qx metaqtest <<<"$clusters"; then
+    sacctmgr -i add cluster metaqtest >/dev/null || die "cannot register the cluster with slurmdbd"
+    say "cluster metaqtest registered with slurmdbd"
+fi
+
+# 4. The controller, then one slurmd per pretend node.
 if ! alive "$state/slurmctld.pid"; then
     slurmctld
     started=1
@@ -103,7 +136,7 @@ for node in "${nodes[@]}"; do
     fi
 done
 
-# 4. Wait until the nodes are ready; nodes left down or drained by an earlier run are resumed.
+# 5. Wait until the nodes are ready; nodes left down or drained by an earlier run are resumed.
 up=0
 for i in $(seq 300); do
     ready && { up=1; break; }
@@ -117,7 +150,7 @@ if [ "$up" -ne 1 ]; then
     die "the nodes did not become idle within 30 s (see $state/log)"
 fi
 
-# 5. Prove a fresh start with a step on all four nodes. (A controller restored from its state
+# 6. Prove a fresh start with a step on all four nodes. (A controller restored from its state
 #    files can show nodes idle a moment before their slurmd has really registered.)
 if [ "$started" -eq 1 ] && ! timeout 60 srun -N 4 -t 1 --job-name=metaq-smoke true; then
     die "a one-second job on all four nodes failed (see $state/log)"

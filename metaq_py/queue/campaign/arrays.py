@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -35,15 +36,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metaq_py.directive_keys import parse_indices
-from metaq_py.directives import format_directives
+from metaq_py.directives import SCRIPT_LIMIT, format_directives
 from metaq_py.errors import QueueError
-from metaq_py.queue.disk.fileio import write_all
+from metaq_py.program import Program
+from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
+from metaq_py.queue.judge import folders_problem
+from metaq_py.queue.settings.trust import Trust, user_name
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["ARRAY_FILE", "SCRIPT_FILE", "ArrayInfo", "index_file",
-           "make_array", "read_array", "split_ref"]
+           "index_program", "make_array", "read_array", "split_ref"]
 
 ARRAY_FILE = ".array"
+ARRAY_LIMIT = 64 * 1024
+"""The largest ``.array`` (bytes) that is read: it holds a script name, indices and a time."""
 SCRIPT_FILE = ".script"
 
 
@@ -66,12 +72,47 @@ def read_array(root: Path, array_id: str) -> ArrayInfo | None:
     """The array of identity ``array_id`` (``folder/relpath``), or ``None`` if that is not an
     array (no readable ``.array`` there)."""
     try:
-        with open(root / array_id / ARRAY_FILE, "rb") as f:
-            data = json.loads(f.read(1 << 20))
+        raw, _ = read_regular(root / array_id / ARRAY_FILE, limit=ARRAY_LIMIT)
+        data = json.loads(raw)
         return ArrayInfo(array_id, str(data["script"]), parse_indices(str(data["indices"])),
                          float(data["submit"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
+
+
+_INDEX_STUB = re.compile(
+    rb"\A#!/bin/sh\n(?:#[^\n]*\n)*# index (\d+) of the task array [^\n]* \(metaq submit "
+    rb"--array\)\nMETAQ_ARRAY_INDEX=(\d+) METAQ_ARRAY_ID=[^\n]*\nexport METAQ_ARRAY_INDEX "
+    rb"METAQ_ARRAY_ID\nexec [^\n]* \"\$@\"\n\Z")
+"""An index file as :func:`index_file` writes it: its directives, then the exec."""
+
+
+def index_program(root: Path, folder: str, relpath: str, stub: Program, *,
+                  trust: Trust) -> Program | str | None:
+    """What the claimed index file ``stub`` of identity ``folder/relpath`` runs: the script
+    stored beside its index files (``.script`` in its array folder), read through the safe
+    reader, trusted as any task and of the index file's owner, with ``METAQ_ARRAY_INDEX``
+    and ``METAQ_ARRAY_ID`` set. ``None`` when ``stub`` is no index file (a task of its own);
+    a sentence when the stored script may not run (the index is then rejected)."""
+    match = _INDEX_STUB.match(stub.data)
+    array_rel, _, index = relpath.rpartition("/")
+    if match is None or not array_rel or match.group(1) != match.group(2) or \
+            match.group(1).decode() != index:
+        return None
+    array = root / folder / array_rel
+    what = f"the script of the task array {folder}/{array_rel}"
+    try:
+        data, st = read_regular(array / SCRIPT_FILE, limit=SCRIPT_LIMIT)
+    except Refused as e:
+        return f"{what} cannot be run: {e}"
+    why = trust.problem(st, what) or folders_problem(array, root=root, trust=trust)
+    if why is None and st.st_uid != stub.owner:
+        why = (f"{what} belongs to {user_name(st.st_uid)}, and its index files to "
+               f"{user_name(stub.owner)}: someone put another script in its place")
+    if why is not None:
+        return why
+    return Program(data, str(array / SCRIPT_FILE), st.st_uid,
+                   {"METAQ_ARRAY_INDEX": index, "METAQ_ARRAY_ID": f"{folder}/{array_rel}"})
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:

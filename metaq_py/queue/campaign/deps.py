@@ -34,7 +34,6 @@ from pathlib import Path
 from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
-from metaq_py.queue.disk.moves import history_entry, logbook_of
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -47,6 +46,7 @@ from metaq_py.queue.layout import (
     WORKING,
 )
 from metaq_py.queue.lease import find_claim
+from metaq_py.queue.moves import history_entry, logbook_of
 from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import summary_dir
 

@@ -1,11 +1,15 @@
-"""The queue's dealings with the file system, below the level of tasks: where nothing planted
-in a shared folder may crash, hang or mislead a runner.
+"""The ground floor: the queue's dealings with the file system, below the level of tasks,
+where nothing planted in a shared folder may crash, hang or mislead a runner. Nothing here
+imports anything of metaq_py's above the floor (``docs/architecture.md``, "Layers").
 
 - :mod:`~metaq_py.queue.disk.fileio`: the one safe reader (regular files only, no links,
   capped sizes) and the writes that never follow a link;
 - :mod:`~metaq_py.queue.disk.folders`: the files kept beside a task, how folders are listed,
   and folders made once and remembered;
-- :mod:`~metaq_py.queue.disk.moves`: the one rename that moves a task, with what travels with
-  it;
-- :mod:`~metaq_py.queue.disk.walk`: the walk of one task folder, for the index.
+- :mod:`~metaq_py.queue.disk.lock`: the lock of a multi-file update, never through a link;
+- :mod:`~metaq_py.queue.disk.logfile`: where a task's ``LOG`` may go, opened without
+  following a link.
+
+A task's move (:mod:`metaq_py.queue.moves`) and the walk of a task folder
+(:mod:`metaq_py.queue.walk`) know what a task is, and live one floor up.
 """

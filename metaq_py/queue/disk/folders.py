@@ -8,7 +8,7 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 - ``.<name>.lease``: while claimed, its lease (:mod:`metaq_py.queue.lease`);
 - ``.<name>.cancel``: while claimed, a person's request to cancel it.
 
-The task folders themselves are walked by the index (:mod:`metaq_py.queue.disk.walk`); the helpers
+The task folders themselves are walked by the index (:mod:`metaq_py.queue.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
 that is neither hidden nor a ``.reason`` beside its task is a task (in ``working/``, which
 never holds a ``.reason``, every file that is not hidden).
@@ -23,7 +23,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from metaq_py.queue.disk.fileio import Refused, read_regular
+from metaq_py.queue.disk.fileio import Refused, read_regular, umask
 
 __all__ = [
     "CANCEL_SUFFIX",
@@ -34,8 +34,10 @@ __all__ = [
     "companion",
     "free_name",
     "make_folders",
+    "own_folder",
     "read_reason",
     "set_aside",
+    "shared_mode",
     "subfolders",
     "task_files",
 ]
@@ -130,7 +132,8 @@ def relative_parts(path: str | os.PathLike[str], root: str | os.PathLike[str]) -
 
 
 def make_folders(root: Path, folder: Path) -> None:
-    """Make ``folder`` and every folder between the queue ``root`` and it, as real folders.
+    """Make ``folder`` and every folder between the queue ``root`` and it, as real folders,
+    each of its parent's mode (:func:`shared_mode`).
 
     Nothing on the way is followed: a symlink, file or FIFO found where a folder belongs (put
     there by a careless or hostile hand) is renamed aside, within its own folder, to
@@ -143,9 +146,10 @@ def make_folders(root: Path, folder: Path) -> None:
         raise ValueError(f"{folder} is not inside the queue {root}")
     here = str(root)
     for part in parts:
-        here = os.path.join(here, part)
+        above, here = here, os.path.join(here, part)
+        mode = shared_mode(above)
         try:
-            os.mkdir(here)
+            _mkdir(here, mode)
             continue
         except FileExistsError:
             pass
@@ -159,9 +163,45 @@ def make_folders(root: Path, folder: Path) -> None:
         # Not makedirs: the folder above was there a moment ago, and if it is gone now (the
         # queue removed), nothing of the queue is made again.
         with contextlib.suppress(FileExistsError):
-            os.mkdir(here)
+            _mkdir(here, mode)
         if not stat.S_ISDIR(os.lstat(here).st_mode):
             raise OSError(f"{here} is not a folder")
+
+
+def shared_mode(parent: str | os.PathLike[str]) -> int:
+    """The fixed mode of a folder the queue makes in ``parent``, whatever the umask of
+    whoever makes it first: its parent's own (``2770`` in a queue of ``metaq init --group``,
+    ``755`` in a private one, ``2750`` in a runner's own folder), without the sticky bit."""
+    return stat.S_IMODE(os.stat(parent).st_mode) & ~stat.S_ISVTX
+
+
+def _mkdir(path: str, mode: int) -> None:
+    os.mkdir(path, mode)
+    if mode & umask() or mode & 0o7000:  # mkdir takes the umask and leaves out setgid
+        os.chmod(path, mode)
+
+
+def own_folder(root: Path, folder: Path) -> Path:
+    """Make ``folder`` (below the queue ``root``) this process's own: a real folder of its
+    uid that no one else may write (the mode of :func:`shared_mode` without write for group
+    and others). What stands there already and is not such a folder (a link, a file, a
+    folder someone else made, or one others may write, where they could have planted
+    anything) is set aside first: a folder a runner did not make is not its own."""
+    make_folders(root, folder.parent)
+    mode = (shared_mode(folder.parent) & ~0o022) | 0o700
+    for _ in range(3):  # a set-aside races at most a planter who plants again and again
+        try:
+            _mkdir(str(folder), mode)
+            return folder
+        except FileExistsError:
+            pass
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(folder)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and \
+                    not st.st_mode & 0o022:
+                return folder
+            set_aside(folder)
+    raise OSError(f"{folder} is taken again and again by something not the runner's own")
 
 
 def set_aside(path: str | os.PathLike[str]) -> str:
@@ -175,10 +215,13 @@ def set_aside(path: str | os.PathLike[str]) -> str:
 
 def subfolders(path: Path) -> list[str]:
     """The names of the folders directly in ``path`` that are not hidden, sorted; none if
-    ``path`` is missing."""
+    ``path`` is missing. A link to a folder is not one: the queue never follows a link
+    someone planted (``working/<machine>/<job> -> ../../finished`` would make every finished
+    task look claimed, and lost)."""
     try:
         with os.scandir(path) as it:
-            return sorted(e.name for e in it if e.name[0] != "." and e.is_dir())
+            return sorted(e.name for e in it
+                          if e.name[0] != "." and e.is_dir(follow_symlinks=False))
     except (FileNotFoundError, NotADirectoryError):
         return []
 

@@ -20,6 +20,7 @@ import yaml
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
+from metaq_py.queue.settings.trust import settings_problem
 
 __all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
            "AllocSettings", "Caps", "Defaults", "QueueConfig", "default_folder",
@@ -88,7 +89,7 @@ class AllocSettings:
     of this queue's allocations are queued or running at once, of which at most ``max_queued``
     wait to start. After a failed submission none is tried for ``backoff``. ``system`` is
     ``slurm`` or ``pbs`` (``None``: whichever of ``sbatch`` and ``qsub`` is installed);
-    ``jobscript`` the batch script (``None``: ``jobscripts/<system>.sh`` of metaq-py);
+    ``jobscript`` the batch script (``None``: metaq-py's own, :func:`metaq_py.share.jobscript`);
     ``account``, ``partition`` (a PBS queue), ``qos`` (SLURM only) and ``flags`` (passed as
     they are) go on the submit command line."""
 
@@ -214,7 +215,7 @@ caps:
 # metaq alloc: allocations submitted for this queue when tasks wait (docs/user-guide.md).
 alloc:
   system:                  # slurm or pbs (empty: whichever of sbatch and qsub is installed)
-  jobscript:               # empty: jobscripts/slurm.sh or pbs.sh of metaq-py
+  jobscript:               # empty: metaq-py's own (metaq jobscript slurm or pbs prints it)
   min_nodes: 1
   max_nodes: 4
   min_walltime: 10m
@@ -311,17 +312,26 @@ class _Reader:
 
 
 def load_config(root: str | os.PathLike[str]) -> QueueConfig:
-    """The settings of the queue at ``root``: its ``metaq.yaml``, or the defaults without one."""
+    """The settings of the queue at ``root``: its ``metaq.yaml``, or the defaults without one.
+    A file that fails :func:`settings_problem` is refused (:class:`ConfigError`)."""
     root = Path(root)
     path = root / CONFIG_NAME
     try:
-        text = read_regular(path, limit=CONFIG_LIMIT)[0].decode("utf-8")
+        raw, st = read_regular(path, limit=CONFIG_LIMIT)
+        text = raw.decode("utf-8")
     except Refused as e:
         if e.vanished:
             return _with_roots(QueueConfig(), root)
         raise ConfigError(str(path), None, None, e.why) from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), None, None, "the file is not UTF-8 text") from None
+    try:
+        owner = os.stat(root).st_uid
+    except OSError:
+        owner = st.st_uid
+    why = settings_problem(st, owner=owner, reader=os.geteuid())
+    if why is not None:
+        raise ConfigError(str(path), None, None, f"refused: {why}")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except RecursionError:

@@ -2,7 +2,7 @@
 
 Why the runner stopped a task (:class:`~metaq_py.runner.tasks.live_task.Why`) decides: a task
 stopped for a restart starts again at once on its new hosts; a preempted or interrupted one
-(or one killed because its launch agent died) goes back to its folder to resume; a cancelled
+goes back to its folder to resume; a cancelled
 one to ``cancelled/``; a lost one is left alone (it is no longer ours); any other is finished
 or failed by its exit code. When the queue cannot be written (a full disk), the task stays
 claimed, its lease renewed, and settling it is tried again at each heartbeat.
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import signal
 
-from metaq_py.batch.step_usage import StepUsage
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
+from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
+from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.layout import FAILED, FINISHED
+from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
-from metaq_py.runner.offers import gpu_ids_for
-from metaq_py.runner.tasks.follow_ons import FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.roster import Roster
 
@@ -32,14 +32,10 @@ class Settler:
     could not be moved yet; ``stopping`` (on each call) is why the runner is stopping, if it
     is, which is the reason an interrupted task is requeued with."""
 
-    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster, *,
-                 follow_ons: FollowOns | None = None) -> None:
+    def __init__(self, ctx: Context, cluster: Cluster, roster: Roster) -> None:
         self.ctx = ctx
         self.cluster = cluster
         self.roster = roster
-        self.follow_ons = follow_ons
-        """Told of each end, to start the follow-on waiting for it (see
-        :mod:`~metaq_py.runner.tasks.follow_ons`)."""
         self.unsettled: list[LiveTask] = []
         self.steps = StepUsage()
         """SLURM's figures for tasks run in steps of their own (asked once per end)."""
@@ -53,9 +49,6 @@ class Settler:
         if live is None or live.process is not process:
             return
         now = self.ctx.clock.now()
-        if process.lost is not None and live.why is None:
-            # Killed because its launch agent died: not the task's failure.
-            live.why, stopping = Why.INTERRUPT, stopping or process.lost
         roster.check_checkpoint(live, now)  # one made just before the exit
         live.account(now)
         roster.let_go(live)
@@ -64,8 +57,6 @@ class Settler:
             self._write_end(live, "requeued")
             return
         roster.forget(live, now=now)
-        if self.follow_ons is not None:
-            self.follow_ons.ended(live, now=now, stopping=stopping)
         self.settle_or_keep(live, stopping=stopping)
 
     def retry(self, *, stopping: str | None) -> None:
@@ -94,6 +85,28 @@ class Settler:
             self.ctx.say(f"{live.id} is settled now: {outcome}")
         self._write_end(live, outcome)
         return True
+
+    def park(self) -> list[str]:
+        """At the runner's stop: try once more to settle each task that could not be moved,
+        and record the exit of each that still cannot (:func:`~metaq_py.queue.lease
+        .mark_ended`), so that whoever takes its claim back settles it rather than runs it
+        again. A sentence for each left so."""
+        said = []
+        for live in list(self.unsettled):
+            if self.settle_or_keep(live, stopping=None):
+                continue
+            status = live.process.status if live.process is not None else None
+            code = status.returncode if status is not None else 0
+            code = 128 - code if code < 0 else code
+            if live.why is None and mark_ended(live.claim.path, code):
+                said.append(f"{live.id} ended (exit code {code}) but could not be moved; "
+                            f"its exit is recorded beside it in {live.claim.path.parent}, and "
+                            f"the runner that takes it back settles it, never runs it again")
+            else:
+                said.append(f"{live.id} ended but could not be moved; it stays claimed in "
+                            f"{live.claim.path}, and the next runner (or metaq reset --dead) "
+                            f"puts it back")
+        return said
 
     def usage(self, live: LiveTask) -> Usage | None:
         """What ``live``'s run used: SLURM's figures for a task in a step of its own (the
@@ -126,7 +139,7 @@ class Settler:
             signal=sig.name if sig else None, seconds=seconds,
             node_seconds=live.node_seconds, gpu_seconds=live.gpu_seconds,
             core_seconds=cores, **(usage.fields() if usage is not None else {}),
-            project=live.claim.spec.project, kind=str(live.job.kind))
+            project=live.claim.spec.project, user=live.claim.user, kind=str(live.job.kind))
 
     def _settle(self, live: LiveTask, returncode: int, stopping: str | None,
                 usage: Usage | None) -> str:

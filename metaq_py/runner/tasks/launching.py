@@ -1,76 +1,37 @@
 """Launching the roster's placed tasks, when their hosts are physically free.
 
 At most one task is launched per ``launch_pause`` (``caps.launch_pause``), which protects the
-batch node from a burst of starts. Each launch gets its run folder and log from files made
-ahead of time (:class:`~metaq_py.queue.premade.Spares`). A task that cannot be started goes
-back to its folder with the attempt counted (to ``failed/`` once its attempts are used up).
-
-**Starting through the launch agent.** Starting a process blocks its caller until the child
-has executed the script (``vfork`` lends the child the caller's memory until then), then the
-move into the task's cgroup waits for the kernel, and an exit costs a sweep and a reap: on the
-loop's thread that was most of a short task's cost, and a thread of the runner cannot take it
-over without the interpreter's lock. So with ``on_started`` given (the real launch), the loop
-prepares each start (its spec, run folder, log, environment: :mod:`metaq_py.launch.prepare`)
-and hands it to the runner's launch agent, a process of its own
-(:mod:`metaq_py.launch.agent`), while the loop goes on claiming, settling and deciding. The
-agent's answer comes back as a :class:`Started` through ``on_started`` (the runner's inbox),
-and the loop then records the process and writes the ``start`` event. Until then the task is
-*starting* (:attr:`LiveTask.starting`): on the roster, holding its hosts, without a process.
-A stop asked meanwhile (a cancel, a preemption, the end of the allocation) is kept and its
-signal sent the moment the process exists (:meth:`LiveTask.launched`). The agent's answers
-come in order, so the loop always knows a process before it hears of its end. Malleable tasks
-start on the loop's thread, in the runner: a resize may come at any moment and must find such
-a task either running or not started. So do stand-in processes (the tests on a fake clock),
-so that their times stay exact, and every task once the agent is gone (it is said once).
+batch node from a burst of starts. Every start comes from a decision: the decider applied its
+``Start`` to the Cluster (:meth:`Cluster.apply <metaq_py.cluster.Cluster.apply>`) and put the
+claimed task on the roster, and the launcher starts it, on the loop's thread, once its hosts
+are free (:func:`metaq_py.launch.launch`; stand-in processes in the tests on a fake clock). A
+task that cannot be started goes back to its folder with the attempt counted (to ``failed/``
+once its attempts are used up).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
-from metaq_py.launch.agent_link import AgentLink, AgentTask
-from metaq_py.launch.binding import machine_cpus
-from metaq_py.launch.prepare import prepare
-from metaq_py.launch.process import start_prepared
-from metaq_py.policy.model import Kind
+from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
-from metaq_py.queue.premade import Spares
+from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
-from metaq_py.runner.tasks.follow_ons import FollowOn, FollowOns
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
-__all__ = ["Launcher", "StartProcess", "Started"]
+__all__ = ["Launcher", "StartProcess"]
 
 StartProcess = Callable[..., TaskProcess]
 """How a task's process is started: :func:`metaq_py.launch.launch`, or a stand-in in tests."""
 
 
-@dataclass(frozen=True, slots=True)
-class Started:
-    """A start done by the launch agent: the task, its launch spec, and its ``process``, or
-    ``error`` (one sentence) when it could not be started, or neither when the agent ended
-    before it (the runner then starts it itself); ``at`` is when the loop asked for it (the
-    task's hosts are its own from then on; ``None`` for a follow-on, whose hosts become its
-    own when the task before it ends)."""
-
-    live: LiveTask
-    spec: LaunchSpec
-    process: TaskProcess | None
-    error: str | None
-    at: float | None
-
-
-# Over 300 lines (304): the three ways of starting a task (in the runner, handed to the
-# launch agent, and as a follow-on) share its spec, its folders, its failure and its
-# ``start`` event; split, each part would reach into the others' state.
 class Launcher:
     """Starts the processes of the roster's tasks waiting to launch: ``start`` starts one,
     which calls ``on_exit`` when it is over, and ``watch`` then watches its run folder.
@@ -81,8 +42,7 @@ class Launcher:
 
     def __init__(self, ctx: Context, roster: Roster, *, launch_pause: float,
                  on_exit: Callable[[TaskProcess], None], watch: Callable[[LiveTask], None],
-                 start: StartProcess = launch,
-                 on_started: Callable[[Started], None] | None = None) -> None:
+                 start: StartProcess = launch) -> None:
         self.ctx = ctx
         self.roster = roster
         self.launch_pause = launch_pause
@@ -100,47 +60,17 @@ class Launcher:
         self.environ = dict(os.environ)
         self.next_launch = ctx.clock.now()
         self.redecide = False
-        self.spares: Spares | None = None
-        self.on_started = on_started
-        """Where the launch agent's starts are handed (``None``: every task starts on the
-        loop's thread; see the module text)."""
-        self.agent: AgentLink | None = None
-        """The launch agent, while it serves (see the module text)."""
-        self.handed_over = 0
-        """Starts the launch agent has taken."""
-        self.follow_ons: FollowOns | None = None
-        """Where the answers of follow-on starts go (see :meth:`follow`)."""
         self._binding: bool | None = None
         """Whether shares are pinned to their cores here (``None``: not yet worked out)."""
 
     def open(self) -> None:
-        """Make this job's run folder, start making spares (a helper thread) and start the
-        launch agent."""
+        """Make this job's run folder and, for real processes, the cgroup folder of its
+        tasks: what dead runners' tasks left running here is killed then, before any lost
+        claim is taken back (see :func:`~metaq_py.launch.cgroup.runner_cgroup`)."""
         self.runs.mkdir(parents=True, exist_ok=True)
         self.next_launch = self.ctx.clock.now()
-        self.spares = Spares(self.ctx.job_dir / ".spares")
-        self.ctx.queue.spares = self.spares
-        if self.on_started is not None:
-            self.agent = AgentLink.open()
-            if self.agent is None:
-                self.ctx.say("the launch agent cannot run here; tasks start in the runner")
-
-    def close(self) -> None:
-        """Stop the launch agent (once its tasks are over), stop making spares and throw away
-        those not used."""
-        if self.agent is not None:
-            self.agent.close()
-            self.agent = None
-        self.ctx.queue.spares = None
-        if self.spares is not None:
-            self.spares.close()
-
-    def wait_started(self) -> None:
-        """Wait until every start handed to the launch agent has been answered (its
-        :class:`Started` is in the inbox): on the way out, before the last processes are
-        stopped."""
-        if self.agent is not None:
-            self.agent.sync()
+        if self.start is launch:
+            runner_cgroup()
 
     def launch_ready(self) -> None:
         """Launch the tasks whose hosts are free, as many as the launch pause allows now."""
@@ -161,9 +91,6 @@ class Launcher:
         if spec is None:
             return
         try:
-            if self._agent_serves() and live.job.kind is not Kind.MALLEABLE:
-                self._hand_over(live, spec, now)
-                return
             process = self.start(spec, on_exit=self.on_exit, base_env=self.environ,
                                  aside=set_aside)
         except (LaunchError, OSError) as e:
@@ -181,7 +108,9 @@ class Launcher:
                 tee = self.ctx.queue.log_path(claim)
                 # Checked against the task's owner and made (with its folders) without
                 # following a link; launch then opens the file made here (O_NOFOLLOW).
-                os.close(open_log(tee, os.stat(claim.path).st_uid))
+                owner = claim.program.owner if claim.program is not None \
+                    else os.stat(claim.path).st_uid
+                os.close(open_log(tee, owner))
             except (MetaqError, LogRefused) as e:
                 self._failed(live, str(e))
                 return None
@@ -200,104 +129,13 @@ class Launcher:
                 resume=live.resume, gpus=live.gpu_ids, cores=live.cores,
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
-                srun_wrap=options.srun, srun_args=options.srun_args)
+                srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
+                env=claim.program.env if claim.program is not None else {})
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
             return None
         return spec
-
-    def _agent_serves(self) -> bool:
-        """Whether the launch agent takes starts; when it has ended, that is said once."""
-        agent = self.agent
-        if agent is None:
-            return False
-        if not agent.alive:
-            self.ctx.say(f"the launch agent {agent.ended}; tasks start in the runner from "
-                         f"now on")
-            self.agent = None
-            return False
-        return True
-
-    def _hand_over(self, live: LiveTask, spec: LaunchSpec, now: float) -> None:
-        """Prepare ``live``'s start and hand it to the launch agent (started here instead if
-        the agent cannot take it). Raises :class:`LaunchError` as a start does."""
-        assert self.agent is not None and self.on_started is not None
-        on_started = self.on_started
-        ready = prepare(spec, base_env=self.environ, aside=set_aside)
-
-        def done(process: AgentTask | None, error: str | None) -> None:
-            on_started(Started(live, spec, process, error, now))
-
-        live.starting = True
-        if self.agent.start(ready, done=done, on_exit=self.on_exit):
-            self.handed_over += 1
-            return
-        live.starting = False
-        self._launched(live, spec, start_prepared(ready, on_exit=self.on_exit), now)
-
-    def follow(self, live: LiveTask, after: LiveTask, token: int,
-               hold: float) -> FollowOn | None:
-        """Prepare ``live`` (claimed, placed on ``after``'s hosts) and hand it to the launch
-        agent as the follow-on of ``after``, whose start is ``token`` (see
-        :mod:`~metaq_py.runner.tasks.follow_ons`); ``None`` when it could not be: it is then
-        back in the queue, or failed."""
-        agent, on_started = self.agent, self.on_started
-        assert agent is not None and on_started is not None
-        spec = self._spec(live)
-        if spec is None:
-            return None
-        try:
-            ready = prepare(spec, base_env=self.environ, aside=set_aside)
-        except (LaunchError, OSError) as e:
-            self._failed(live, str(e))
-            return None
-
-        def done(process: AgentTask | None, error: str | None) -> None:
-            on_started(Started(live, spec, process, error, None))
-
-        live.starting = True
-        mine = agent.follow(ready, after=token, hold=hold, done=done, on_exit=self.on_exit)
-        if mine is None:
-            ready.abandon()
-            self.roster.requeue_unlaunched(live, "not started: the launch agent cannot take it")
-            return None
-        self.handed_over += 1
-        return FollowOn(live, after, agent, mine)
-
-    def started(self, done: Started) -> None:
-        """Take a start the launch agent has answered (on the loop's thread)."""
-        live = done.live
-        live.starting = False
-        at = done.at
-        follow_ons = self.follow_ons
-        follow = follow_ons.answered(live) if follow_ons is not None else None
-        if follow_ons is not None and follow is not None:
-            if follow.promoted is None or (done.process is None and done.error is None):
-                # Withdrawn, or held past its hold, or its agent ended: nothing of it ran.
-                if done.process is not None:
-                    done.process.kill()
-                follow_ons.give_back(follow, "not started: its follow-on was withdrawn")
-                self.handed_over -= 1  # no start made
-                self.redecide = True
-                return
-            at = follow.promoted
-        assert at is not None
-        if done.process is None and done.error is None:
-            # The agent ended before it: nothing started, and the runner starts it now.
-            if self.roster.live.get(live.id) is live:
-                self._launch(live, self.ctx.clock.now())
-            return
-        if done.process is None:
-            assert done.error is not None
-            if self.roster.live.get(live.id) is live:
-                self._failed(live, done.error)
-            return
-        if self.roster.live.get(live.id) is not live:
-            # Let go of while it was starting (its claim was taken back): it may not run.
-            done.process.kill()
-            return
-        self._launched(live, done.spec, done.process, at)
 
     def _launched(self, live: LiveTask, spec: LaunchSpec, process: TaskProcess,
                   now: float) -> None:
@@ -311,7 +149,8 @@ class Launcher:
             gpus=live.gpus, gpu_ids=list(live.gpu_ids or ()),
             cores=None if live.cores is None else list(live.cores),
             bound=None if live.cores is None else spec.bind or spec.srun_wrap,
-            project=claim.spec.project, kind=str(live.job.kind), shape=live.job.shape,
+            project=claim.spec.project, user=claim.user, kind=str(live.job.kind),
+            shape=live.job.shape,
             resume=live.resume, notice=live.notice, instant=live.instant,
             lenders=list(live.lenders), pid=process.pid)
 
@@ -337,9 +176,8 @@ class Launcher:
         return self._binding
 
     def _make_room(self, spec: LaunchSpec) -> None:
-        """Make the folders of ``spec``'s run folder and log, and give it both from the spares
-        made ahead of time where nothing is there yet (``launch`` then finds them made; it
-        makes whatever is still missing itself)."""
+        """Make the folders that hold ``spec``'s run folder and log (``launch`` makes the run
+        folder and the log themselves)."""
         root = self.ctx.queue.root
         for parent in (spec.rundir.parent, spec.log.parent):
             if parent not in self.folders:
@@ -348,10 +186,7 @@ class Launcher:
                 make_folders(root, parent)
                 self.folders.add(parent)
         # Something planted where the run folder or the log goes is moved aside by launch
-        # (set_aside, see metaq_py.launch.places), never written through.
-        if self.spares is not None:
-            self.spares.folder(spec.rundir)
-            self.spares.empty_file(spec.log)
+        # (set_aside, see metaq_py.launch.workdir), never written through.
 
     def _failed(self, live: LiveTask, why: str) -> None:
         """Give back the hosts of a task that could not be started and requeue it with the
@@ -374,5 +209,6 @@ class Launcher:
         ctx.events.write(
             "end", task=live.id, attempt=live.attempt, hosts=list(live.hosts),
             outcome=outcome, exit_code=None, signal=None, seconds=0.0, node_seconds=0.0,
-            gpu_seconds=0.0, project=live.claim.spec.project, kind=str(live.job.kind),
-            reason=f"could not start: {why}")
+            gpu_seconds=0.0, core_seconds=0.0, project=live.claim.spec.project,
+            user=live.claim.user,
+            kind=str(live.job.kind), reason=f"could not start: {why}")

@@ -34,14 +34,11 @@ import signal
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from metaq_py.launch import LaunchSpec, TaskProcess
 from metaq_py.policy.model import Job
+from metaq_py.queue.disk.fileio import replace_file
 from metaq_py.queue.lease import Claim
-
-if TYPE_CHECKING:
-    from metaq_py.runner.tasks.follow_ons import FollowOn
 
 __all__ = ["LiveTask", "Resizing", "Why", "ack_path"]
 
@@ -117,12 +114,6 @@ class LiveTask:
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
-    starting: bool = False
-    """Handed to the launch agent, its process not known yet (see
-    :mod:`~metaq_py.runner.tasks.launching`)."""
-    follow_on: FollowOn | None = None
-    """The task the launch agent starts in its place when it ends, while the agent holds it
-    (see :mod:`~metaq_py.runner.tasks.follow_ons`)."""
 
     @property
     def id(self) -> str:
@@ -138,8 +129,8 @@ class LiveTask:
         return self.process is not None and self.process.status is None
 
     def launched(self, process: TaskProcess, now: float) -> None:
-        """The process is started: accounting begins at ``now``. A task stopped while it was
-        starting gets its stop signal now (its kill follows at the time already set)."""
+        """The process is started: accounting begins at ``now``. A task stopped before its
+        launch gets its stop signal now (its kill follows at the time already set)."""
         self.process = process
         self.spec = process.spec
         self.started = self.since = now
@@ -161,8 +152,6 @@ class LiveTask:
         being stopped keeps its earlier (sooner) kill time; a second reason only replaces a
         milder one (a restart becomes an interruption, anything becomes a loss)."""
         grace = self.grace if grace is None else grace
-        if self.follow_on is not None:
-            self.follow_on.withdraw()  # before the signal: a stopped task's hosts are not passed on
         if self.why is None or _rank(why) > _rank(self.why):
             self.why = why
             self.for_task = for_task
@@ -195,10 +184,8 @@ class LiveTask:
         # A shared hostfile belongs to other tasks too and never changes (the runner gives a
         # task that may be resized in place one of its own).
         own = () if self.spec.shared_hostfile is not None else (self.spec.hostfile,)
-        for target in (resize, *own):
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, target)
+        for target in (resize, *own):  # never through a link planted at either
+            replace_file(target, text.encode())
         self.node_ids, self.hosts = node_ids, hosts
         self.resizing = Resizing(verb, released, now + self.grace, for_task)
         self.process.send_signal(sig)

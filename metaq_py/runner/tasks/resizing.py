@@ -38,7 +38,7 @@ class Resizer:
             live.node_ids, live.hosts = new_ids, hosts
             mode = "restart"
         elif spec.resize is not None and spec.resize.mode == "in-place" and live.why is None:
-            self.roster.hold_hosts(live, tuple(n for n in live.node_ids if n not in new_ids))
+            self.roster.keep_hosts(live, tuple(n for n in live.node_ids if n not in new_ids))
             sig = signal.Signals[f"SIG{spec.resize.signal or 'USR2'}"]
             live.ask_resize(verb, new_ids, hosts, sig=sig, now=now, for_task=for_task)
             mode = "in-place"
@@ -50,7 +50,7 @@ class Resizer:
 
     def restart(self, live: LiveTask, new_ids: tuple[int, ...], now: float) -> None:
         """Stop ``live`` gracefully and start it again on ``new_ids`` once it is gone."""
-        self.roster.hold_hosts(live, live.node_ids)
+        self.roster.keep_hosts(live, live.node_ids)
         live.node_ids, live.hosts = new_ids, self.ctx.hosts(new_ids)
         live.stop(Why.RESTART, now=now)
 
@@ -69,7 +69,7 @@ class Resizer:
                              f"{format_duration(live.grace)}; restarting it on "
                              f"{','.join(live.hosts)}")
                 live.resizing = None
-                self.roster.hold_hosts(live, rs.released)
+                self.roster.keep_hosts(live, rs.released)
                 self.restart(live, live.node_ids, now)
                 self.ctx.events.write(rs.verb, task=live.id, hosts=list(live.hosts),
                                       for_task=rs.for_task, mode="fallback-restart")

@@ -67,7 +67,7 @@ class Roster:
 
     # --- hosts --------------------------------------------------------------------------------
 
-    def hold_hosts(self, live: LiveTask, node_ids: tuple[int, ...]) -> None:
+    def keep_hosts(self, live: LiveTask, node_ids: tuple[int, ...]) -> None:
         """Keep ``node_ids`` out of use until ``live`` has let go of them."""
         for n in node_ids:
             self.draining.setdefault(n, set()).add(live.id)

@@ -1,15 +1,20 @@
-"""PBS Professional / OpenPBS accounting logs: the files of ``server_priv/accounting/``.
+"""PBS accounting logs, the files of ``server_priv/accounting/``: PBS Professional / OpenPBS,
+Torque and Cray PBS.
 
 Each line is ``MM/DD/YYYY HH:MM:SS;T;jobid;key=value key=value ...`` where ``T`` is the record
 type. A job's ``E`` (end) record holds everything a replay needs, and is read:
 
 - submit = ``qtime``; start = ``start``; runtime = ``resources_used.walltime`` (else
   ``end - start``); walltime = ``Resource_List.walltime``;
-- size = ``Resource_List.nodect``, else the chunk count of ``Resource_List.select``
-  (``2:ncpus=36+1:ncpus=4`` is 3 chunks, one chunk a node, as with ``place=scatter``); in
-  processors, ``Resource_List.ncpus`` (else ``resources_used.ncpus``);
+- size: as the dialect of the record means it (PBS Pro's ``select`` chunks and ``nodect``,
+  Torque's ``nodes=N:ppn=M``, ``unique_node_count`` and ``total_execution_slots``, Cray's
+  ``mppwidth`` / ``mppnppn`` / ``mppdepth``; see :mod:`sim.trace.formats.pbs_dialects`).
+  Where a record's fields disagree, a reading note counts the records; a log whose records
+  are of several dialects is read as its most common one, and the others are skipped and
+  counted;
 - ``Exit_status`` 0 is SWF status 1 (completed), anything else 0; ``account`` (else a
-  ``project`` other than PBS's ``_pbs_project_default``) is the project, ``queue`` the queue;
+  ``project`` other than PBS's ``_pbs_project_default``) is the project, ``queue`` the queue,
+  ``user`` and ``group`` the user and group;
 - the id is the number before the server name (``1234.pbs01``); array subjobs
   (``1234[5].pbs01``) get fresh ids in cleaning, and an array's own summary record
   (``1234[].pbs01``) is skipped, since its subjobs are the jobs.
@@ -26,12 +31,20 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.formats.textio import numbered_lines
+from sim.trace.formats.pbs_dialects import (
+    DISAGREEMENTS,
+    Dialect,
+    DialectError,
+    dialect_of,
+    mixed_sentence,
+    size_of,
+)
 from sim.trace.formats.timefields import duration
 
 RECORD = re.compile(r"^(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);?(.*)$")
@@ -45,17 +58,12 @@ def is_pbs(first_line: str) -> bool:
     return RECORD.match(first_line.strip()) is not None
 
 
-def read_pbs(path: str) -> tuple[JobTable, tuple[str, ...]]:
-    """Read a PBS accounting file (plain or gzipped) into raw jobs and the reading notes."""
-    return parse_pbs(numbered_lines(path), source=str(path))
-
-
-def parse_pbs(lines: Iterable[tuple[int, str]], *, source: str,
-              processors: bool = False) -> tuple[JobTable, tuple[str, ...]]:
+def parse_pbs(lines: Iterable[tuple[int, str]], *, source: str, processors: bool = False,
+              procs_per_node: int | None = None) -> tuple[JobTable, tuple[str, ...]]:
     """Parse numbered accounting lines. Returns the jobs of the ``E`` records, in file order,
-    and one sentence per kind of record that was counted instead of replayed."""
-    numbers: dict[str, list[float]] = {c: [] for c in COLUMNS}
-    texts: dict[str, list[str | None]] = {"user": [], "project": [], "queue": []}
+    and one sentence per kind of record that was counted instead of replayed, per kind of
+    disagreement between a record's size fields, and for a log of mixed dialects."""
+    records: list[tuple[int, str, dict[str, str]]] = []
     started: set[str] = set()
     deleted: set[str] = set()
     ended: set[str] = set()
@@ -80,8 +88,25 @@ def parse_pbs(lines: Iterable[tuple[int, str]], *, source: str,
         if "[]" in job_id:
             summaries += 1
             continue
-        fields = _fields(body, source, number)
-        _append(numbers, texts, job_id, fields, processors, source, number)
+        records.append((number, job_id, _fields(body, source, number)))
+    dialects: Counter[Dialect] = Counter()
+    for _, _, fields in records:
+        found = dialect_of(fields)
+        if found is not None:
+            dialects[found] += 1
+    kept = dialects.most_common(1)[0][0] if dialects else None
+    numbers: dict[str, list[float]] = {c: [] for c in COLUMNS}
+    texts: dict[str, list[str | None]] = {"user": [], "group": [], "project": [], "queue": []}
+    disagreements: Counter[str] = Counter()
+    for number, job_id, fields in records:
+        if dialect_of(fields) not in (kept, None):
+            continue
+        try:
+            size = size_of(fields, kept, processors=processors, procs_per_node=procs_per_node)
+        except DialectError as e:
+            raise TraceError(source, number, str(e)) from None
+        disagreements.update(size.disagreements)
+        _append(numbers, texts, job_id, fields, (size.ran, size.asked), source, number)
     running = len(started - ended)
     cancelled = len(deleted - started - ended)
     never = sum(1 for r in numbers["runtime"] if math.isnan(r))
@@ -91,9 +116,12 @@ def parse_pbs(lines: Iterable[tuple[int, str]], *, source: str,
         (running, "found {} jobs still running when the log ends (no E record)"),
         (cancelled, "found {} jobs deleted while queued (no E record)"),
         (never, "found {} jobs that ended without starting"),
+        *((disagreements[k], "found {} " + text) for k, text in DISAGREEMENTS.items()),
     ]
-    notes = tuple(t.format(c) for c, t in said if c)
-    return _table(numbers, texts), notes
+    notes = [t.format(c) for c, t in said if c]
+    if len(dialects) > 1 and kept is not None:
+        notes.insert(0, mixed_sentence(dialects, kept))
+    return _table(numbers, texts), tuple(notes)
 
 
 def _fields(body: str, source: str, line: int) -> dict[str, str]:
@@ -110,7 +138,7 @@ def _fields(body: str, source: str, line: int) -> dict[str, str]:
 
 
 def _append(numbers: dict[str, list[float]], texts: dict[str, list[str | None]], job_id: str,
-            f: dict[str, str], processors: bool, source: str, line: int) -> None:
+            f: dict[str, str], sizes: tuple[float, float], source: str, line: int) -> None:
     def number(key: str) -> float:
         text = f.get(key)
         if text is None or text == "":
@@ -136,44 +164,22 @@ def _append(numbers: dict[str, list[float]], texts: dict[str, list[str | None]],
         start = math.nan  # PBS writes start=0 for a job that never ran
     used = span("resources_used.walltime")
     runtime = math.nan if math.isnan(start) else used if not math.isnan(used) else end - start
-    if processors:
-        size = number("Resource_List.ncpus")
-        size = number("resources_used.ncpus") if math.isnan(size) else size
-    else:
-        size = number("Resource_List.nodect")
-        if math.isnan(size):
-            size = _chunks(f.get("Resource_List.select"), source, line)
+    ran, asked = sizes
     exit_status = number("Exit_status")
     head = job_id.split(".", 1)[0]
     numbers["id"].append(float(head) if head.isdigit() else -1.0)
     numbers["submit"].append(submit)
     numbers["wait"].append(start - submit)
     numbers["runtime"].append(runtime)
-    numbers["nodes"].append(size if not math.isnan(runtime) else math.nan)
-    numbers["requested_nodes"].append(size)
+    numbers["nodes"].append(ran if not math.isnan(runtime) else math.nan)
+    numbers["requested_nodes"].append(asked)
     numbers["walltime"].append(span("Resource_List.walltime"))
     numbers["status"].append(-1.0 if math.isnan(exit_status) else float(exit_status == 0))
     project = f.get("account") or f.get("project")
     texts["user"].append(f.get("user") or None)
+    texts["group"].append(f.get("group") or None)
     texts["project"].append(None if project in (None, "", DEFAULT_PROJECT) else project)
     texts["queue"].append(f.get("queue") or None)
-
-
-def _chunks(select: str | None, source: str, line: int) -> float:
-    """The chunk count of a select statement: ``2:ncpus=36+1:ncpus=4`` is 3."""
-    if not select:
-        return math.nan
-    total = 0
-    for chunk in select.split("+"):
-        head = chunk.split(":", 1)[0]
-        if head.isdigit():
-            total += int(head)
-        elif "=" in head:
-            total += 1  # a chunk without a count is one chunk
-        else:
-            raise TraceError(source, line, f"Resource_List.select {select!r} is not a select "
-                             "statement like 2:ncpus=36.")
-    return float(total)
 
 
 def _table(numbers: dict[str, list[float]], texts: dict[str, list[str | None]]) -> JobTable:

@@ -6,7 +6,8 @@ Read as a site would produce it::
         -o JobIDRaw,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,State,Account,User,Partition
 
 with or without ``--noheader`` (without a header the columns must be those, in that order).
-``JobID`` may stand in for ``JobIDRaw``; other columns are ignored. What sacct prints, and how
+``JobID`` may stand in for ``JobIDRaw``; ``Group`` is read when present; other columns are
+ignored. What sacct prints, and how
 each is read:
 
 - **job steps** (``123.batch``, ``123.extern``, ``123.0``) are parts of a job, not jobs: skipped
@@ -37,7 +38,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.trace.columns import JobTable, TraceError
-from sim.trace.formats.textio import numbered_lines
 from sim.trace.formats.timefields import duration, timestamp
 
 DEFAULT_COLUMNS = ("JobIDRaw", "Submit", "Start", "End", "Elapsed", "Timelimit", "NNodes",
@@ -63,6 +63,7 @@ class _Job:
     account: str | None
     user: str | None
     partition: str | None
+    group: str | None = None
     runs: int = 1
     parts: list[str] = field(default_factory=list)
 
@@ -75,11 +76,6 @@ def is_sacct(first_line: str) -> bool:
     return cells[0].strip() in ("JobIDRaw", "JobID") or cells[0].strip()[:1].isdigit()
 
 
-def read_sacct(path: str) -> tuple[JobTable, tuple[str, ...]]:
-    """Read sacct output (plain or gzipped) into raw jobs and the reading notes."""
-    return parse_sacct(numbered_lines(path), source=str(path))
-
-
 def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
                 processors: bool = False) -> tuple[JobTable, tuple[str, ...]]:
     """Parse numbered sacct lines; sizes are ``AllocCPUS`` when ``processors``, else
@@ -87,9 +83,12 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
     names: tuple[str, ...] | None = None
     jobs: dict[str, _Job] = {}
     steps = requeued = het = 0
+    cut: tuple[int, int] | None = None  # (line, fields) of a short line, if it is the last
     for number, text in lines:
         if not text.strip():
             continue
+        if cut is not None:
+            raise _short(source, *cut, names)
         cells = text.rstrip("\r").split("|")
         if names is None:
             if cells[0].strip() in ("JobIDRaw", "JobID"):
@@ -100,15 +99,17 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
                                      f"{', '.join(missing)}.")
                 continue
             names = DEFAULT_COLUMNS
+        if len(cells) < len(names):
+            cut = (number, len(cells))
+            continue
         if len(cells) != len(names):
-            raise TraceError(source, number, f"expected {len(names)} '|'-separated fields as "
-                             f"in the header, found {len(cells)}.")
+            raise _short(source, number, len(cells), names)
         row = dict(zip(names, (c.strip() for c in cells), strict=True))
         label = row.get("JobIDRaw") or row.get("JobID") or ""
         if "." in label:
             steps += 1
             continue
-        job = _job(row, label, source, number)
+        job = _job(row, label, source, number, headed=names is not DEFAULT_COLUMNS)
         base, plus, _ = label.partition("+")
         key = base if plus else label
         earlier = jobs.get(key)
@@ -124,17 +125,33 @@ def parse_sacct(lines: Iterable[tuple[int, str]], *, source: str,
             jobs[key] = job  # a requeued het job gathers its components again
         if plus and not jobs[key].parts:
             jobs[key].parts.append(job.label)
-    return _table(list(jobs.values()), processors), _notes(jobs.values(), steps, requeued, het)
+    notes = _notes(jobs.values(), steps, requeued, het)
+    if cut is not None:
+        notes = (f"the dump ends cut short: its last line (line {cut[0]}) has {cut[1]} of "
+                 f"{len(names or DEFAULT_COLUMNS)} fields, and was skipped (1 line)", *notes)
+    return _table(list(jobs.values()), processors), notes
 
 
-def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
+def _short(source: str, line: int, found: int, names: tuple[str, ...] | None) -> TraceError:
+    return TraceError(source, line, f"expected {len(names or DEFAULT_COLUMNS)} '|'-separated "
+                      f"fields as in the header, found {found}.")
+
+
+def _job(row: dict[str, str], label: str, source: str, line: int, *,
+         headed: bool = True) -> _Job:
+    """One line's job. Without a header (``headed`` false) the columns are read in the
+    documented order, and a value that does not fit its column says so."""
+    order = "" if headed else (" (without a header the columns must be "
+                               f"{'|'.join(DEFAULT_COLUMNS)}, in that order: print the "
+                               "header, or keep the documented command's order)")
+
     def read(name: str, parse: object) -> float:
         text = row.get(name, "")
         try:
             return parse(text)  # type: ignore[operator, no-any-return]
         except ValueError:
             raise TraceError(source, line, f"column {name} should be a time, found "
-                             f"{text!r}.") from None
+                             f"{text!r}{order}.") from None
 
     def count(name: str) -> int:
         text = row.get(name, "")
@@ -144,7 +161,7 @@ def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
             return int(text)
         except ValueError:
             raise TraceError(source, line, f"column {name} should be a whole number, found "
-                             f"{text!r}.") from None
+                             f"{text!r}{order}.") from None
 
     limit = row.get("Timelimit", "")
     return _Job(
@@ -153,7 +170,7 @@ def _job(row: dict[str, str], label: str, source: str, line: int) -> _Job:
         walltime=math.nan if limit.upper() in NO_LIMIT else read("Timelimit", duration),
         nodes=count("NNodes"), cpus=count("AllocCPUS"), state=row.get("State", "").upper(),
         account=row.get("Account") or None, user=row.get("User") or None,
-        partition=row.get("Partition") or None)
+        partition=row.get("Partition") or None, group=row.get("Group") or None)
 
 
 def _merge_component(job: _Job, part: _Job) -> None:
@@ -217,7 +234,8 @@ def _table(jobs: list[_Job], processors: bool) -> JobTable:
         runtime=runtime, nodes=np.where(started, sizes, -1), requested_nodes=sizes,
         walltime=np.array([j.walltime for j in jobs], dtype=np.float64),
         status=np.array([_status(j.state) for j in jobs], dtype=np.int64),
-        user=labels([j.user for j in jobs]), project=labels([j.account for j in jobs]),
+        user=labels([j.user for j in jobs]), group=labels([j.group for j in jobs]),
+        project=labels([j.account for j in jobs]),
         queue=labels([j.partition for j in jobs]))
 
 

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.directive_keys import format_indices, parse_indices
+from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array, split_ref
 from metaq_py.queue.store import Queue
+from metaq_py.ranges import format_indices
 
 
 @pytest.fixture

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metaq_py.queue.disk.folders import PLANTED, MadeFolders, make_folders, relative_parts
+from metaq_py.queue.disk.folders import (
+    PLANTED,
+    REASON_LIMIT,
+    MadeFolders,
+    make_folders,
+    read_reason,
+    relative_parts,
+)
 from metaq_py.queue.store import Queue
 
 
@@ -79,3 +86,49 @@ def test_a_removed_queue_is_never_made_again(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         make_folders(root, root / "finished" / "campaign")
     assert not root.exists()
+
+
+def test_a_reason_is_read_whole_up_to_its_limit_and_never_through_a_link(tmp_path: Path
+                                                                          ) -> None:
+    task = tmp_path / "t.sh"
+    reason = tmp_path / "t.sh.reason"
+    assert read_reason(task) is None  # none written
+    reason.write_text("  it failed\n")
+    assert read_reason(task) == "it failed"
+    reason.write_bytes(b"x" * REASON_LIMIT)
+    assert read_reason(task) == "x" * 65536
+    reason.write_bytes(b"x" * (REASON_LIMIT + 1))
+    assert read_reason(task) is None  # too long to be a reason
+    reason.write_bytes(b"\xff\xfe")
+    assert read_reason(task) is None  # not text
+    reason.unlink()
+    (tmp_path / "private").write_text("secret")
+    reason.symlink_to(tmp_path / "private")
+    assert read_reason(task) is None
+
+
+def test_a_folder_made_before_costs_a_stat_not_a_make(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import metaq_py.queue.disk.folders as folders
+
+    made_again: list[Path] = []
+    real = folders.make_folders
+    monkeypatch.setattr(folders, "make_folders",
+                        lambda root, folder: (made_again.append(folder), real(root, folder)))
+    root = tmp_path / "q"
+    root.mkdir()
+    made = MadeFolders(root)
+    for _ in range(3):
+        made.make(root / "working" / "m" / "1")
+    assert made_again == [root / "working" / "m" / "1"]  # once, then only looked at
+    monkeypatch.setattr(MadeFolders, "LIMIT", 2)
+    for i in range(5):
+        made.make(root / "jobs" / str(i))
+    assert 1 <= len(made._seen) <= 2  # the memory is bounded
+    assert all((root / "jobs" / str(i)).is_dir() for i in range(5))
+
+
+def test_relative_parts_of_a_path_below_the_root_are_its_names() -> None:
+    assert relative_parts("/q/todo/sub/x.sh", "/q") == ["todo", "sub", "x.sh"]
+    assert relative_parts("/q/todo", "/q") == ["todo"]
+    assert relative_parts("/qq/todo", "/q") == ["..", "qq", "todo"]

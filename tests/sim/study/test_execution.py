@@ -129,7 +129,7 @@ def test_outputs_end_to_end(tmp_path: Path, records) -> None:
     out = write_study(records, tmp_path, context)
     names = {p.name for p in out.files}
     assert names == {"results.csv", "results.json", "runs.csv", "findings.json",
-                     "fig6_default.png", "report.md"}
+                     "fig6_default.png", "report.md", "report.html"}
     for p in out.files:
         assert p.stat().st_size > 0
     assert (tmp_path / "fig6_default.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -100,3 +100,12 @@ def test_cleaned_traces_meet_their_invariants(rows: list[tuple]) -> None:
     assert np.all((table.nodes >= 1) & (table.nodes <= 32))
     assert np.all((table.runtime > 0) & (table.runtime <= table.walltime))
     assert len(set(table.id.tolist())) == len(table)
+
+
+def test_a_start_before_its_submit_leaves_the_recorded_wait_unknown() -> None:
+    jobs = [job(1, wait=30.0), job(2, wait=-120.0), job(3, wait=0.0), job(4, wait=-1e-3)]
+    table, report = clean(JobTable.from_jobs(jobs), nodes=16)
+    assert report.kept == 4 and report.negative_wait == 2
+    assert np.isnan(table.wait[[1, 3]]).all() and list(table.wait[[0, 2]]) == [30.0, 0.0]
+    assert report.lines() == ["found 2 jobs whose recorded start precedes their submit: their "
+                              "recorded wait is left unknown"]

@@ -20,6 +20,7 @@ header)."""
 ARRAY_AND_HET = (SAMPLES / "sacct_array_het.txt").read_text()
 """The same columns with ``JobID`` instead of ``JobIDRaw``: array members and a het job."""
 T0 = 1709287200.0  # 2024-03-01T10:00:00 read as UTC
+SAMPLE = HEADER + BODY
 
 
 def write(tmp_path: Path, text: str, name: str = "sacct.txt") -> Path:
@@ -102,6 +103,40 @@ def test_bad_sacct_lines_are_one_sentence(tmp_path: Path) -> None:
                 "COMPLETED|a|b|c\n")
     with pytest.raises(TraceError, match=r"line 2: column Start should be a time, found 'x'"):
         load_trace(bad)
-    short = write(tmp_path, HEADER + "1|2024-03-01T10:00:00|x\n", "short.txt")
-    with pytest.raises(TraceError, match=r"line 2: expected 12 '\|'-separated fields"):
+    short = write(tmp_path, HEADER + "1|2024-03-01T10:00:00|x\n" + SAMPLE.splitlines()[1] + "\n",
+                  "short.txt")
+    with pytest.raises(TraceError, match=r"line 2: expected 12 '\|'-separated fields as in the "
+                                         r"header, found 3"):
         load_trace(short)
+
+
+def test_a_dump_cut_mid_line_skips_its_last_line_and_says_so(tmp_path: Path) -> None:
+    whole = SAMPLE.rstrip("\n")
+    cut = write(tmp_path, whole[:whole.rindex("|2024-03-01T10:") + 8], "cut.txt")
+    lines = whole.count("\n") + 1
+    trace = load_trace(cut, nodes=64)
+    assert trace.notes[0] == (f"the dump ends cut short: its last line (line {lines}) has 2 of "
+                              "12 fields, and was skipped (1 line)")
+    from sim.trace.formats.sacct import parse_sacct
+    from sim.trace.formats.textio import numbered_lines
+
+    def read(path: Path) -> int:
+        return len(parse_sacct(numbered_lines(path), source=str(path))[0])
+
+    assert read(cut) == read(write(tmp_path, whole + "\n", "all.txt")) - 1
+
+
+def test_a_changed_field_order_without_header_says_what_order_is_needed(
+        tmp_path: Path) -> None:
+    rows = [line.split("|") for line in SAMPLE.splitlines()[1:] if line]
+    swapped = ["|".join([r[0], r[8], *r[1:8], *r[9:]]) for r in rows]  # State moved forward
+    path = write(tmp_path, "\n".join(swapped) + "\n", "swapped.txt")
+    with pytest.raises(TraceError, match=r"line 1: column Submit should be a time, found "
+                                         r"'COMPLETED' \(without a header the columns must be "
+                                         r"JobIDRaw\|Submit\|"):
+        load_trace(path)
+    headed = write(tmp_path, "|".join(["JobIDRaw", "State", *HEADER.strip().split("|")[1:8],
+                                       *HEADER.strip().split("|")[9:]]) + "\n"
+                   + "\n".join(swapped) + "\n", "headed.txt")
+    assert len(load_trace(headed, nodes=64)) == len(load_trace(write(tmp_path, SAMPLE,
+                                                                     "plain.txt"), nodes=64))

@@ -1,0 +1,3 @@
+"""The hostile tests' fixtures: real users of one collaboration (``members``)."""
+
+from tests.hostile.members import members  # noqa: F401
