@@ -114,7 +114,7 @@ def settings(texts: list[str]) -> Variant:
 
 
 def check_reading(reading: str | None, *, judged: bool) -> None:
-    from sim.study.observations import READINGS
+    from sim.study.judging import READINGS
 
     if reading is None:
         return

@@ -358,7 +358,10 @@ class _TwoLoads:
 
 
 def _show_verdicts(r: TraceResults) -> None:
-    """The 17 verdicts of one trace at each load."""
+    """The loads of one trace and its 17 verdicts at each."""
+    from sim.study.full_report import loads_line
+
+    console.print(f"{r.verdicts.trace}: {loads_line(r)[0]}", highlight=False)
     loads = [x for x in r.plan.factors if x in r.verdicts.at]
     table = Table(title=f"The paper's 17 observations: {r.verdicts.trace}")
     for column in ("#", *(f"At x{r.plan.factors[x]:g}" for x in loads),

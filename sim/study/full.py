@@ -13,7 +13,7 @@ at which the baseline reaches the paper's utilisation):
 
 Every run follows the paper's rules (:func:`~sim.study.grid.with_rules`). Verdicts are
 judged at :data:`FIRST_SEEDS` seeds; an observation undecided at a load gets more seeds for
-exactly the runs its undecided parts read (:attr:`~sim.study.observations.Verdict.undecided`),
+exactly the runs its undecided parts read (:attr:`~sim.study.judging.Verdict.undecided`),
 up to :data:`MAX_SEEDS` as the paper's ten traces (R18), within :data:`ESCALATION_RUNS` runs
 (the verdicts that need the fewest first), and is judged again.
 
@@ -34,7 +34,8 @@ from sim.study.aggregate import ALL, ResultsTable, aggregate
 from sim.study.calibrate import Calibration, calibrate
 from sim.study.execution import FinishedRun
 from sim.study.grid import HOUR, MECHANISM_NAMES, PAPER_POLICIES, Variant, with_rules
-from sim.study.observations import NEEDS, Evidence, Verdict, Word, judge_all
+from sim.study.judging import Evidence, Verdict, Word
+from sim.study.observations import NEEDS, judge_all
 from sim.workload.model import WORKLOADS
 
 VARIANT_STUDIES: Mapping[str, tuple[Variant, ...]] = {

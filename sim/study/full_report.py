@@ -20,16 +20,17 @@ from sim.study.aggregate import ALL, ResultsTable
 from sim.study.calibrate import CALIBRATION_METRIC, PAPER_TABLE_III, TABLE_III_HEADER, table_iii
 from sim.study.full import VARIANT_WORKLOAD, TraceResults
 from sim.study.grid import MECHANISM_NAMES
-from sim.study.metrics import BY_KEY, PAPER_METRICS
-from sim.study.observations import (
+from sim.study.judging import (
     DEFAULT_READING,
     MUCH,
-    OBSERVATIONS,
     READINGS,
     SATURATED,
+    SETTLES,
     Verdict,
     Word,
 )
+from sim.study.metrics import BY_KEY, PAPER_METRICS
+from sim.study.observations import OBSERVATIONS
 from sim.study.report import _cell, _table
 
 RANK_METRIC = "turnaround_all"
@@ -177,7 +178,9 @@ def _baseline(r: TraceResults) -> list[str]:
     return out
 
 
-def _loads_line(r: TraceResults) -> list[str]:
+def loads_line(r: TraceResults) -> list[str]:
+    """Each load's factor and offered load, and whether the trace is too small for it or
+    does not saturate the machine there (also said in the console)."""
     parts = []
     for load in _loads(r):
         t = r.tables.get(load)
@@ -187,7 +190,12 @@ def _loads_line(r: TraceResults) -> list[str]:
         where = "n/a" if math.isnan(offered) else f"{offered:.2f}"
         parts.append(f"{LOAD_NAMES.get(load, load)} {_load_label(r, load)} (offered load "
                      f"{where})")
-        if not math.isnan(offered) and load == "saturated" and offered < SATURATED:
+        window = math.nan if t is None else t.mean(t.policies[0], "window_runtimes")
+        if not math.isnan(window) and window < SETTLES:
+            parts[-1] += (f": this trace is too small for this load (its steady-state window "
+                          f"lasts {window:.1f} mean runtimes, under {SETTLES:g}), so its "
+                          f"utilisation claims are not judged there; the others are")
+        elif not math.isnan(offered) and load == "saturated" and offered < SATURATED:
             parts[-1] += (": this trace does not saturate the machine even there, so its "
                           "utilisation claims cannot be judged")
     return ["Loads: " + "; ".join(parts) + ".", ""]
@@ -227,7 +235,7 @@ def _variants(r: TraceResults) -> list[str]:
 def trace_section(r: TraceResults, *, rerun: str = "", max_seeds: int = 10) -> list[str]:
     """One trace: its loads, the baseline beside Table III, the 17 verdicts with their
     causes and rerun commands, observation 14 under the other reading, the headlines."""
-    out = [*_loads_line(r), "### The baseline beside the paper's Table III (R14)", "",
+    out = [*loads_line(r), "### The baseline beside the paper's Table III (R14)", "",
            *_baseline(r), "### The 17 observations", "",
            *_observations(r, rerun, max_seeds), ""]
     plain = r.verdicts.mechanisms_only
@@ -294,7 +302,7 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
            f"submit. Where the work offered in it is below {SATURATED:g} of the machine, every "
            "policy does the work as it comes and a utilisation claim cannot be judged.",
            f"- **Preempted** means: {READINGS[reading][0]} (reading `{reading}`).",
-           f"- Tolerances for the paper's loose words are fixed in `sim/study/observations.py` "
+           f"- Tolerances for the paper's loose words are fixed in `sim/study/judging.py` "
            f"and were not tuned: about = within 10 points, slightly = under 5 points, much "
            f"more = at least {MUCH:g} times.", ""]
     out += ["## The outcome", "", *outcome(results), ""]
@@ -306,9 +314,11 @@ def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
 
 
 def _write_observations(results: Sequence[TraceResults], out: Path,
-                        reading: str | None) -> Path:
-    """``observations.json``: every trace's 17 verdicts at each load."""
-    data = [{"trace": r.verdicts.trace, "factors": dict(r.plan.factors),
+                        reading: str | None, traces: Mapping[str, str] | None = None) -> Path:
+    """``observations.json``: every trace's 17 verdicts at each load, with the sentence
+    saying which file it is and why it was used (``traces``)."""
+    data = [{"trace": r.verdicts.trace, "why": (traces or {}).get(r.verdicts.trace),
+             "factors": dict(r.plan.factors),
              "reading": reading or DEFAULT_READING,
              "calibration_steps": r.plan.calibration.steps,
              "observations": [{"number": o.number, "claim": o.claim,
@@ -353,7 +363,7 @@ def write_full(results: Sequence[TraceResults], out: Path, context: FullContext)
             path = out / f"results_{slug}_{name.replace('@', '_at_')}.csv"
             path.write_text(table.to_csv())
             files.append(path)
-    files.append(_write_observations(results, out, context.reading))
+    files.append(_write_observations(results, out, context.reading, context.traces))
     path = out / "report.md"
     path.write_text(render_full(results, context))
     files.append(path)

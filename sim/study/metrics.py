@@ -16,7 +16,10 @@ Utilisation comes in four figures, each with its window (:mod:`sim.run.metrics`)
 - ``useful_node_hours`` and ``busy_node_hours``: over the whole run;
 - ``offered_load``: the work submitted in the steady-state window over the machine's capacity
   in it; below 1 every policy does the work as it comes, and utilisation cannot tell them
-  apart (the study's verdicts then cannot judge a utilisation claim).
+  apart (the study's verdicts then cannot judge a utilisation claim);
+- ``window_runtimes``: how long the steady-state window lasts, in mean runtimes of the jobs
+  submitted in it. A trace too small for its load (few jobs, arrivals compressed) has a
+  window a few jobs long, in which no queue settles: utilisation claims are not judged there.
 
 :data:`EXTRA_METRICS` are what a researcher checks next (waits, bounded slowdown, work
 lost, failures). Turnarounds and waits are in hours, ratios are fractions in [0, 1], work in
@@ -94,6 +97,7 @@ EXTRA_METRICS: tuple[Metric, ...] = (
     Metric("busy_node_hours", "Busy node-hours (whole run)", "node-h", "lower"),
     Metric("ondemand_work_share", "On-demand share of the work", "ratio", "lower"),
     Metric("offered_load", "Offered load, steady state", "ratio", "higher"),
+    Metric("window_runtimes", "Steady-state window, in mean runtimes", "x", "higher"),
     Metric("unfinished", "Jobs never finished", "count", "lower"),
     Metric("failures", "Node failures", "count", "lower"),
     Metric("failure_kills", "Jobs killed by failures", "count", "lower"),
@@ -131,6 +135,7 @@ def result_metrics(result: SimulationResult, failures: Mapping[str, float] | Non
         "busy_node_hours": busy_node_hours(data),
         "ondemand_work_share": _ondemand_share(data),
         "offered_load": offered_load(data, nodes=result.nodes, window=window),
+        "window_runtimes": window_runtimes(data, window=window),
         **_wider_preemption(outcomes, killed),
     })
     return metrics
@@ -166,6 +171,18 @@ def offered_load(outcomes: object, *, nodes: int, window: tuple[float, float]) -
         return None
     inside = (c.submit >= start) & (c.submit <= end)
     return float(c.useful[inside].sum()) / (nodes * (end - start))
+
+
+def window_runtimes(outcomes: object, *, window: tuple[float, float]) -> float | None:
+    """The length of ``window`` over the mean runtime of the jobs submitted in it (``None``
+    when none is)."""
+    c = outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)  # type: ignore[arg-type]
+    start, end = window
+    inside = (c.submit >= start) & (c.submit <= end)
+    mean = float(c.runtime[inside].mean()) if inside.any() else 0.0
+    if end <= start or not mean > 0:
+        return None
+    return (end - start) / mean
 
 
 def _ondemand_share(outcomes: object) -> float | None:

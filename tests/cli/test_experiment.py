@@ -96,6 +96,12 @@ def test_study_all_writes_one_report_with_every_observation(tmp_path: Path) -> N
     assert set(range(1, 18)) <= numbers
     assert "- Command: `metaq " in report and "Seeds: 0, 1" in report
     assert "(--synthetic)" in report
+    # 80 jobs are too few for a steady state at either load: said, and utilisation unjudged
+    said = " ".join(result.output.split())
+    assert "a saturating load x" in said and "this trace is too small for this load" in said
+    assert "this trace is too small for this load" in report
+    [observed] = json.loads((tmp_path / "observations.json").read_text())
+    assert observed["why"] == "the synthetic Theta-like workload (--synthetic)"
     assert "### Study `checkpoint` at x" in report
     # each row can be rerun alone, with the same choices
     rerun = (f"metaq experiment --study all --out {tmp_path} --synthetic --jobs 80 "

@@ -15,7 +15,8 @@ from sim.study.execution import RunStore, run_grid
 from sim.study.full import VARIANT_STUDIES, run_all
 from sim.study.full_report import FullContext, kendall_tau, ranking, render_full, write_full
 from sim.study.grid import MECHANISM_NAMES, PAPER_POLICIES
-from sim.study.observations import OBSERVATIONS, Word
+from sim.study.judging import Word
+from sim.study.observations import OBSERVATIONS
 
 SMALL = TraceSource(jobs=300, seed=2)
 
@@ -124,7 +125,7 @@ def test_more_seeds_go_to_both_sides_of_an_undecided_variant_comparison() -> Non
     from sim.run.spec import RunSpec
     from sim.study.calibrate import Calibration
     from sim.study.full import more_seeds, plan
-    from sim.study.observations import Verdict
+    from sim.study.judging import Verdict
 
     cal = Calibration("t", 1.5, 0.8393, 0.8393, ((1.0, 0.6),), {}, {"offered_load": 0.9})
     p = plan(SMALL, cal, seeds=(0, 1, 2))

@@ -18,7 +18,8 @@ from sim.run.spec import RunSpec, TraceSource
 from sim.study.aggregate import ResultsTable, aggregate
 from sim.study.execution import FinishedRun
 from sim.study.grid import MECHANISM_NAMES, PAPER_POLICIES
-from sim.study.observations import OBSERVATIONS, Evidence, Verdict, Word, judge_all
+from sim.study.judging import Evidence, Verdict, Word
+from sim.study.observations import OBSERVATIONS, judge_all
 
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
 SEEDS = (0, 1, 2)
@@ -248,6 +249,25 @@ def test_the_main_observations(number: int, verdict: Word) -> None:
     if verdict is Word.CANNOT:
         assert "offered load 0.90 < 1" in v.unjudged
     assert v.seeds == 3
+
+
+@pytest.mark.parametrize(("window", "verdict"), [(2.0, Word.CANNOT), (50.0, Word.HOLDS)])
+def test_a_trace_too_small_for_its_load_leaves_utilisation_unjudged(
+        window: float, verdict: Word) -> None:
+    """A steady-state window a few mean runtimes long (a small trace at a high load) holds
+    no settled queue: observation 1's utilisation part is not judged, its others are."""
+    holds = obs1(Word.HOLDS)
+
+    def change(p: str, w: str, s: int, f: Figures) -> None:
+        holds(p, w, s, f)
+        f["window_runtimes"] = window
+
+    v = on_paper(1, change)
+    assert v.word is verdict, v
+    if verdict is Word.CANNOT:
+        assert "the steady-state window lasts 2.0 mean runtimes (< 10): the trace is too " \
+               "small for this load" in v.unjudged
+        assert "turnaround" not in v.unjudged and v.broken == "" and v.noise == ""
 
 
 def test_observation_2_names_the_runner_up() -> None:
