@@ -38,7 +38,7 @@ def _starts(completion: str, tmp_path: Path) -> dict[str, list[float]]:
                    "todo/urgent.sh": Behaviour(2)})
     world.at(START + 5, lambda: task(q, "urgent.sh", "", TYPE="ondemand", NODES=2,
                                      MIN_WC_TIME="10s"))
-    runner = world.runner(q, nodes=4, mechanism="N&PAA")
+    runner = world.runner(q, nodes=4, scheduler="N&PAA")
     # the runner takes no completion word: the scheduler it decides with is swapped for one
     runner.scheduler = runner.decider.scheduler = make_scheduler("N&PAA", completion=completion)
     runner.run()
