@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.run.spec import CHOICES, OVERRIDE_KEYS, RunSpec, SpecError, TraceSource, variant_label
+from sim.run.spec import (
+    CHOICES,
+    OVERRIDE_KEYS,
+    RunSpec,
+    SpecError,
+    TraceSource,
+    paper_rules,
+    variant_label,
+)
 
 
 def spec(**changes: object) -> RunSpec:
@@ -121,7 +129,9 @@ def test_a_word_choice_is_one_of_its_words_or_refused(key: str, word: str) -> No
     if word in CHOICES[key]:
         s = spec(overrides=((key, word),))
         assert RunSpec.from_json(s.to_json()) == s
-        assert s.variant == f"{key}={word}"
+        # a word that only follows a rule of the paper is left out of the label
+        rule = (key, word) in paper_rules(s.policy)
+        assert s.variant == ("default" if rule else f"{key}={word}")
     else:
         with pytest.raises(SpecError, match=f"parameter {key} is "):
             spec(overrides=((key, word),))
