@@ -55,9 +55,11 @@ OFFERED = 1.1
 FIRST_SEEDS = 3
 MAX_SEEDS = 10
 ESCALATION_RUNS = 400
-"""The most runs ``--study all`` adds for undecided verdicts: with the first three seeds'
-780 runs (on the two Theta traces) it keeps the study within 15 minutes on 2 cores
-(``docs/notebook.md``); a row left undecided says so, with the command that decides it."""
+"""The most runs ``--study all`` adds for undecided verdicts. On the two Theta traces the
+first three seeds are 783 runs (calibration included) and the escalation asked for 350:
+about 1,130 runs, 10 to 40 minutes on 2 free cores at the 1.1 to 4.2 s of CPU a run measured
+(compiled and pure Python; ``docs/notebook.md``). A row left undecided says so, with the
+command that decides it."""
 
 
 def saturating(calibration: Calibration) -> float:
