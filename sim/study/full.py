@@ -218,7 +218,9 @@ def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int], run: Runner
     """Calibrate each trace, run every part of every trace through ``run`` at once, judge
     the observations, add seeds up to ``max_seeds`` to the runs the undecided parts read
     (within ``escalation`` runs in all, the cheapest verdicts first; ``None``: no limit),
-    and judge again; ``overrides`` apply to every run."""
+    and judge again; ``overrides`` apply to every run. With ``observations``, only those
+    rows get more seeds: the others, judged on what those rows' runs happen to hold, are
+    not what was asked."""
     calibrations = [calibrate(s, run, overrides=overrides) for s in sources]
     plans = [plan(s, c, seeds=seeds, workloads=workloads, overrides=overrides,
                   observations=observations)
@@ -227,9 +229,10 @@ def run_all(sources: Sequence[TraceSource], *, seeds: Sequence[int], run: Runner
     records = dict(zip(specs, run(specs), strict=True))
     results = [_judged(p, records, reading) for p in plans]
     extra_seeds = list(range(max(seeds) + 1, min(seeds) + max_seeds))
+    asked = set(observations or NEEDS)  # rows judged on runs they do not own get no seeds
     wanted = [[s for s in more_seeds(p, load, v, extra_seeds) if s not in records]
               for p, r in zip(plans, results, strict=True) for load in r.verdicts.at
-              for v in r.verdicts.at[load] if v.word is Word.UNDECIDED]
+              for v in r.verdicts.at[load] if v.word is Word.UNDECIDED and v.number in asked]
     more: dict[RunSpec, None] = {}
     for specs in sorted(wanted, key=len):  # the cheapest verdicts first
         new = [s for s in specs if s not in more]

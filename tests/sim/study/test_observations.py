@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.run.spec import TraceSource
+from sim.run.spec import RunSpec, TraceSource
 from sim.study.aggregate import ResultsTable
 from sim.study.calibrate import MAX_STEPS, TOLERANCE, calibrate
 from sim.study.execution import RunStore, run_grid
@@ -101,6 +101,31 @@ def test_one_observation_runs_only_what_it_reads(tmp_path: Path) -> None:
     assert {x.spec.policy for x in store.records()} <= {"easy", *MECHANISM_NAMES}
     assert {x.spec.workload for x in store.records() if x.spec.policy != "easy"} == {"W5"}
     assert r.verdicts.at["paper"][16].unjudged == ""
+
+
+def test_one_observation_gets_more_seeds_for_itself_only(tmp_path: Path) -> None:
+    """Rerunning row 6 (CUA/CUP, malleable against rigid) judges 4, 5 and 12 on the same
+    runs too; only 6's undecided parts may add seeds."""
+    from sim.study.full import _judged, more_seeds
+
+    store = RunStore(tmp_path / "runs")
+    calls: list[list[RunSpec]] = []
+
+    def run(specs: list[RunSpec]) -> list:
+        calls.append(list(specs))
+        return run_grid(specs, workers=2, store=store)
+
+    (r,) = run_all([SMALL], seeds=(0,), run=run, observations=[6], max_seeds=2)
+    main = next(i for i, c in enumerate(calls) if set(c) >= set(r.plan.parts["paper"]))
+    added = {s for c in calls[main + 1:] for s in c}
+    first = {x.spec: x for x in store.records() if x.spec.seed == 0}
+    before = _judged(r.plan, first, None).verdicts.at
+    others = [v.number for load in before for v in before[load]
+              if v.word is Word.UNDECIDED and v.number != 6]
+    assert others, "the check needs another row undecided on these runs"
+    expected = {s for load in before for v in [before[load][5]] if v.word is Word.UNDECIDED
+                for s in more_seeds(r.plan, load, v, [1])}
+    assert added == expected
 
 
 def test_kills_and_shrinks_are_counted_for_the_readings() -> None:
