@@ -127,6 +127,47 @@ def test_study_all_finds_the_traces_or_says_where_it_looked(
     assert result.exit_code == 2 and "none found" in result.output
 
 
+def test_an_installed_package_finds_the_traces_or_says_where_it_looked(
+        tmp_path: Path) -> None:
+    """``pip install .`` (not editable), run outside the checkout: no trace beside the
+    installed code, so the default lookup fails in one sentence naming where it looked, and
+    finds the traces through ``METAQ_TRACES``."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.sim_traces import real_trace
+
+    root = Path(__file__).resolve().parents[2]
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                    "--no-build-isolation", "-q", "--target", str(site), str(root)],
+                   env={**os.environ, "METAQ_PURE": "1"}, check=True, capture_output=True,
+                   timeout=600)
+    cwd = tmp_path / "elsewhere" / "work"
+    cwd.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "METAQ_TRACES"}
+    env["PYTHONPATH"] = str(site)  # the installed copy only, never the checkout
+
+    def metaq(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "metaq_py", "experiment", *args],
+                              cwd=cwd, env={**env, **more}, capture_output=True, text=True,
+                              timeout=600)
+
+    done = metaq("--study", "all", "--jobs", "20")
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = (done.stdout + done.stderr).strip()
+    assert len(said.splitlines()) == 1, said
+    assert f"no trace given and none found (theta_2022.swf.gz in {cwd / 'shared' / 'traces'}, " \
+        f"{cwd.parent / 'shared' / 'traces'}, {site.parent / 'shared' / 'traces'})" in said
+    theta = real_trace("theta_2022.swf.gz")
+    done = metaq("--jobs", "30", "--seeds", "1", "--workloads", "W1", "--policies", "easy",
+                 "--workers", "1", "--out", str(tmp_path / "o"), METAQ_TRACES=str(theta.parent))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"(the default, found in {theta.parent})" in " ".join(done.stdout.split())
+    assert (site / "metaq_py" / "__init__.py").is_file()
+
+
 def test_the_default_trace_is_found_in_metaq_traces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.sim_traces import real_trace
