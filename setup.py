@@ -32,6 +32,7 @@ COMPILED = [
     "metaq_py/policy/availability.py",
     "metaq_py/policy/backfill.py",
     "metaq_py/policy/checkpoint.py",
+    "metaq_py/policy/completion.py",
     "metaq_py/policy/ending.py",
     "metaq_py/policy/lending.py",
     "metaq_py/policy/model.py",

@@ -79,7 +79,7 @@ class Cluster(Holdings):
                     raise ClusterError(str(e)) from None
             return self.start(job, action.nodes, now=now, borrowed=action.borrowed)
         if isinstance(action, Preempt):
-            return self.preempt(action.job, now=now)
+            return self.preempt(action.job, now=now, for_job=action.for_job)
         if isinstance(action, Shrink):
             return self.shrink(action.job, action.nodes, now=now, for_job=action.for_job)
         if isinstance(action, Expand):
@@ -198,14 +198,18 @@ class Cluster(Holdings):
                                f"{len(load.free_gpus)} GPUs free for it")
         return self._started_share(job, node, now)
 
-    def preempt(self, job_id: JobId, *, now: float) -> Running:
+    def preempt(self, job_id: JobId, *, now: float, for_job: JobId | None = None) -> Running:
         """Stop a running batch job; returns its record (requeue ``resumed(record, now)``).
 
-        Its nodes return to the reservation it borrowed, or become free.
+        Its nodes return to the reservation it borrowed, or become free. With ``for_job``
+        (the on-demand job it is preempted for) they come back to it when that job ends, if
+        it still waits then (:attr:`returned`; the paper's completion rule, R12).
         """
         r = self._get(job_id, "preempt")
         if r.job.kind is Kind.ONDEMAND:
             raise ClusterError(f"on-demand job {job_id!r} is never preempted")
+        if for_job is not None:
+            self._lending.preempted_for(for_job, job_id, r.nodes)
         if r.job.cores:
             self._end_share(r)
             return r
@@ -257,7 +261,9 @@ class Cluster(Holdings):
         # sorting two ascending runs is one merge
         new = resized(r, tuple(sorted(r.nodes + tuple(nodes))), now)
         self._replace(r, new)
-        self._free.remove(given - owed)
+        if given - owed:
+            self._free.remove(given - owed)
+            self._lending.returned.clear()  # free nodes taken: the victims' claims lapse
         self._lending.paid(job_id, given)
         return new
 
@@ -272,6 +278,7 @@ class Cluster(Holdings):
         if found is None or not self._free.covers(found[0]):
             raise ClusterError(f"notice {notice_id!r} can only reserve distinct free nodes")
         self._free.take_runs(found[0])
+        self._lending.returned.clear()  # free nodes taken: the victims' claims lapse
         pool = self._reserved.get(notice_id)
         if pool is None:
             pool = self._reserved[notice_id] = self._free.empty()
@@ -326,6 +333,9 @@ class Cluster(Holdings):
             self._put_back(r, bounds)
         else:
             self._free.add(freed)
+        if job_id in self._lending.victims:
+            self._lending.give_back(job_id, set(r.nodes) if freed is None else freed,
+                                    self._running)
         return r
 
     def checkpoint(self, job_id: JobId, *, at: float) -> Running:

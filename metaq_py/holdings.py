@@ -101,6 +101,12 @@ class Holdings:
         return MappingProxyType(self._lending.owed)
 
     @property
+    def returned(self) -> Mapping[JobId, Nodes]:
+        """Free nodes back from an on-demand job that ended, by the job preempted for it
+        (R12: the victim resumes on them first, if it still waits and can)."""
+        return MappingProxyType(self._lending.returned)
+
+    @property
     def loans(self) -> Mapping[JobId, Mapping[JobId, Nodes]]:
         """For each on-demand job, the nodes it holds on loan, by lender."""
         return MappingProxyType(self._lending.loans)
@@ -137,7 +143,7 @@ class Holdings:
         return Snapshot(now, self.total, self._free, self._running, waiting, self._reserved,
                         self._notices, self._lending.owed, end, self._borrowers, ordered,
                         self._ends.by_end, self._ends.by_true_end, ondemand_waiting,
-                        self._shares, waitlist, shaped)
+                        self._shares, waitlist, shaped, self._lending.returned)
 
     def check(self) -> None:
         """Verify every invariant from scratch (O(nodes); for tests and debugging)."""
@@ -166,6 +172,9 @@ class Holdings:
             claim(pool, f"notice {nid!r}")
         for jid, nodes in self._lending.owed.items():
             claim(nodes, f"the debt to {jid!r}")
+        for jid, nodes in self._lending.returned.items():
+            if jid in self._running or not set(nodes) <= set(self._free):
+                raise ClusterError(f"the nodes back to {jid!r} are not all free, or it runs")
         for jid, loans in self._lending.promised.items():
             for lender, nodes in loans.items():
                 claim(nodes, f"the loan from {lender!r} to {jid!r}")
@@ -196,11 +205,17 @@ class Holdings:
         """Record ``job`` as running on ``ordered`` (sorted, already out of every pool), whose
         runs are ``bounds``."""
         k = len(ordered)
-        scale = job.size / k if not job.serial else job.slowdown(k)
-        end = now + job.walltime * scale
-        true_end = None if job.runtime is None else now + job.runtime * scale
+        if job.fixed_setup:  # R2: only the time past the setup scales
+            end = now + job.time_at(k, False)
+            true_end = None if job.runtime is None else now + job.time_at(k, True)
+        else:
+            scale = job.size / k if not job.serial else job.slowdown(k)
+            end = now + job.walltime * scale
+            true_end = None if job.runtime is None else now + job.runtime * scale
         r = Running(job, ordered, now, end, true_end, None, borrowed)
         jid = job.id
+        if self._lending.returned:
+            self._lending.resumed(jid, ordered)
         self._running[jid] = r
         self._runs[jid] = bounds
         if borrowed is not None:
@@ -216,6 +231,8 @@ class Holdings:
         end = now + job.walltime
         true_end = None if job.runtime is None else now + job.runtime
         r = Running(job, (node,), now, end, true_end, None, None)
+        if self._lending.returned:
+            self._lending.resumed(job.id, (node,))
         self._running[job.id] = r
         self._placed[job.id] = shares.add(node, job.id, job.cores, job.gpus, end,
                                           end if true_end is None else true_end)

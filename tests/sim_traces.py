@@ -1,6 +1,10 @@
-"""Where the shared real traces live for tests: ``<repo>/../shared/traces``, or ``$METAQ_TRACES``.
+"""Where the shared real traces live for tests: ``$METAQ_TRACES``, else ``../shared/traces``
+beside the checkout (CI's layout: ``.ci/run`` runs on a clean checkout whose parent holds
+``shared/``, as ``/work/main`` beside ``/work/shared``).
 
-Tests that need a trace call :func:`real_trace`, which skips with a reason when it is absent.
+Tests that need a trace call :func:`real_trace`. These are the only checks against CQSim, so
+in CI (``CI=true``) a missing trace fails the test, saying where it looked; elsewhere the test
+skips cleanly with that reason.
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+from tests.capability import missing
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,5 +24,6 @@ def traces_dir() -> Path:
 def real_trace(name: str) -> Path:
     path = traces_dir() / name
     if not path.is_file():
-        pytest.skip(f"real trace {name} not found in {traces_dir()} (set METAQ_TRACES)")
+        missing(f"real trace {name} not found in {traces_dir()} (set METAQ_TRACES; CI "
+                f"provides ../shared/traces beside the checkout)")
     return path

@@ -13,12 +13,40 @@ if TYPE_CHECKING:
     from sim.run.spec import TraceSource
     from sim.study.grid import Study, Variant
 
-__all__ = ["THETA_2022", "BadArgument", "check_reading", "settings", "split_list",
-           "study_named", "trace_source", "with_load"]
+__all__ = ["THETA_2022", "BadArgument", "check_reading", "default_traces", "settings",
+           "split_list", "study_named", "trace_dirs", "trace_source", "with_load"]
 
-THETA_2022 = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / \
-    "theta_2022.swf.gz"
-"""The default trace: Theta 2022 beside the repository, when it is there."""
+THETA_2022 = "theta_2022.swf.gz"
+"""The default trace's file name (the ALCF Theta 2022 log, in SWF)."""
+BESIDE_SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+"""``../shared/traces`` beside the source tree this package was loaded from: a checkout's
+neighbour; for an installed package, a folder beside ``site-packages`` that rarely exists."""
+
+
+def trace_dirs() -> list[Path]:
+    """Where the default traces are looked for, in order: ``$METAQ_TRACES``; ``shared/traces``
+    in the working directory and in its parent (the layout of a checkout beside
+    ``shared/``, from its root or from beside it); and ``../shared/traces`` beside the
+    source tree this package was loaded from (a checkout, not an installed package)."""
+    import os
+
+    found = [Path(os.environ["METAQ_TRACES"])] if os.environ.get("METAQ_TRACES") else []
+    cwd = Path.cwd()
+    found += [cwd / "shared" / "traces", cwd.parent / "shared" / "traces", BESIDE_SOURCE]
+    return list(dict.fromkeys(found))
+
+
+def default_traces(*, every: bool) -> tuple[list[Path], str]:
+    """The default trace (``every``: every ``*.swf.gz`` beside it) and where it was found;
+    :class:`BadArgument` naming the folders tried when there is none."""
+    tried = trace_dirs()
+    for folder in tried:
+        if (folder / THETA_2022).is_file():
+            paths = sorted(folder.glob("*.swf.gz")) if every else [folder / THETA_2022]
+            return paths, f"the default, found in {folder}"
+    raise BadArgument(f"no trace given and none found ({THETA_2022} in "
+                      f"{', '.join(str(d) for d in tried)}): pass --trace PATH, set "
+                      f"METAQ_TRACES, or ask for --synthetic")
 
 
 class BadArgument(Exception):
@@ -53,17 +81,16 @@ def trace_source(*, trace: Path | None, synthetic: bool, jobs: int | None,
         raise BadArgument(f"--nodes must be at least 1, got {nodes}")
     if trace is not None and synthetic:
         raise BadArgument("--trace and --synthetic cannot be used together")
-    if trace is not None:
-        if not trace.is_file():
-            raise BadArgument(f"trace {trace} is not a file")
-        return (TraceSource(path=str(trace.resolve()), jobs=jobs, nodes=nodes),
-                f"Using trace {trace}.")
-    if not synthetic and THETA_2022.is_file():
-        return (TraceSource(path=str(THETA_2022), jobs=jobs, nodes=nodes),
-                f"Using the Theta 2022 trace found at {THETA_2022}.")
-    why = "as asked" if synthetic else f"no trace at {THETA_2022}"
-    return (TraceSource(jobs=jobs, nodes=nodes),
-            f"Using the synthetic Theta-like workload ({why}).")
+    if synthetic:
+        return (TraceSource(jobs=jobs, nodes=nodes),
+                "Using the synthetic Theta-like workload (--synthetic).")
+    why = "--trace"
+    if trace is None:
+        (trace,), why = default_traces(every=False)
+    if not trace.is_file():
+        raise BadArgument(f"trace {trace} is not a file")
+    return (TraceSource(path=str(trace.resolve()), jobs=jobs, nodes=nodes),
+            f"Using trace {trace} ({why}).")
 
 
 def with_load(source: TraceSource, said: str, load: float) -> tuple[TraceSource, str]:
@@ -87,12 +114,12 @@ def settings(texts: list[str]) -> Variant:
 
 
 def check_reading(reading: str | None, *, judged: bool) -> None:
-    from sim.study.observations import READINGS
+    from sim.study.judging import READINGS
 
     if reading is None:
         return
     if reading not in READINGS:
-        raise BadArgument(f"--reading knows {' and '.join(READINGS)}, got {reading!r}")
+        raise BadArgument(f"--reading knows {', '.join(READINGS)}, got {reading!r}")
     if not judged:
         raise BadArgument("--reading judges the 17 observations: use it with --study all "
                            "or --calibrate paper")

@@ -25,9 +25,9 @@ import typer
 from rich.table import Table
 
 from metaq_py.cli.experiment_args import (
-    THETA_2022,
     BadArgument,
     check_reading,
+    default_traces,
     settings,
     split_list,
     study_named,
@@ -64,10 +64,17 @@ def experiment(
         help="Also vary a parameter: KEY=V1,V2,... (repeatable), e.g. checkpoint_scale=0.5,2 "
              "or failure_mtbf=5h,50h.")] = None,
     reading: Annotated[str | None, typer.Option(
-        help="Judge the 17 observations with a wider 'preempted' (with --study all or "
-             "--calibrate paper): kills-as-preemptions or shrinks-as-preemptions.")] = None,
-    variant_workloads: Annotated[str, typer.Option(
-        help="With --study all: the workloads of observations 13-17's studies.")] = "W5",
+        help="What 'preempted' counts when judging the 17 observations (with --study all or "
+             "--calibrate paper): kills-as-preemptions (R19, the default), mechanisms-only "
+             "or shrinks-as-preemptions.")] = None,
+    observation: Annotated[list[int] | None, typer.Option(
+        help="With --study all: only the runs this observation (1-17) needs, to rerun one "
+             "row of the report (repeatable).")] = None,
+    max_seeds: Annotated[int, typer.Option(
+        help="With --study all: the most seeds an undecided observation gets.")] = 10,
+    escalation_runs: Annotated[int | None, typer.Option(
+        help="With --study all: the most runs added for undecided observations, the "
+             "cheapest first (default 400; no limit with --observation).")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Change a modelling choice for every run, calibration included: "
                       "KEY=V (repeatable), e.g. oracle=1, mtbf=6h, "
@@ -82,9 +89,9 @@ def experiment(
                       "(docs/model.md lists every key).")] = None,
     trace: Annotated[list[Path] | None, typer.Option(
         help="SWF or ALCF CSV trace; repeat it (with --study all) for several machines. "
-             "Default: ../shared/traces/theta_2022.swf.gz next to the repository when "
-             "present (with --study all, every trace there), else the synthetic Theta-like "
-             "workload.")] = None,
+             "Default: theta_2022.swf.gz in $METAQ_TRACES, ./shared/traces, "
+             "../shared/traces or beside the checkout (with --study all, every *.swf.gz "
+             "there); none found is an error naming where it looked.")] = None,
     traces: Annotated[str | None, typer.Option(
         help="Several traces at once, comma-separated (same as repeating --trace).")] = None,
     load: Annotated[float | None, typer.Option(
@@ -158,11 +165,15 @@ def experiment(
                                "which find the paper's load themselves")
         overrides = settings(set_ or [])
         check_reading(reading, judged=study == "all" or calibrate is not None)
+        if observation and study != "all":
+            raise BadArgument("--observation reruns a row of --study all: use it with it")
         if study == "all":
             _run_all_study(paths, synthetic=synthetic, jobs=jobs, nodes=nodes,
-                          seeds=seeds or 3, first_seed=first_seed, workers=workers,
-                          out=out or Path("experiment-all"), fresh=fresh, overrides=overrides,
-                          reading=reading, variant_workloads=split_list(variant_workloads) or [])
+                           seeds=seeds or 3, first_seed=first_seed, workers=workers,
+                           out=out or Path("experiment-all"), fresh=fresh,
+                           overrides=overrides, reading=reading,
+                           observations=observation or [], max_seeds=max_seeds,
+                           escalation=escalation_runs)
             return
         if len(paths) > 1:
             raise BadArgument("several traces need --study all")
@@ -247,35 +258,47 @@ def _context(study: Study, said: str, specs: tuple[RunSpec, ...]) -> dict[str, o
 def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                    nodes: int | None, seeds: int, first_seed: int, workers: int | None,
                    out: Path, fresh: bool, overrides: Variant, reading: str | None,
-                   variant_workloads: list[str]) -> None:
+                   observations: list[int], max_seeds: int, escalation: int | None) -> None:
     """``--study all``: calibrate, run and judge all 17 observations on every trace."""
     import os
     import time
 
     from sim.study.execution import RunStore, run_grid
-    from sim.study.full import run_all
+    from sim.study.full import ESCALATION_RUNS, run_all
     from sim.study.full_report import FullContext, write_full
 
     if seeds < 1:
         raise BadArgument(f"--seeds must be at least 1, got {seeds}")
+    if not seeds <= max_seeds <= 30:
+        raise BadArgument(f"--max-seeds must be between --seeds ({seeds}) and 30, got "
+                          f"{max_seeds}")
     if first_seed < 0:
         raise BadArgument(f"--first-seed must be 0 or more, got {first_seed}")
     if workers is not None and workers < 1:
         raise BadArgument(f"--workers must be at least 1, got {workers}")
-    if not paths and not synthetic:
-        paths = sorted(p for p in THETA_2022.parent.glob("*.swf.gz")) if \
-            THETA_2022.is_file() else []
+    if escalation is not None and escalation < 0:
+        raise BadArgument(f"--escalation-runs must be 0 or more, got {escalation}")
+    if escalation is None and not observations:
+        escalation = ESCALATION_RUNS
+    wrong = [n for n in observations if not 1 <= n <= 17]
+    if wrong:
+        raise BadArgument(f"--observation is a number from 1 to 17, got {wrong[0]}")
     if paths and synthetic:
         raise BadArgument("--trace and --synthetic cannot be used together")
-    sources = []
+    why = "--trace"
+    if not paths and not synthetic:
+        paths, why = default_traces(every=True)
+    sources, said = [], {}
     for path in paths:
-        source, said = trace_source(trace=path, synthetic=False, jobs=jobs, nodes=nodes)
+        source, _ = trace_source(trace=path, synthetic=False, jobs=jobs, nodes=nodes)
         sources.append(source)
-        console.print(said)
-    if not sources:
-        source, said = trace_source(trace=None, synthetic=True, jobs=jobs, nodes=nodes)
+        said[source.describe()] = f"{path} ({why})"
+    if synthetic:
+        source, _ = trace_source(trace=None, synthetic=True, jobs=jobs, nodes=nodes)
         sources.append(source)
-        console.print(said)
+        said[source.describe()] = "the synthetic Theta-like workload (--synthetic)"
+    for name, where in said.items():
+        console.print(f"Trace {name}: {where}.")
     store = RunStore(out / "runs")
     started, count = time.perf_counter(), 0
 
@@ -289,15 +312,35 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
 
     seed_list = tuple(range(first_seed, first_seed + seeds))
     results = run_all(sources, seeds=seed_list, run=run, overrides=overrides, reading=reading,
-                      variant_workloads=variant_workloads)
+                      max_seeds=max_seeds, escalation=escalation,
+                      observations=observations or None)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
-    files = write_full(results, out, FullContext(command=command, seeds=seed_list,
-                                                 runs=len(list(store.records())),
-                                                 reading=reading))
+    files = write_full(results, out, FullContext(
+        command=command, seeds=seed_list, runs=count, reading=reading, traces=said,
+        max_seeds=max_seeds,
+        rerun={name: _rerun(path, synthetic, out, overrides, seeds, jobs, reading)
+               for name, path in zip(said, [*paths, None], strict=False)}))
     for r in results:
         _show_verdicts(r)
     console.print(f"Wrote {len(files)} files to {out}/ (report.md) in "
                   f"{time.perf_counter() - started:.0f} s.")
+
+
+def _rerun(path: Path | None, synthetic: bool, out: Path, overrides: Variant, seeds: int,
+           jobs: int | None, reading: str | None) -> str:
+    """The command that reruns rows of one trace of a ``--study all`` (``--observation N``
+    follows it)."""
+    args = ["metaq", "experiment", "--study", "all", "--out", str(out)]
+    args += ["--synthetic"] if synthetic and path is None else ["--trace", str(path)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if seeds != 3:
+        args += ["--seeds", str(seeds)]
+    if reading is not None:
+        args += ["--reading", reading]
+    for key, value in overrides:
+        args += ["--set", f"{key}={value}"]
+    return shlex.join(args)
 
 
 # --- the four modes -------------------------------------------------------------------------
@@ -315,15 +358,23 @@ class _TwoLoads:
 
 
 def _show_verdicts(r: TraceResults) -> None:
-    """The 17 verdicts of one trace at the paper's load and at its own."""
+    """The loads of one trace and its 17 verdicts at each."""
+    from sim.study.full_report import loads_line
+
+    console.print(f"{r.verdicts.trace}: {loads_line(r)[0]}", highlight=False)
+    loads = [x for x in r.plan.factors if x in r.verdicts.at]
     table = Table(title=f"The paper's 17 observations: {r.verdicts.trace}")
-    for column in ("#", f"At x{r.plan.factor:g}", "At x1", f"Ours at x{r.plan.factor:g}"):
+    for column in ("#", *(f"At x{r.plan.factors[x]:g}" for x in loads),
+                   f"Ours at x{r.plan.factors[loads[0]]:g}"):
         table.add_column(column, overflow="fold")
-    words = {True: "[green]holds[/green]", False: "[red]does not hold[/red]",
-             None: "cannot judge"}
-    for paper, own in zip(r.verdicts.paper, r.verdicts.own, strict=True):
-        table.add_row(str(paper.number), words[paper.holds],
-                      "—" if paper.number >= 13 else words[own.holds], paper.ours)
+    colour = {"holds": "green", "contradicted": "red", "undecided": "yellow",
+              "cannot judge": "default"}
+    for i, first in enumerate(r.verdicts.at[loads[0]]):
+        cells = []
+        for x in loads:
+            v = r.verdicts.at[x][i]
+            cells.append(f"[{colour[str(v.word)]}]{v.word}[/] ({v.seeds} seeds)")
+        table.add_row(str(first.number), *cells, first.ours)
     console.print(table)
 
 
@@ -426,7 +477,9 @@ def _write(records: list[FinishedRun], out: Path, context: dict[str, object], *,
     seeds = tuple(sorted({r.spec.seed for r in records}))
     ctx = StudyContext(name=str(context.get("name", "")), title=str(context.get("title", "")),
                        question=str(context.get("question", "")),
-                       trace=records[0].trace, seeds=seeds, runs=len(records),
+                       trace=records[0].trace + (f"; {context['trace']}"
+                                                 if context.get("trace") else ""),
+                       seeds=seeds, runs=len(records),
                        command=str(context.get("command", "")))
     result = write_study(records, out, ctx, beside=beside or ())
     _show(result.findings)

@@ -115,7 +115,7 @@ def simulate(
     if compare_recorded:
         _compare(source, info, out, plots)
         return
-    console.print(f"Simulating {count:,} jobs of {info.trace}"
+    console.print(f"Simulating {count:,} jobs of {info.trace} ({info.why})"
                f"{f' as workload {info.workload}' if info.workload else ''} "
                f"under {chosen.name}{' (oracle)' if chosen.oracle else ''}.")
     try:
@@ -225,7 +225,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
                           procs_per_node=reading.procs_per_node,
                           missing_walltime=reading.missing_walltime, cache=reading.cache,
                           dependencies=reading.dependencies)
-        label = trace.name
+        label, why = trace.name, f"--trace {trace}"
     else:
         from sim.trace.synthetic import synthetic_trace
 
@@ -234,6 +234,8 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
             raise ValueError(f"--jobs must be at least 1, not {count}")
         base = synthetic_trace(jobs=count, seed=seed, **({"nodes": nodes} if nodes else {}))
         label = f"a synthetic Theta-like trace (seed {seed})"
+        why = "no --trace given: metaq simulate's default is the synthetic workload"
+    own = base
     if reading.load != 1.0:
         base = scale_load(base, reading.load)
         base = replace(base, notes=(*base.notes, f"arrivals scaled {reading.load:g} times as "
@@ -242,7 +244,7 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
     machine = base.machine.to_dict() if base.machine is not None else {
         "size": base.nodes, "unit": base.unit, "source": "the synthetic workload",
         "procs_per_node": None, "header_fields": []}
-    info = RunInfo(trace=label, seed=seed if trace is None else None,
+    info = RunInfo(trace=label, why=why, seed=seed if trace is None else None,
                    cleaning=tuple(base.report.lines()), machine=machine,
                    offered_load=check.to_dict()["offered_load"],  # type: ignore[arg-type]
                    reading=base.notes, warnings=check.warnings,
@@ -253,7 +255,8 @@ def _source(*, trace: Path | None, seed: int, workload: str, jobs: int | None,
         raise ValueError("the hybrid workloads preempt and resize whole nodes, so read the "
                          "trace with --unit nodes")
     model = WorkloadModel.for_workload(name, seed=seed)
-    return hybrid_workload(base, model), replace(info, workload=name, seed=seed)
+    # typed at the trace's own load: a seed types each job alike at every --load
+    return hybrid_workload(base, model, typed_on=own), replace(info, workload=name, seed=seed)
 
 
 def _with_progress(run: Any, source: Any, scheduler: Any, cqsim_oracle: bool,

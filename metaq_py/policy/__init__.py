@@ -7,16 +7,18 @@ Modules, one job each:
 
 - :mod:`~metaq_py.policy.model`: the value types (jobs, running jobs, notices, snapshot, actions);
 - :mod:`~metaq_py.policy.order`: the one queue order;
-- :mod:`~metaq_py.policy.backfill`: EASY and conservative backfilling;
+- :mod:`~metaq_py.policy.backfill`: one backfilling pass with a reservation depth (EASY 1,
+  conservative all);
 - :mod:`~metaq_py.policy.checkpoint`: Daly's interval, the checkpoint schedule, lost work;
 - :mod:`~metaq_py.policy.notice`: N, CUA, CUP before an on-demand arrival;
 - :mod:`~metaq_py.policy.arrival`: PAA, SPAA, SPAA+ at the arrival;
+- :mod:`~metaq_py.policy.completion`: when an on-demand job ends, its victims resume (R12);
 - :mod:`~metaq_py.policy.mechanisms`: schedulers composed by name;
 - :mod:`~metaq_py.policy.work`, :mod:`~metaq_py.policy.pool`: one decision's scratch state;
 - :mod:`~metaq_py.policy.spans`: node pools as sorted runs of ids (the Cluster's free and
   reserved pools, which decisions walk lowest id first);
 - :mod:`~metaq_py.policy.ending`, :mod:`~metaq_py.policy.lending`: the Cluster's running jobs
-  in end order, and the nodes shrunk for on-demand jobs until they go back to their lender.
+  in end order, and the nodes shrunk for (or preempted by) on-demand jobs until they go back.
 """
 
 from metaq_py.policy.checkpoint import (

@@ -118,17 +118,21 @@ class Profile:
                     return low
         return low
 
-    def reserve(self, job: Job, end: float, oracle: bool) -> None:
+    def reserve(self, job: Job, end: float, oracle: bool) -> bool:
         """Hold nodes for ``job`` at the earliest time it fits at the largest size the profile
         ever offers (its level once every running job has ended), if it ends by ``end``: the
-        reservation conservative backfilling gives every job it does not start now."""
+        reservation backfilling gives a job it does not start now. False when it cannot end
+        by ``end`` (it cannot run here); true otherwise, also when the profile never offers
+        enough (reservations for notices hold the rest: it waits, and nothing is held)."""
         k = min(job.size, self.level(len(self.times) - 1))
         if k < job.min_size:
-            return
+            return True
         duration = job.time_at(k, oracle)
         t = self.earliest(k, duration)
-        if t + duration <= end:
-            self.hold(t, t + duration, k)
+        if t + duration > end:
+            return False
+        self.hold(t, t + duration, k)
+        return True
 
     def earliest(self, k: int, duration: float) -> float:
         """The earliest time ``k`` nodes stay free for ``duration`` (one pass over the steps).

@@ -1,29 +1,33 @@
 """Backfilling: which waiting jobs start now on the free nodes.
 
-Both policies take the queue in order (:mod:`metaq_py.policy.order`) and the free nodes of the
-decision's working pool (:class:`~metaq_py.policy.work.Work`, a copy of the cluster's free pool,
-as Flux's sched-backfill works on a copy of its resource graph).
-
-EASY (Mu'alem and Feitelson, "Utilization, predictability, workloads, and user runtime
-estimates in scheduling the IBM SP2 with backfilling", IEEE TPDS 12(6), 2001):
+One pass (:func:`backfill`) takes the queue in order (:mod:`metaq_py.policy.order`) and the
+free nodes of the decision's working pool (:class:`~metaq_py.policy.work.Work`, a copy of the
+cluster's free pool, as Flux's sched-backfill works on a copy of its resource graph), and a
+*reservation depth*, as Flux's ``sched-simple``/``qmanager`` take one:
 
 1. Start jobs in queue order while they fit.
-2. The first job that does not fit is the *head*. Walk the running jobs in expected-end order,
-   adding the nodes each releases to the free ones, until the head fits: that instant is the
-   *shadow time*, and the nodes left over then are the *extra nodes*.
-3. Any later job may start now if it fits in the free nodes and either ends by the shadow time
-   or uses only extra nodes (which it then consumes). Either way the head still starts at its
-   shadow time.
+2. The first job that does not fit is the *head*; it and the jobs after it that must wait each
+   get a reservation, up to ``depth`` of them: the earliest time the nodes it needs stay free,
+   given the running jobs' expected ends and the reservations made before it.
+3. Any other job starts now only if it fits in the free nodes and delays no reservation.
 
-Conservative backfilling (the same paper): every waiting job in order gets a reservation at the
-earliest time the availability profile has room for it, and a job starts now only if that
-earliest time is now. No job is ever delayed by one behind it. The walk stops once no node is
-free now, since later reservations cannot change what starts now.
+EASY (Mu'alem and Feitelson, "Utilization, predictability, workloads, and user runtime
+estimates in scheduling the IBM SP2 with backfilling", IEEE TPDS 12(6), 2001) is depth 1
+(:data:`EASY`); conservative backfilling (the same paper) reserves for every job that waits
+(:data:`ALL`), so no job is ever delayed by one behind it.
 
-On a long queue, step 3 takes the snapshot's waitlist (:mod:`metaq_py.policy.waitlist`) when
-the driver keeps one: it hands over, in queue order, only the jobs that pass the test step 3
-starts with, so the pass costs the jobs it starts rather than the length of the queue. The jobs
-it walks past would have been skipped, so the decision is the same.
+With one reservation the availability profile is two numbers, EASY's own: the head's *shadow
+time* (walk the running jobs in expected-end order, adding the nodes each releases to the free
+ones, until the head fits) and the *extra nodes* left over then. A later job may start now if it
+fits in the free nodes and either ends by the shadow time or uses only extra nodes (which it
+then consumes). On a long queue that test is served by the snapshot's waitlist
+(:mod:`metaq_py.policy.waitlist`) when the driver keeps one: it hands over, in queue order, only
+the jobs that pass it, so the pass costs the jobs it starts rather than the length of the
+queue. From two reservations on, the reservations are an availability profile
+(:class:`~metaq_py.policy.availability.Profile`), and the pass stops once no job left could
+start now: none fits in the nodes free now, or none has room from now for its shortest run
+(:class:`~metaq_py.policy.availability.Shortest`). Holds only take nodes away, so a job that
+cannot start now cannot start later in the pass.
 
 Estimates: decisions use requested walltimes; with ``oracle`` they use actual runtimes (what
 CQSim does), for like-for-like comparisons with it.
@@ -31,17 +35,22 @@ CQSim does), for like-for-like comparisons with it.
 Malleable start size: a malleable job starts at the largest size in ``[min_size, size]`` that is
 allowed now. Linear speedup means a larger size ends sooner, so this size is also the one most
 likely to end by the shadow time; only when that fails does EASY try the extra nodes, with the
-size capped by them. The head of EASY waits for ``min_size`` nodes.
+size capped by them. A malleable head of EASY is promised ``min_size`` nodes at the shadow time
+(the earliest it can start at all); the profile reserves a malleable job at the largest size it
+ever offers (:meth:`~metaq_py.policy.availability.Profile.reserve`). docs/model.md, "One
+backfill", says why the two differ.
 
 The wall clock of the allocation (``snapshot.end``) is a resource: a job whose estimate at its
 chosen size does not end by ``end`` never starts; a job that cannot end by ``end`` even at its
-largest size is skipped entirely and never becomes the head, since time only runs out.
+largest size, or even from the earliest time it could start, is skipped entirely: it takes no
+reservation, since time only runs out.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Final
 
 from metaq_py.policy.availability import Profile, Shortest, least_from
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
@@ -51,22 +60,84 @@ from metaq_py.policy.shares import ShareRoom
 from metaq_py.policy.waitlist import Waitlist
 from metaq_py.policy.work import Work
 
-Fill = Callable[[Work, Sequence[Job]], None]
-"""A backfilling pass: :func:`easy` or :func:`conservative`."""
+EASY: Final = 1
+"""EASY backfilling's reservation depth: the head's alone."""
+ALL: Final = 1 << 62
+"""Conservative backfilling's reservation depth: every job that waits (more than any queue
+holds)."""
 
 
-def decision(snap: Snapshot, *, fill: Fill, oracle: bool, down: bool = False) -> Decision:
-    """One backfilling decision over ``snap`` with ``fill``: a baseline's whole decision, and
-    an on-demand mechanism's at an instant with no notice, no owed node and no on-demand job
-    waiting. It lives here rather than in :mod:`~metaq_py.policy.mechanisms`, which stays
-    Python (``setup.py``), so that each simulated decision runs in compiled code throughout.
-    ``down`` hands out the highest node ids first (:class:`~metaq_py.policy.pool.NodeOrder`).
+def decision(snap: Snapshot, *, depth: int, oracle: bool, down: bool = False) -> Decision:
+    """One backfilling decision over ``snap`` with reservation ``depth``: a baseline's whole
+    decision, and an on-demand mechanism's at an instant with no notice, no owed node and no
+    on-demand job waiting. It lives here rather than in
+    :mod:`~metaq_py.policy.mechanisms`, which stays Python (``setup.py``), so that each
+    simulated decision runs in compiled code throughout. ``down`` hands out the highest node
+    ids first (:class:`~metaq_py.policy.pool.NodeOrder`).
     """
     if not snap.waiting or (not snap.free and (snap.shares is None or not snap.shares.open)):
         return NOTHING
     work = Work(snap, oracle=oracle, down=down)
-    fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
+    backfill(work, in_order_view(snap.waiting, ordered=snap.ordered), depth)
     return work.decision()
+
+
+def backfill(work: Work, queue: Sequence[Job], depth: int) -> None:
+    """One backfilling pass over ``queue`` with at most ``depth`` reservations (at least 1),
+    recording starts on ``work`` (see the module docstring).
+
+    On a cluster that runs shares (``work.shares``), a share (``job.cores`` > 0) joins a
+    shared node with room, or opens a free node as a one-node job would; behind EASY's head
+    it must not hold a node past the shadow time that would have freed by then, and with a
+    profile it joins a shared node only within the node's expected end. docs/model.md,
+    "Shares".
+    """
+    queue = in_shapes(work, queue)
+    room = work.shares
+    if room is not None and depth != EASY:
+        # the profile's walk from the head of the queue, then shares joining shared nodes
+        begin = _reserving(work, queue, 0, depth, room) if work.free.count else 0
+        _shares_joining(work, queue, room, begin)
+        return
+    pool = work.free
+    now, end, oracle, started = work.now, work.end, work.oracle, work.started
+    for i, job in enumerate(queue):
+        if pool.count == 0 and (room is None or not room.any_open()):
+            return
+        if job.id in started or _never(work, job):
+            continue
+        if room is not None and job.cores:
+            if not room.shape.fits(job.cores, job.gpus) or \
+                    _share_start(work, room, job, math.inf, 0) >= 0:
+                continue
+        else:
+            k = min(job.size, pool.count)
+            if k >= job.min_size and now + job.time_at(k, oracle) <= end:
+                work.start(job, pool.take(k))
+                continue
+        # the head: a share at the head waits for a whole node (its shadow time is when one
+        # frees), so the protection never counts cores
+        if depth != EASY:
+            _reserving(work, queue, i, depth, None)
+            return
+        found = shadow(work, job)
+        if found is None:
+            continue  # it cannot end by the allocation's end: it cannot run here
+        waitlist = None if room is not None else _waitlist(work, queue)
+        if room is not None:
+            _backfill_shares(work, room, queue[i + 1:], *found)
+        elif waitlist is None:
+            _backfill(work, queue[i + 1:], *found)
+        else:
+            _backfill_waitlist(work, waitlist, job, *found)
+        return
+
+
+def _never(work: Work, job: Job) -> bool:
+    """Whether ``job`` can never run here: too big for the machine, or too long for the time
+    left even at its largest size."""
+    return job.min_size > work.snap.total or work.now + job.time_at(job.size, work.oracle) > \
+        work.end
 
 
 def shadow(work: Work, job: Job) -> tuple[float, int] | None:
@@ -74,7 +145,8 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
 
     ``(inf, 0)`` when running jobs never release enough (reservations hold the rest), and
     ``None`` when the head could not end by the allocation's end even starting at its shadow
-    time (it is then not protected).
+    time: it cannot run here, and the pass skips it, as it skips a job too long for the time
+    left now (conservative's profile holds nothing for such a job either).
     """
     need = job.min_size
     avail = work.free.count
@@ -95,39 +167,6 @@ def shadow(work: Work, job: Job) -> tuple[float, int] | None:
     return when, avail - need
 
 
-def easy(work: Work, queue: Sequence[Job]) -> None:
-    """One EASY pass over ``queue``, recording starts on ``work``."""
-    queue = in_shapes(work, queue)
-    if work.shares is not None:
-        _easy_shares(work, queue, work.shares)
-        return
-    pool = work.free
-    if pool.count == 0:
-        return
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    total = work.snap.total
-    for i, job in enumerate(queue):
-        if job.id in started:
-            continue
-        # a job too big for the machine or for the time left can never run here
-        if job.min_size > total or now + job.time_at(job.size, oracle) > end:
-            continue
-        k = min(job.size, pool.count)
-        if k >= job.min_size and now + job.time_at(k, oracle) <= end:
-            work.start(job, pool.take(k))
-            if pool.count == 0:
-                return
-            continue
-        found = shadow(work, job)
-        if found is not None:
-            waitlist = _waitlist(work, queue)
-            if waitlist is None:
-                _backfill(work, queue[i + 1:], *found)
-            else:
-                _backfill_waitlist(work, waitlist, job, *found)
-            return
-
-
 def _waitlist(work: Work, queue: Sequence[Job]) -> Waitlist | None:
     """The snapshot's waitlist when it holds exactly ``queue`` (the snapshot's own waiting
     jobs, not a queue a mechanism reordered) with this decision's estimates."""
@@ -139,8 +178,8 @@ def _waitlist(work: Work, queue: Sequence[Job]) -> Waitlist | None:
 
 
 def _backfill(work: Work, rest: Sequence[Job], shadow_time: float, extra: int) -> None:
-    """EASY's step 3: start the jobs of ``rest`` that protect the head (see the module
-    docstring)."""
+    """Step 3 behind EASY's head: start the jobs of ``rest`` that delay it not (see the
+    module docstring)."""
     pool = work.free
     now, started = work.now, work.started
     oracle = work.oracle
@@ -184,8 +223,8 @@ def _backfill_waitlist(work: Work, waitlist: Waitlist, head: Job, shadow_time: f
 
 
 def _offer(work: Work, job: Job, shadow_time: float, extra: int) -> int:
-    """Start ``job`` (with ``min_size`` at most the free nodes) if EASY's step 3 allows it;
-    the extra nodes left."""
+    """Start ``job`` (with ``min_size`` at most the free nodes) if step 3 behind EASY's head
+    allows it; the extra nodes left."""
     pool = work.free
     now, end, oracle = work.now, work.end, work.oracle
     k = min(job.size, pool.count)
@@ -202,50 +241,43 @@ def _offer(work: Work, job: Job, shadow_time: float, extra: int) -> int:
     return extra
 
 
-def conservative(work: Work, queue: Sequence[Job]) -> None:
-    """One conservative-backfilling pass over ``queue``, recording starts on ``work``.
+def _reserving(work: Work, queue: Sequence[Job], begin: int, depth: int,
+               room: ShareRoom | None) -> int:
+    """Steps 2 and 3 with an availability profile, from ``queue[begin]`` on: a job starts now
+    at the largest size the profile allows, or else takes a reservation while fewer than
+    ``depth`` were made. Returns the index from which on no job can start on a free node now
+    (the pass stops there; see the module docstring).
 
-    The pass stops once no job left in the queue could start now: none fits in the nodes free
-    now, or none has room from now for its shortest run (:class:`Shortest`). Holds only take
-    nodes away, so a job that cannot start now cannot start later in the pass, and the
-    reservations of the jobs after it could not change what starts now.
+    With shares (``room``), a share first joins a shared node within the node's expected end
+    (:func:`_settled`), or else is a one-node job that opens a free node.
     """
-    queue = in_shapes(work, queue)
-    if work.shares is not None:
-        _conservative_shares(work, queue, work.shares)
-        return
     pool = work.free
-    if pool.count == 0:
-        return
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    total = work.snap.total
+    now, end, oracle = work.now, work.end, work.oracle
     least = least_from(queue)
     profile = Profile(work)
     shortest = Shortest(queue, oracle)
-    for i, job in enumerate(queue):
+    reserved = 0
+    for i in range(begin, len(queue)):
+        job = queue[i]
         if least[i] > pool.count or not shortest.any_room(i, profile, now, pool.count):
-            return
-        # skip a job too big for the machine or for the time left
-        if job.id in started or job.min_size > total \
-                or now + job.time_at(job.size, oracle) > end:
+            return i
+        if job.id in work.started or _never(work, job) or (
+                room is not None and _settled(work, room, job)):
             continue
         k = profile.largest_now(job, now, end, oracle, pool.count) \
             if job.min_size <= pool.count else 0
         if k:
-            work.start(job, pool.take(k))
+            nodes = pool.take(k)
+            if room is not None and job.cores:
+                room.open_node(nodes[0])
+            work.start(job, nodes)
             profile.hold(now, now + job.time_at(k, oracle), k)
-            if pool.count == 0:
-                return
-            continue
-        profile.reserve(job, end, oracle)
+        elif reserved < depth and profile.reserve(job, end, oracle):
+            reserved += 1
+    return len(queue)
 
 
-# --- with shares of nodes ------------------------------------------------------------------
-#
-# On a cluster that runs shares (Work.shares is set), the passes below replace the two above,
-# which stay untouched for whole-node clusters (the simulator's, whose schedules must not
-# change). A whole-node job is handled exactly as above; a share (job.cores > 0) joins a shared
-# node with room, or opens a free node as a one-node job would. docs/model.md, "Shares".
+# --- shares of nodes (see backfill) -------------------------------------------------------
 
 
 def _share_start(work: Work, room: ShareRoom, job: Job, shadow_time: float,
@@ -271,85 +303,26 @@ def _share_start(work: Work, room: ShareRoom, job: Job, shadow_time: float,
     return 0 if finish <= shadow_time else 1
 
 
-def _easy_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> None:
-    """EASY over whole-node jobs and shares (see above). A share at the head waits for a
-    whole node (its shadow time is when one frees): the protection never counts cores."""
-    pool = work.free
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
-    total = work.snap.total
-    for i, job in enumerate(queue):
-        if pool.count == 0 and not room.any_open():
-            return
-        if job.id in started or job.min_size > total \
-                or now + job.time_at(job.size, oracle) > end:
-            continue
-        if job.cores:
-            if not room.shape.fits(job.cores, job.gpus) or \
-                    _share_start(work, room, job, math.inf, 0) >= 0:
-                continue
-        else:
-            k = min(job.size, pool.count)
-            if k >= job.min_size and now + job.time_at(k, oracle) <= end:
-                work.start(job, pool.take(k))
-                continue
-        found = shadow(work, job)
-        if found is not None:
-            _backfill_shares(work, room, queue[i + 1:], *found)
-        return
-
-
 def _backfill_shares(work: Work, room: ShareRoom, rest: Sequence[Job], shadow_time: float,
                      extra: int) -> None:
-    """EASY's step 3 over whole-node jobs and shares."""
+    """Step 3 behind EASY's head over whole-node jobs and shares."""
     pool = work.free
-    now, end, oracle, started = work.now, work.end, work.oracle, work.started
     for job in rest:
         if pool.count == 0 and not room.any_open():
             return
-        if job.id in started:
+        if job.id in work.started:
             continue
         if job.cores:
             if room.shape.fits(job.cores, job.gpus):
                 extra -= max(0, _share_start(work, room, job, shadow_time, extra))
-            continue
-        count = pool.count
-        if job.min_size > count:
-            continue
-        k = min(job.size, count)
-        finish = now + job.time_at(k, oracle)
-        if finish > end:
-            continue
-        if finish <= shadow_time:
-            work.start(job, pool.take(k))
-        elif extra >= job.min_size:
-            k = min(k, extra)
-            if now + job.time_at(k, oracle) <= end:
-                work.start(job, pool.take(k))
-                extra -= k
-
-
-def _conservative_shares(work: Work, queue: Sequence[Job], room: ShareRoom) -> None:
-    """Conservative backfilling over whole-node jobs and shares. A share joins a shared node
-    now only if it ends by the node's expected end (so no reservation counting that node is
-    delayed); otherwise it is a one-node job of the availability profile.
-
-    Two stages, as :func:`conservative` stops early: while some job left might still start on
-    a free node, the availability profile is kept (:func:`_shares_on_free_nodes`); from the
-    first job on which none can, reservations no longer change what starts now, and only
-    shares joining shared nodes are left (:func:`_shares_joining`), which never read the
-    profile.
-    """
-    begin = _shares_on_free_nodes(work, queue, room) if work.free.count else 0
-    _shares_joining(work, queue, room, begin)
+        elif job.min_size <= pool.count:
+            extra = _offer(work, job, shadow_time, extra)
 
 
 def _settled(work: Work, room: ShareRoom, job: Job) -> bool:
-    """Whether ``job`` needs no free node in this pass: it was started already, can never run
-    here (too big for the machine or the node, too long for the time left), or is a share
-    that joined a shared node now, within the node's expected end."""
-    if job.id in work.started or job.min_size > work.snap.total \
-            or work.now + job.time_at(job.size, work.oracle) > work.end:
-        return True
+    """Whether ``job`` needs no free node in this pass: it is a share that can never run
+    here (too big for the node), or one that joined a shared node now, within the node's
+    expected end."""
     if not job.cores:
         return False
     if not room.shape.fits(job.cores, job.gpus):
@@ -362,39 +335,13 @@ def _settled(work: Work, room: ShareRoom, job: Job) -> bool:
     return True
 
 
-def _shares_on_free_nodes(work: Work, queue: Sequence[Job], room: ShareRoom) -> int:
-    """The first stage of :func:`_conservative_shares`: the walk with the profile, from the
-    head of ``queue`` to the first job from which on no job can start on a free node now (the
-    free nodes are used up, or :class:`Shortest` finds no room); that job's index."""
-    pool = work.free
-    now, end, oracle = work.now, work.end, work.oracle
-    least = least_from(queue)
-    profile = Profile(work)
-    shortest = Shortest(queue, oracle)
-    for i, job in enumerate(queue):
-        if least[i] > pool.count or not shortest.any_room(i, profile, now, pool.count):
-            return i
-        if _settled(work, room, job):
-            continue
-        k = profile.largest_now(job, now, end, oracle, pool.count) \
-            if job.min_size <= pool.count else 0
-        if k:
-            nodes = pool.take(k)
-            if job.cores:
-                room.open_node(nodes[0])
-            work.start(job, nodes)
-            profile.hold(now, now + job.time_at(k, oracle), k)
-            continue
-        profile.reserve(job, end, oracle)
-    return len(queue)
-
-
 def _shares_joining(work: Work, queue: Sequence[Job], room: ShareRoom, begin: int) -> None:
-    """The second stage of :func:`_conservative_shares`: from ``queue[begin]`` on, shares
-    join shared nodes; nothing else can start now."""
+    """After the profile's walk on a cluster with shares: from ``queue[begin]`` on, shares
+    join shared nodes; nothing else can start now, and joins within a node's expected end
+    never read the profile."""
     for i in range(begin, len(queue)):
         if not room.any_open():
             return
         job = queue[i]
-        if job.cores:
+        if job.cores and job.id not in work.started and not _never(work, job):
             _settled(work, room, job)

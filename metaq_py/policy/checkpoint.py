@@ -129,8 +129,11 @@ def resumed(r: Running, now: float) -> Job:
     job = r.job
     if job.kind is Kind.MALLEABLE:
         scale = len(r.nodes) / job.size if not job.serial else 1 / job.slowdown(len(r.nodes))
-        wall = max(0.0, r.end - now) * scale + job.setup
-        run = None if r.true_end is None else max(0.0, r.true_end - now) * scale + job.setup
+        # with a fixed setup (R2) what is left of the setup is not work: it starts again
+        setup_left = max(0.0, r.start + job.setup - now) if job.fixed_setup else 0.0
+        wall = max(0.0, r.end - now - setup_left) * scale + job.setup
+        run = None if r.true_end is None else \
+            max(0.0, r.true_end - now - setup_left) * scale + job.setup
         return replace(job, walltime=wall, runtime=run)
     done = last_checkpoint(r, now)
     if done is None:

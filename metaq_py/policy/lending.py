@@ -1,4 +1,5 @@
-"""Nodes that shrunk malleable jobs lend to on-demand jobs, until they come home.
+"""Nodes that batch jobs give on-demand jobs, until they come home (the paper's completion
+rule, R12 of ``paper-rules.md``).
 
 An arrival mechanism (:mod:`~metaq_py.policy.arrival`) may shrink a malleable job *for* an
 on-demand job. The nodes then pass through three states, each kept by borrower or lender:
@@ -7,6 +8,12 @@ on-demand job. The nodes then pass through three states, each kept by borrower o
 - **lent** (:attr:`Lending.loans`): held by the running borrower, remembered by lender;
 - **owed**: back from the borrower when it ended, idle, waiting for the lender to expand onto
   them (:attr:`Snapshot.owed <metaq_py.policy.model.Snapshot.owed>`).
+
+It may also preempt a job *for* an on-demand job (:attr:`Lending.victims`). When that job
+ends, each of its victims that still waits has the nodes it gave come back (**returned**,
+:attr:`Snapshot.returned <metaq_py.policy.model.Snapshot.returned>`): they are free, and the
+next decision resumes the victim on them first if it can. The claim lapses as soon as any
+other job starts or a notice reserves nodes, so it lasts one decision.
 
 A :class:`~metaq_py.cluster.Cluster` checks every move before it makes it here; this class
 only keeps the books.
@@ -29,6 +36,38 @@ class Lending:
         """For each running borrower, the nodes it holds on loan, by lender."""
         self.owed: dict[JobId, Nodes] = {}
         """For each running lender, the idle nodes back from its borrowers."""
+        self.victims: dict[JobId, dict[JobId, Nodes]] = {}
+        """For each on-demand job, the jobs preempted for it and the nodes each then held."""
+        self.returned: dict[JobId, Nodes] = {}
+        """For each victim of an on-demand job that ended, the free nodes it gave back."""
+
+    def preempted_for(self, borrower: JobId, victim: JobId, nodes: Nodes) -> None:
+        """``victim``, holding ``nodes``, was preempted for on-demand job ``borrower``."""
+        self.victims.setdefault(borrower, {})[victim] = nodes
+
+    def give_back(self, borrower: JobId, freed: Set[NodeId],
+                  running: Mapping[JobId, Running]) -> None:
+        """``borrower`` ended and ``freed`` became free: each of its victims that does not run
+        again has the freed nodes it once held come back to it."""
+        for victim, nodes in self.victims.pop(borrower, {}).items():
+            back = tuple(n for n in nodes if n in freed)
+            if back and victim not in running:
+                self.returned[victim] = back
+
+    def resumed(self, job: JobId, nodes: Nodes) -> None:
+        """``job`` started on ``nodes``: its claim is met, and the other victims keep only the
+        nodes of theirs it did not take; if it was no victim, every claim lapses (the nodes
+        went to the common pool)."""
+        if self.returned.pop(job, None) is None:
+            self.returned.clear()
+            return
+        taken = set(nodes)
+        for victim, back in list(self.returned.items()):
+            kept = tuple(n for n in back if n not in taken)
+            if not kept:
+                del self.returned[victim]
+            elif len(kept) < len(back):
+                self.returned[victim] = kept
 
     def promise(self, borrower: JobId, lender: JobId, nodes: Nodes) -> None:
         """``lender`` shrank by ``nodes`` (ascending) for ``borrower``."""

@@ -15,7 +15,9 @@ One decision of an on-demand scheduler runs these stages on one
 :class:`~metaq_py.policy.work.Work`, each seeing what the earlier ones did:
 
 1. release reservations whose job is ``release_after`` late;
-2. give lenders the nodes they are owed (``Expand``);
+2. resume the victims of on-demand jobs that ended on the nodes they gave back, if they can
+   (:mod:`~metaq_py.policy.completion`, R12), and give lenders the nodes they are owed
+   (``Expand``);
 3. start waiting on-demand jobs, in queue order, by the arrival strategy;
 4. reserve free nodes for notices, earliest issued first (CUA, CUP), and preempt for CUP;
 5. backfill the queue (on-demand jobs that could not start at its head) on the free nodes;
@@ -39,7 +41,9 @@ from metaq_py.policy.arrival import (
     VictimOrder,
     admit,
 )
-from metaq_py.policy.backfill import Fill, conservative, decision, easy
+from metaq_py.policy.backfill import ALL, EASY, decision
+from metaq_py.policy.backfill import backfill as backfill_pass
+from metaq_py.policy.completion import Completion, give_back
 from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
 from metaq_py.policy.notice import (
     CupTiming,
@@ -65,8 +69,12 @@ class Backfill(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def depth(self) -> int:
+        """Its reservation depth (:func:`~metaq_py.policy.backfill.backfill`): EASY reserves
+        for the head alone, conservative for every job that waits."""
+        return EASY if self is Backfill.EASY else ALL
 
-_FILL: dict[Backfill, Fill] = {Backfill.EASY: easy, Backfill.CONSERVATIVE: conservative}
 
 MECHANISMS: tuple[str, ...] = (
     "easy", "conservative",
@@ -94,6 +102,8 @@ class Scheduler:
     victims are preempted when even all of them are too few
     (:class:`~metaq_py.policy.arrival.PreemptWhen`). ``node_order`` is which free or
     reserved nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`).
+    ``completion`` is what the nodes of an on-demand job that ends do
+    (:class:`~metaq_py.policy.completion.Completion`).
     """
 
     name: str
@@ -109,6 +119,7 @@ class Scheduler:
     cup_preempt: CupTiming = CupTiming.PLANNED
     preempt_when: PreemptWhen = PreemptWhen.IT_STARTS
     node_order: NodeOrder = NodeOrder.LOWEST_FIRST
+    completion: Completion = Completion.RETURN
 
     def __post_init__(self) -> None:
         if (self.notice is None) != (self.arrival is None):
@@ -123,7 +134,7 @@ class Scheduler:
         return self._hybrid(snapshot, arrival, notice)
 
     def _baseline(self, snap: Snapshot) -> Decision:
-        return decision(snap, fill=_FILL[self.backfill], oracle=self.oracle,
+        return decision(snap, depth=self.backfill.depth, oracle=self.oracle,
                         down=self.node_order is NodeOrder.HIGHEST_FIRST)
 
     def _hybrid(self, snap: Snapshot, arrival: ArrivalStrategy,
@@ -138,13 +149,16 @@ class Scheduler:
         arrived: list[Job] = []
         if not none_arrived:
             arrived, queue = split_ondemand(queue)
-        if not arrived and not snap.notices and not snap.owed:
+        returning = self.completion is Completion.RETURN and bool(snap.returned)
+        if not arrived and not snap.notices and not snap.owed and not returning:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
             return self._baseline(snap)
         work = Work(snap, oracle=self.oracle, down=self.node_order is NodeOrder.HIGHEST_FIRST)
         order = notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}
         release_expired(work, order, awaited, release_after=self.release_after)
+        if returning:
+            give_back(work, queue)
         for lender, nodes in snap.owed.items():
             if lender in snap.running:
                 work.expand(lender, nodes)
@@ -152,8 +166,8 @@ class Scheduler:
             admit(work, job, arrival, order, self.victim_order, self.borrowers,
                   self.other_reservations, self.preempt_when)
         collect(work, order, notice, warning=self.warning, timing=self.cup_preempt,
-                when=self.preempt_when)
-        _FILL[self.backfill](work, queue)
+                when=self.preempt_when, victim_order=self.victim_order)
+        backfill_pass(work, queue, self.backfill.depth)
         if notice is not NoticeStrategy.N:
             lend_reservations(work, order, queue)
         return work.decision()
@@ -172,6 +186,7 @@ def make_scheduler(
     cup_preempt: str = "planned",
     preempt_when: str = "it-starts",
     node_order: str = "lowest-first",
+    completion: str = "return",
 ) -> Scheduler:
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
 
@@ -184,6 +199,8 @@ def make_scheduler(
     ``it-starts`` or ``always`` (:class:`~metaq_py.policy.arrival.PreemptWhen`); the
     baselines preempt nothing and ignore them. ``node_order`` is ``lowest-first`` or
     ``highest-first`` (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
+    ``completion`` is ``return`` or ``pool`` (:class:`~metaq_py.policy.completion.
+    Completion`); the baselines preempt nothing and ignore it.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())
     if canon is None:
@@ -197,6 +214,7 @@ def make_scheduler(
     when = _word(CupTiming, "cup_preempt", cup_preempt)
     vain = _word(PreemptWhen, "preempt_when", preempt_when)
     order = _word(NodeOrder, "node_order", node_order)
+    ending = _word(Completion, "completion", completion)
     if canon in ("easy", "conservative"):
         if backfill is not None and backfill != canon:
             raise ValueError(f"scheduler {canon!r} is itself a backfilling policy; "
@@ -211,7 +229,8 @@ def make_scheduler(
     return Scheduler(canon, fill, NoticeStrategy(notice), ArrivalStrategy(arrival),
                      oracle=oracle, release_after=release_after, warning=warning,
                      victim_order=victims, borrowers=who, other_reservations=others,
-                     cup_preempt=when, preempt_when=vain, node_order=order)
+                     cup_preempt=when, preempt_when=vain, node_order=order,
+                     completion=ending)
 
 
 def _word(choice: type[_W], key: str, word: str) -> _W:

@@ -74,6 +74,11 @@ class Job:
     size (its setup, say): :func:`~metaq_py.policy.work.resized` moves the job's end later by
     it, at the new size; with ``resize_fixed`` by the same time at any size. 0 (the default)
     makes resizing free.
+
+    ``fixed_setup`` makes a malleable job's ``setup`` take the same time at any size, as the
+    paper's t_actual = t_single / n + t_setup says (R2 of ``paper-rules.md``): only the rest
+    of its time scales with its size (:meth:`time_at`). Without it (the default) the whole
+    time, setup included, scales.
     """
 
     id: JobId
@@ -96,6 +101,7 @@ class Job:
     serial: float = 0.0
     resize_cost: float = 0.0
     resize_fixed: bool = False
+    fixed_setup: bool = False
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
@@ -103,7 +109,7 @@ class Job:
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
                  gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
                  serial: float = 0.0, resize_cost: float = 0.0,
-                 resize_fixed: bool = False) -> None:
+                 resize_fixed: bool = False, fixed_setup: bool = False) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -125,6 +131,7 @@ class Job:
         object.__setattr__(self, "serial", serial)
         object.__setattr__(self, "resize_cost", resize_cost)
         object.__setattr__(self, "resize_fixed", resize_fixed)
+        object.__setattr__(self, "fixed_setup", fixed_setup)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -161,11 +168,14 @@ class Job:
 
         The estimate at full size is the requested walltime, or the true runtime with
         ``oracle`` (when it is known), times :meth:`slowdown`: with linear speedup
-        ``estimate * size / nodes``. Other kinds run at ``size``.
+        ``estimate * size / nodes``; with :attr:`fixed_setup`, ``setup + (estimate - setup)
+        * slowdown``. Other kinds run at ``size``.
         """
         est = self.runtime if oracle and self.runtime is not None else self.walltime
         if nodes == self.size:
             return est
+        if self.fixed_setup:
+            return self.setup + (est - self.setup) * self.slowdown(nodes)
         # linear: the same arithmetic as ever, so results stay identical to the last bit
         return est * self.size / nodes if not self.serial else est * self.slowdown(nodes)
 
@@ -258,6 +268,9 @@ class Snapshot:
     start without walking past them; the decision is the same with it or without it.
     ``shaped`` says whether some waiting job has other shapes (:attr:`Job.shapes`); ``None``:
     the decision looks. A driver whose jobs never have any (the simulator) says ``False``.
+    ``returned`` maps a job preempted for an on-demand job that has just ended to the nodes
+    it gave, free again (in ``free``): the paper's completion rule (R12) resumes it on them
+    first if it still waits and can (:func:`~metaq_py.policy.notice.give_back`).
     """
 
     now: float
@@ -277,6 +290,7 @@ class Snapshot:
     shares: SharedNodes | None = None
     waitlist: Waitlist | None = None
     shaped: bool | None = None
+    returned: Mapping[JobId, Nodes] = field(default_factory=dict)
 
     def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
                  waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
@@ -287,7 +301,8 @@ class Snapshot:
                  ending_true: Sequence[Ending] | None = None,
                  ondemand_waiting: int | None = None,
                  shares: SharedNodes | None = None, waitlist: Waitlist | None = None,
-                 shaped: bool | None = None) -> None:
+                 shaped: bool | None = None,
+                 returned: Mapping[JobId, Nodes] | None = None) -> None:
         # written out (see "Hot values" below); a mapping left out is a new empty one
         object.__setattr__(self, "now", now)
         object.__setattr__(self, "total", total)
@@ -306,6 +321,7 @@ class Snapshot:
         object.__setattr__(self, "shares", shares)
         object.__setattr__(self, "waitlist", waitlist)
         object.__setattr__(self, "shaped", shaped)
+        object.__setattr__(self, "returned", {} if returned is None else returned)
 
 
 # --- actions -------------------------------------------------------------------------------
@@ -335,8 +351,9 @@ class Preempt:
     """Stop ``job`` and requeue it.
 
     ``for_job`` names the on-demand job the nodes are freed for (or ``None`` when CUP frees them
-    for a reservation). They are not lent: a preempted job resumes through the normal queue
-    order, with its original submit time, and gets no nodes back.
+    for a reservation). They are not lent: a preempted job waits in the queue with its
+    original submit time; when ``for_job`` ends, the nodes it gave come back to it if it
+    still waits (:attr:`Snapshot.returned`, R12).
     """
 
     job: JobId

@@ -11,7 +11,8 @@ CUA (collect until arrival)
 CUP (collect until predicted)
     As CUA, and also count the nodes of the jobs expected to end before the estimated arrival.
     When those will not be enough, pick other running jobs in ascending order of preemption
-    overhead (node-seconds) until the shortfall is covered, and preempt each before the arrival:
+    overhead (node-seconds, or seconds as PAA counts it: the scheduler's ``victim_order``)
+    until the shortfall is covered, and preempt each before the arrival:
     a rigid job right after its last checkpoint that completes by the arrival (now, when none
     does), a malleable job ``warning`` seconds before the arrival (its two-minute warning: it
     loses only its setup whenever it goes, so it should go as late as possible). The decision
@@ -43,8 +44,8 @@ from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
 from operator import attrgetter
 
-from metaq_py.policy.arrival import PreemptWhen
-from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds
+from metaq_py.policy.arrival import PreemptWhen, VictimOrder
+from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds, lost_seconds
 from metaq_py.policy.model import Job, JobId, Kind, Notice, Running
 from metaq_py.policy.work import Work, ending_order
 
@@ -100,9 +101,11 @@ def release_expired(
 
 def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
             warning: float, timing: CupTiming = CupTiming.PLANNED,
-            when: PreemptWhen = PreemptWhen.IT_STARTS) -> None:
+            when: PreemptWhen = PreemptWhen.IT_STARTS,
+            victim_order: VictimOrder = VictimOrder.NODE_SECONDS) -> None:
     """Reserve free nodes for each notice in turn (CUA, CUP), and plan CUP's preemptions
-    (when, as ``timing`` says; whether even too few candidates are, as ``when`` says)."""
+    (when, as ``timing`` says; whether even too few candidates are, as ``when`` says; in
+    ascending overhead as ``victim_order`` counts it, as PAA's, R6 and R9)."""
     if strategy is NoticeStrategy.N:
         return
     claimed: set[JobId] = set()
@@ -117,7 +120,8 @@ def collect(work: Work, order: Sequence[Notice], strategy: NoticeStrategy, *,
             work.reserve(notice.id, k)
             need -= k
         if need > 0 and strategy is NoticeStrategy.CUP:
-            _plan_preemptions(work, notice, need, claimed, warning, timing, when)
+            _plan_preemptions(work, notice, need, claimed, warning, timing, when,
+                              victim_order is VictimOrder.NODE_SECONDS)
 
 
 def _preempt_at(r: Running, now: float, arrival: float, warning: float,
@@ -134,7 +138,8 @@ def _preempt_at(r: Running, now: float, arrival: float, warning: float,
 
 
 def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId],
-                      warning: float, timing: CupTiming, when: PreemptWhen) -> None:
+                      warning: float, timing: CupTiming, when: PreemptWhen,
+                      by_nodes: bool) -> None:
     now, arrival, gone = work.now, notice.arrival, work.gone
     for t, _, jid, _, borrowed in ending_order(work.snap, work.oracle):
         if t > arrival:
@@ -153,7 +158,8 @@ def _plan_preemptions(work: Work, notice: Notice, need: int, claimed: set[JobId]
             continue
         r = work.running(jid)
         at = _preempt_at(r, now, arrival, warning, timing)
-        candidates.append((lost_node_seconds(r, at), r.nodes[0], at, jid))
+        overhead = lost_node_seconds(r, at) if by_nodes else lost_seconds(r, at)
+        candidates.append((overhead, r.nodes[0], at, jid))
         room += len(r.nodes)
     if room < need and when is PreemptWhen.IT_STARTS:
         return

@@ -219,14 +219,28 @@ def resized(r: Running, nodes: tuple[NodeId, ...], now: float) -> Running:
     k = len(nodes)
     f = (len(r.nodes) / k if not job.serial
          else job.slowdown(k) / job.slowdown(len(r.nodes)))
-    end = now + max(0.0, r.end - now) * f
-    true_end = None if r.true_end is None else now + max(0.0, r.true_end - now) * f
+    if job.fixed_setup:  # R2: what is left of the setup takes as long at any size
+        setup_left = max(0.0, r.start + job.setup - now)
+        end = now + _scaled(r.end - now, setup_left, f)
+        true_end = None if r.true_end is None else now + _scaled(r.true_end - now,
+                                                                  setup_left, f)
+    else:
+        end = now + max(0.0, r.end - now) * f
+        true_end = None if r.true_end is None else now + max(0.0, r.true_end - now) * f
     if job.resize_cost:
         charge = resize_charge(job, k)
         end += charge
         if true_end is not None:
             true_end += charge
     return Running(r.job, nodes, r.start, end, true_end, r.last_checkpoint, r.borrowed)
+
+
+def _scaled(left: float, setup_left: float, f: float) -> float:
+    """``left`` seconds, of which the first ``setup_left`` (at most) are setup, with the rest
+    scaled by ``f``."""
+    left = max(0.0, left)
+    fixed = min(left, setup_left)
+    return fixed + (left - fixed) * f
 
 
 def resize_charge(job: Job, nodes: int) -> float:

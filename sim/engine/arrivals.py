@@ -40,7 +40,8 @@ class Feed:
 
     ``count`` is the number of jobs ``jobs()`` yields; ``categories`` gives the notice category
     (``none``, ``accurate``, ``early``, ``late``) of each on-demand job; ``hybrid`` says whether
-    the jobs have kinds beyond rigid.
+    the jobs have kinds beyond rigid; ``charged`` the checkpoint time a job's runtime holds
+    that is not useful work (:attr:`~sim.workload.model.HybridWorkload.charged`), where not 0.
     """
 
     source: Trace | HybridWorkload
@@ -48,6 +49,7 @@ class Feed:
     count: int
     hybrid: bool
     categories: Mapping[JobId, str]
+    charged: Mapping[JobId, float]
 
     def jobs(self) -> Iterator[Job]:
         """Every job, in submit order."""
@@ -70,11 +72,16 @@ def feed(source: Trace | HybridWorkload) -> Feed:
         names = [str(c) for c in CATEGORIES]
         categories = dict(zip(ids, (names[c] for c in source.category[rows].tolist()),
                               strict=True))
+        charged: dict[JobId, float] = {}
+        if source.charged is not None:
+            hit = np.flatnonzero(source.charged)
+            charged = dict(zip(source.trace.jobs.id[hit].tolist(),
+                               source.charged[hit].tolist(), strict=True))
         return Feed(source=source, nodes=source.trace.nodes, count=len(source), hybrid=True,
-                    categories=categories)
+                    categories=categories, charged=charged)
     if isinstance(source, Trace):
         return Feed(source=source, nodes=source.nodes, count=len(source), hybrid=False,
-                    categories={})
+                    categories={}, charged={})
     raise TypeError(f"cannot simulate a {type(source).__name__}; pass a Trace or a "
                     f"HybridWorkload")
 
@@ -95,6 +102,7 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
     model = workload.model
     serial = model.serial  # a malleable job's (0: linear speedup)
     fixed = model.resize_fixed
+    fixed_setup = model.setup_speedup == "none"
     for (jid, kind, submit, size, min_size, walltime, runtime, setup, interval, cost,
          notice) in zip(
             t.id.tolist(), workload.kind.tolist(), t.submit.tolist(), t.nodes.tolist(),
@@ -106,7 +114,8 @@ def _hybrid_jobs(workload: HybridWorkload) -> Iterator[Job]:
                   None if interval != interval else interval, cost,
                   None if notice != notice else notice_id(jid),
                   serial=serial if kind == _MALLEABLE else 0.0,
-                  resize_cost=model.resize_seconds(KINDS[kind], setup), resize_fixed=fixed)
+                  resize_cost=model.resize_seconds(KINDS[kind], setup), resize_fixed=fixed,
+                  fixed_setup=fixed_setup and kind == _MALLEABLE)
 
 
 def _hybrid_notices(workload: HybridWorkload) -> Iterator[Notice]:

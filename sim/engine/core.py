@@ -236,7 +236,7 @@ class Engine:
             if not self._take_instant(now):
                 continue
             plain = self._baseline or not (self.cluster.notices or self.cluster.owed
-                                           or self._waiting.ondemand)
+                                           or self.cluster.returned or self._waiting.ondemand)
             if self._can_skip(plain):
                 self._settled = True
             else:
@@ -318,7 +318,8 @@ class Engine:
     def _submit(self, job: Job, version: int) -> None:
         """``job`` arrives; unless it is a released dependent (``version`` 1), the next arrival
         of the stream goes on the agenda."""
-        self._live[job.id] = self._ledger.open(job)
+        self._live[job.id] = self._ledger.open(job, self.feed.charged.get(job.id, 0.0)) \
+            if self.feed.charged else self._ledger.open(job)
         job = self._waiting.as_waiting(job)
         if job.kind is Kind.ONDEMAND and not self._baseline:
             self._inert = False  # its arrival strategy may preempt or shrink

@@ -30,18 +30,21 @@ class Ledger:
         self.size, self.preemptions, self.shrinks = array("q"), array("q"), array("q")
         self.version = array("q")
         self.submit, self.runtime = array("d"), array("d")
+        self.charged = array("d")  # checkpoint time in the runtime that is not useful work
         self.start, self.end, self.lost = array("d"), array("d"), array("d")
 
     def __len__(self) -> int:
         return len(self.id)
 
-    def open(self, job: Job) -> int:
-        """A job was submitted: open its row, not started, not ended (NaN); return the row."""
+    def open(self, job: Job, charged: float = 0.0) -> int:
+        """A job was submitted: open its row, not started, not ended (NaN); return the row.
+        ``charged`` is the checkpoint time its runtime holds that is not useful work."""
         self.id.append(job.id)
         self.kind.append(KIND_CODE[job.kind])
         self.size.append(job.size)
         self.submit.append(job.submit)
         self.runtime.append(job.runtime if job.runtime is not None else job.walltime)
+        self.charged.append(charged)
         self.start.append(math.nan)
         self.end.append(math.nan)
         self.lost.append(0.0)
@@ -59,7 +62,8 @@ class Ledger:
         size = np.frombuffer(self.size, dtype=np.int64).copy()
         return Columns(
             kind=np.frombuffer(self.kind, dtype=np.int8).copy(), size=size, submit=submit,
-            start=start, end=floats(self.end), runtime=runtime, useful=runtime * size,
+            start=start, end=floats(self.end), runtime=runtime,
+            useful=(runtime - floats(self.charged)) * size,
             preemptions=np.frombuffer(self.preemptions, dtype=np.int64).copy(),
             shrinks=np.frombuffer(self.shrinks, dtype=np.int64).copy(), lost=floats(self.lost),
             instant=start == submit)

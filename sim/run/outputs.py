@@ -30,13 +30,15 @@ JOB_COLUMNS = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
-    """What was simulated, for the record: the trace's name, the seed of the synthetic trace
-    and workload model, the workload (``W1``..``W5``, ``None`` for a plain trace) and the
-    cleaning report's sentences; then the trace's checks: the machine (size, unit and where
-    the size came from, :meth:`sim.trace.machine.Machine.to_dict`), the offered load, the
-    reading notes, the missing-walltime estimate in words and the sanity warnings."""
+    """What was simulated, for the record: the trace's name and why it was that one (``why``:
+    the option that chose it), the seed of the synthetic trace and workload model, the
+    workload (``W1``..``W5``, ``None`` for a plain trace) and the cleaning report's sentences;
+    then the trace's checks: the machine (size, unit and where the size came from,
+    :meth:`sim.trace.machine.Machine.to_dict`), the offered load, the reading notes, the
+    missing-walltime estimate in words and the sanity warnings."""
 
     trace: str
+    why: str | None = None
     seed: int | None = None
     workload: str | None = None
     cleaning: tuple[str, ...] = ()
@@ -117,6 +119,7 @@ def summary_document(result: SimulationResult, summary: Summary, info: RunInfo) 
             "oracle": result.oracle,
             "cqsim_oracle": result.cqsim_oracle,
             "trace": info.trace,
+            "trace_why": info.why,
             "workload": info.workload,
             "seed": info.seed,
             "nodes": result.nodes,

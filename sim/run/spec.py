@@ -27,8 +27,10 @@ from typing import Any
 
 from metaq_py.policy.mechanisms import MECHANISMS, Scheduler, make_scheduler
 from sim.workload.model import (
+    CHECKPOINT_TIMES,
     MALLEABLE_SPEEDUPS,
     RESIZE_COSTS,
+    SETUP_SPEEDUPS,
     TYPE_SHARES,
     WORKLOADS,
     WorkloadModel,
@@ -39,7 +41,7 @@ FAILURE_KEYS = ("failure_mtbf", "failure_repair")
 and the mean repair time, in seconds (see :mod:`sim.engine.failures`)."""
 
 POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order", "borrowers",
-               "other_reservations", "cup_preempt", "preempt_when", "node_order")
+               "other_reservations", "cup_preempt", "preempt_when", "node_order", "completion")
 """Overrides that build the scheduler (:func:`metaq_py.policy.mechanisms.make_scheduler`):
 ``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
 how long after a notice's estimated arrival its reservation is released, ``warning`` how long
@@ -52,10 +54,12 @@ nodes reserved for other notices (:class:`~metaq_py.policy.arrival.OtherReservat
 picked (:class:`~metaq_py.policy.notice.CupTiming`); ``preempt_when`` whether an arriving
 on-demand job or a CUP notice preempts when even every candidate is too few
 (:class:`~metaq_py.policy.arrival.PreemptWhen`); ``node_order`` which free or reserved
-nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`)."""
+nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`); ``completion``
+what the nodes of an on-demand job that ends do (:class:`~metaq_py.policy.completion.
+Completion`: ``return`` to its victims, R12, or ``pool``)."""
 
 ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss",
-               "failure_node", "failure_times")
+               "failure_node", "failure_times", "planning")
 """Overrides of the engine (:func:`sim.engine.core.simulate`): ``requeue`` is where a
 preempted job waits again (:class:`~sim.engine.waiting.Requeue`); ``malleable_start`` the
 smallest size a malleable job may start at (:class:`~sim.engine.waiting.MalleableStart`);
@@ -66,7 +70,9 @@ smallest size a malleable job may start at (:class:`~sim.engine.waiting.Malleabl
 (:class:`~sim.engine.failures.FailureLoss`), ``failure_node`` which node a failure strikes
 (:class:`~sim.engine.failures.FailureNode`), ``failure_times`` the law of the times between
 failures (:class:`~sim.engine.failures.FailureTimes`); only runs with :data:`FAILURE_KEYS` have
-failures."""
+failures; ``planning`` what a decision plans on: ``walltimes`` (requested walltimes, or true
+runtimes with ``oracle`` 1) or ``cqsim`` (CQSim's: waiting jobs by their true runtimes,
+running ones by their walltimes; R14, the paper's baseline)."""
 
 TRACE_KEYS = ("oversize",)
 """Overrides of the trace's cleaning (:func:`sim.trace.cleaning.clean`): ``oversize`` is what
@@ -79,6 +85,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "cup_preempt": ("planned", "at-arrival"),
     "preempt_when": ("it-starts", "always"),
     "node_order": ("lowest-first", "highest-first"),
+    "completion": ("return", "pool"),
+    "planning": ("walltimes", "cqsim"),
     "requeue": ("original", "at-preemption"),
     "malleable_start": ("largest", "full"),
     "decisions": ("per-instant", "per-item"),
@@ -89,6 +97,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "type_shares": TYPE_SHARES,
     "malleable_speedup": MALLEABLE_SPEEDUPS,
     "resize_cost": RESIZE_COSTS,
+    "setup_speedup": SETUP_SPEEDUPS,
+    "checkpoint_time": CHECKPOINT_TIMES,
     "oversize": ("drop", "clamp"),
 }
 """The overrides whose value is a word, and their words, the default first."""
@@ -97,13 +107,32 @@ _NUMERIC_MODEL_FIELDS = tuple(
     f.name for f in dataclasses.fields(WorkloadModel)
     if f.name not in ("seed", "name", "grouping", "notice_shares")
     and f.type in ("float", "int"))
-MODEL_CHOICE_KEYS = ("type_shares", "malleable_speedup", "resize_cost")
+MODEL_CHOICE_KEYS = ("type_shares", "malleable_speedup", "resize_cost", "setup_speedup",
+                     "checkpoint_time")
 """Workload-model fields whose value is a word (:data:`CHOICES`)."""
 OVERRIDE_KEYS = (*_NUMERIC_MODEL_FIELDS, *MODEL_CHOICE_KEYS, *FAILURE_KEYS, *POLICY_KEYS,
                  *ENGINE_KEYS, *TRACE_KEYS)
 """Every parameter a run may override."""
 
 Value = float | int | str
+
+PAPER_RULES: tuple[tuple[str, Value], ...] = (
+    ("checkpoint_time", "charged"), ("setup_speedup", "none"), ("victim_order", "seconds"))
+"""The paper's rules (``paper-rules.md``) where the model's defaults had chosen otherwise,
+for every run of a study: R15, R2, R9 (the key ``victim_order`` means nothing to the
+baseline, which preempts nothing, and is left out of its runs). The completion rule, R12, is
+the schedulers' own default."""
+BASELINE_RULES: tuple[tuple[str, Value], ...] = (("malleable_start", "full"),
+                                                 ("planning", "cqsim"))
+"""R14: the baseline treats malleable jobs as rigid (full size) and plans as CQSim does."""
+
+
+def paper_rules(policy: str) -> tuple[tuple[str, Value], ...]:
+    """The rules of the paper for a run of ``policy`` (a study's defaults), sorted."""
+    if policy == "easy":
+        return tuple(sorted((*(r for r in PAPER_RULES if r[0] != "victim_order"),
+                             *BASELINE_RULES)))
+    return PAPER_RULES
 
 
 class SpecError(ValueError):
@@ -207,8 +236,11 @@ class RunSpec:
 
     @property
     def variant(self) -> str:
-        """The overrides as a label (``checkpoint_scale=0.5``); ``default`` when none."""
-        return variant_label(dict(self.overrides))
+        """The overrides as a label (``checkpoint_scale=0.5``) but those that only follow
+        the paper's rules (:func:`paper_rules`); ``default`` when none: so a study's runs
+        under the rules are labelled alike whatever rules their policy follows."""
+        rules = set(paper_rules(self.policy))
+        return variant_label({k: v for k, v in self.overrides if (k, v) not in rules})
 
     @property
     def params(self) -> Mapping[str, Value]:
@@ -227,6 +259,8 @@ class RunSpec:
         :data:`POLICY_KEYS` (the defaults of :func:`make_scheduler` for the rest)."""
         options: dict[str, Any] = {k: (v == 1 if k == "oracle" else v)
                                    for k, v in self.overrides if k in POLICY_KEYS}
+        if self.choice("planning") == "cqsim":
+            options["oracle"] = True  # CQSim's half oracle plans waiting jobs on runtimes
         return make_scheduler(self.policy, **options)
 
     def choice(self, key: str) -> str:

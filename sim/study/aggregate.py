@@ -23,7 +23,7 @@ import io
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +39,9 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 """Student's t 97.5% quantile for 1..30 degrees of freedom (beyond: 1.96)."""
 
 STATS = ("mean", "std", "min", "max", "ci95", "n")
+
+Sample = tuple[str, int]
+"""One run of a cell: ``(workload, seed)``."""
 
 
 def t975(dof: int) -> float:
@@ -59,16 +62,22 @@ class Cell:
     min: float
     max: float
     ci95: float
+    samples: Mapping[Sample, float] = field(default_factory=dict, compare=False)
+    """The runs' values by ``(workload, seed)``, for comparisons paired run by run (not
+    written to CSV or JSON: a table read back has none)."""
 
     @classmethod
-    def of(cls, values: Iterable[float | None]) -> Cell:
+    def of(cls, values: Iterable[float | None],
+           samples: Mapping[Sample, float | None] | None = None) -> Cell:
         data = np.array([v for v in values if v is not None and v == v], dtype=np.float64)
         n = len(data)
+        kept = {} if samples is None else {k: float(v) for k, v in samples.items()
+                                           if v is not None and v == v}
         if n == 0:
-            return cls(0, math.nan, math.nan, math.nan, math.nan, math.nan)
+            return cls(0, math.nan, math.nan, math.nan, math.nan, math.nan, kept)
         std = float(data.std(ddof=1)) if n > 1 else math.nan
         ci = t975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
-        return cls(n, float(data.mean()), std, float(data.min()), float(data.max()), ci)
+        return cls(n, float(data.mean()), std, float(data.min()), float(data.max()), ci, kept)
 
     @property
     def low(self) -> float:
@@ -174,10 +183,12 @@ class ResultsTable:
         metrics = tuple(dict.fromkeys(m for row in means.values() for m in row))
         cells: dict[Row, dict[str, Cell]] = {}
         for (p, w), row in means.items():
-            cells[(variant, p, w)] = {m: Cell.of([row.get(m)]) for m in metrics}
+            cells[(variant, p, w)] = {m: Cell.of([row.get(m)], {(w, 0): row.get(m)})
+                                      for m in metrics}
         for p in policies:
             cells[(variant, p, ALL)] = {
-                m: Cell.of([_avg([means[(p, w)].get(m) for w in workloads if (p, w) in means])])
+                m: Cell.of([_avg([means[(p, w)].get(m) for w in workloads if (p, w) in means])],
+                           {(w, 0): means[(p, w)].get(m) for w in workloads if (p, w) in means})
                 for m in metrics}
         return cls((variant,), policies, workloads, metrics, cells)
 
@@ -217,15 +228,21 @@ def aggregate(records: Sequence[FinishedRun], *, policies: Sequence[str] | None 
         seeds[r.spec.seed] = r.metrics
     cells: dict[Row, dict[str, Cell]] = {}
     for row, seeds in groups.items():
-        cells[row] = {m: Cell.of(seeds[s].get(m) for s in sorted(seeds)) for m in keys}
+        w = row[2]
+        cells[row] = {m: Cell.of((seeds[s].get(m) for s in sorted(seeds)),
+                                 {(w, s): seeds[s].get(m) for s in sorted(seeds)})
+                      for m in keys}
     if len(workloads) > 1:
         for v in variants:
             for p in order:
                 per_seed: dict[int, list[Mapping[str, float | None]]] = {}
+                runs: dict[Sample, Mapping[str, float | None]] = {}
                 for w in workloads:
                     for s, values in groups.get((v, p, w), {}).items():
                         per_seed.setdefault(s, []).append(values)
+                        runs[(w, s)] = values
                 cells[(v, p, ALL)] = {
-                    m: Cell.of(_avg([x.get(m) for x in per_seed[s]]) for s in sorted(per_seed))
+                    m: Cell.of((_avg([x.get(m) for x in per_seed[s]]) for s in sorted(per_seed)),
+                               {k: x.get(m) for k, x in runs.items()})
                     for m in keys}
     return ResultsTable(variants, order, workloads, keys, cells)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from sim.run.spec import RunSpec, TraceSource
 from sim.study.execution import FinishedRun
-from sim.study.grid import BASELINE, Variant, with_overrides
+from sim.study.grid import BASELINE, Variant, with_rules
 
 PAPER_TABLE_III: Mapping[str, float] = {
     "utilisation_paper": 0.8393, "turnaround_all": 15.6, "instant_start": 0.2269}
@@ -54,7 +54,7 @@ class Calibration:
 def _spec(source: TraceSource, factor: float, overrides: Variant) -> RunSpec:
     return RunSpec(policy=BASELINE, workload="W5", seed=0,
                    trace=replace(source, load=round(factor, 4)),
-                   overrides=with_overrides((), overrides))
+                   overrides=with_rules(BASELINE, (), overrides))
 
 
 def calibrate(source: TraceSource, run: Runner, *,

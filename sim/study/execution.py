@@ -65,7 +65,7 @@ class FinishedRun:
             raise SpecError(f"a finished run is malformed: {e}") from None
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=16)
 def load_source(source: TraceSource, oversize: str = "drop") -> Trace:
     """The trace ``source`` names, loaded and cleaned once per process; ``oversize`` is what
     cleaning does with a job larger than the machine (``drop`` or ``clamp``, see
@@ -86,9 +86,13 @@ def run_one(spec: RunSpec) -> FinishedRun:
     """Simulate one run and measure it."""
     t0 = time.perf_counter()
     trace = load_source(spec.trace, spec.choice("oversize"))
-    workload = hybrid_workload(trace, spec.model())
+    # the job types are drawn on the trace at its own load, the same at every load
+    own = trace if spec.trace.load == 1.0 else \
+        load_source(replace(spec.trace, load=1.0), spec.choice("oversize"))
+    workload = hybrid_workload(trace, spec.model(), typed_on=own)
     failures = _failure_source(spec, trace)
     result = simulate(workload, policy=spec.scheduler(), failures=failures,
+                      cqsim_oracle=spec.choice("planning") == "cqsim",
                       requeue=spec.choice("requeue"),
                       malleable_start=spec.choice("malleable_start"),
                       decisions=spec.choice("decisions"),

@@ -1,5 +1,6 @@
-"""The report of ``--study all``: the 17 observations per trace, the paper's load beside the
-trace's own, the traces beside each other, and how stable the ranking of the mechanisms is.
+"""The report of ``--study all``: the 17 observations per trace at the paper's load and at a
+saturating one, the traces beside each other, what decided each verdict, and the command that
+reruns each row.
 
 Like :mod:`sim.study.report`, it depends only on the results, the seeds and the command, so
 equal runs give an equal report; the wall-clock time is stated by the command, not here.
@@ -10,52 +11,82 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sim.run.spec import BASELINE_RULES, PAPER_RULES
 from sim.study.aggregate import ALL, ResultsTable
-from sim.study.calibrate import CALIBRATION_METRIC, TABLE_III_HEADER, table_iii
-from sim.study.full import SENSITIVITY_LOADS, VARIANT_WORKLOAD, TraceResults
+from sim.study.calibrate import CALIBRATION_METRIC, PAPER_TABLE_III, TABLE_III_HEADER, table_iii
+from sim.study.full import VARIANT_WORKLOAD, TraceResults
 from sim.study.grid import MECHANISM_NAMES
+from sim.study.judging import (
+    DEFAULT_READING,
+    MUCH,
+    READINGS,
+    SATURATED,
+    SETTLES,
+    Verdict,
+    Word,
+)
 from sim.study.metrics import BY_KEY, PAPER_METRICS
-from sim.study.observations import OBSERVATIONS, READINGS, Verdict
+from sim.study.observations import OBSERVATIONS
 from sim.study.report import _cell, _table
 
 RANK_METRIC = "turnaround_all"
 
+LOAD_NAMES: Mapping[str, str] = {"paper": "the paper's load", "saturated": "a saturating load",
+                                 "own": "the trace's own load"}
+
+CAUSES: Mapping[int, str] = {}
+"""For an observation that does not hold, the cause the runs show, as ``docs/model.md``
+("Rules of the paper", "The outcome") explains it; filled from the measured runs."""
+
 
 @dataclass(frozen=True, slots=True)
 class FullContext:
+    """How the numbers were made: the ``command``, the first ``seeds`` (more where a verdict
+    was undecided), the number of ``runs``, the ``reading``, the sentence saying which trace
+    each is and why (``traces``), and per trace the command that reruns a row of it, to be
+    followed by ``--observation N`` (``rerun``)."""
+
     command: str
     seeds: tuple[int, ...]
     runs: int
     reading: str | None = None
+    traces: Mapping[str, str] = field(default_factory=dict)
+    rerun: Mapping[str, str] = field(default_factory=dict)
+    max_seeds: int = 10
 
 
 def _word(v: Verdict) -> str:
-    return {True: "holds", False: "**does not hold**", None: "cannot judge"}[v.holds]
+    word = str(v.word)
+    return f"**{word}**" if v.word is Word.CONTRADICTED else word
 
 
-def _cause(paper: Verdict, own: Verdict, number: int, factor: float) -> str:
-    """Why a verdict is what it is, as the runs show it."""
-    if paper.holds is None:
-        return paper.broken
-    if number >= 13:
-        cause = "" if paper.holds else f"fails: {paper.broken}"
-    elif paper.holds and own.holds is False:
-        cause = (f"holds at the paper's load (x{factor:g}); at the trace's own (x1) it does "
-                 f"not: {own.broken}")
-    elif paper.holds is False and own.holds:
-        cause = (f"at the trace's own load (x1) it holds; at the paper's (x{factor:g}) it "
-                 f"does not: {paper.broken}")
-    elif paper.holds is False:
-        cause = f"fails at both loads; at the paper's: {paper.broken}"
-    else:
-        cause = "holds at both loads" if own.holds else ""
-    if paper.noise:
-        cause += ("; " if cause else "") + f"within the 95% noise: {paper.noise}"
-    return cause
+def _cell_of(v: Verdict) -> str:
+    return f"{_word(v)} ({v.seeds} seeds)" if v.seeds else _word(v)
+
+
+def cause(v: Verdict, *, max_seeds: int = 10, rerun: str = "") -> str:
+    """What made a verdict what it is, from its parts and :data:`CAUSES`; for one left
+    undecided below ``max_seeds``, the command that gives it more (``rerun``)."""
+    if v.word is Word.HOLDS:
+        return ""
+    said = []
+    if v.broken:
+        said.append(f"contradicted: {v.broken}")
+    if v.noise:
+        said.append(f"inside the 95% interval at {v.seeds} seeds: {v.noise}")
+    if v.word is Word.UNDECIDED and v.seeds < max_seeds:
+        more = f"`{rerun} --observation {v.number}`" if rerun else "`--observation`"
+        said.append(f"not given more seeds (the study's budget of added runs went to "
+                    f"cheaper rows): {more} gives it {max_seeds}")
+    if v.unjudged:
+        said.append(f"cannot judge: {v.unjudged}")
+    if v.number in CAUSES:
+        said.append(CAUSES[v.number])
+    return "; ".join(said)
 
 
 def ranking(table: ResultsTable, *, workload: str = ALL, metric: str = RANK_METRIC,
@@ -87,164 +118,216 @@ def _headline(t: ResultsTable) -> list[str]:
                    for p in t.policies])
 
 
-def _observations(r: TraceResults) -> list[str]:
-    factor = r.plan.factor
-    rows = []
-    for o, paper, own in zip(OBSERVATIONS, r.verdicts.paper, r.verdicts.own, strict=True):
-        own_word = "—" if o.number >= 13 else _word(own)
-        rows.append([str(o.number), o.claim, paper.ours, _word(paper), own_word,
-                     _cause(paper, own, o.number, factor)])
-    return _table(["#", "The paper's claim", f"Ours at the paper's load (x{factor:g})",
-                   f"Verdict at x{factor:g}", "Verdict at x1", "Cause / note"], rows)
+def _loads(r: TraceResults) -> list[str]:
+    return [load for load in r.plan.factors if load in r.verdicts.at]
 
 
-def _sensitivity(r: TraceResults) -> list[str]:
-    factor = r.plan.factor
-    paper = r.tables["paper"]
-    reference = ranking(paper, workload=VARIANT_WORKLOAD)
-    out = [f"Ranking of the six mechanisms by {BY_KEY[RANK_METRIC].label.lower()}, best "
-           f"first, on {VARIANT_WORKLOAD}; τ is Kendall's tau against the ranking at F "
-           f"(1: the same order, -1: reversed).", ""]
+def _load_label(r: TraceResults, load: str) -> str:
+    return f"x{r.plan.factors[load]:g}"
+
+
+def outcome(results: Sequence[TraceResults]) -> list[str]:
+    """The 17 rows x traces x loads: each cell a verdict and its seeds."""
+    header = ["#", "The paper's claim"]
+    for r in results:
+        header += [f"{r.verdicts.trace}, {LOAD_NAMES.get(load, load)} "
+                   f"({_load_label(r, load)})" for load in _loads(r)]
     rows = []
-    loads = sorted((*SENSITIVITY_LOADS, 1.0))
-    for multiple in loads:
-        t = paper if multiple == 1.0 else r.tables.get(f"load-{multiple:g}")
-        if t is None:
-            continue
-        order = ranking(t, workload=VARIANT_WORKLOAD)
-        rows.append([f"{multiple:g} F = x{factor * multiple:.4g}", " > ".join(order),
-                     f"{kendall_tau(reference, order):+.2f}"])
-    out += _table(["Load", "Ranking", "τ"], rows)
-    out += ["", "As the notice accuracy changes (W1 mostly no notice, W2 accurate, W3 early, "
-                "W4 late, W5 an equal mix), at F:", ""]
+    for i, o in enumerate(OBSERVATIONS):
+        row = [str(o.number), o.claim]
+        for r in results:
+            row += [_cell_of(r.verdicts.at[load][i]) for load in _loads(r)]
+        rows.append(row)
+    return _table(header, rows)
+
+
+def _observations(r: TraceResults, rerun: str, max_seeds: int) -> list[str]:
+    loads = _loads(r)
+    header = ["#", *(f"Verdict at {_load_label(r, x)}" for x in loads),
+              *(f"Ours at {_load_label(r, x)}" for x in loads), "Cause / note"]
     rows = []
-    overall = ranking(paper)
-    for w in paper.workloads:
-        order = ranking(paper, workload=w)
-        rows.append([w, " > ".join(order), f"{kendall_tau(overall, order):+.2f}"])
-    out += _table(["Workload", "Ranking", "τ against all workloads"], rows)
+    for i, o in enumerate(OBSERVATIONS):
+        verdicts = [r.verdicts.at[x][i] for x in loads]
+        causes = [f"at {_load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
+                  if (c := cause(v, max_seeds=max_seeds, rerun=rerun))]
+        rows.append([str(o.number), *(_cell_of(v) for v in verdicts),
+                     *(v.ours for v in verdicts), "; ".join(causes)])
+    out = _table(header, rows)
+    if rerun:
+        out += ["", "To rerun one row (its runs at both loads, stored runs reused; add "
+                    "`--fresh` to run them again):", "", "```"]
+        out += [f"{rerun} --observation {o.number}" for o in OBSERVATIONS]
+        out += ["```"]
     return out
 
 
-def _both(results: Sequence[TraceResults]) -> list[str]:
-    names = [r.verdicts.trace for r in results]
-    rows = []
-    for i, o in enumerate(OBSERVATIONS):
-        verdicts = [r.verdicts.paper[i].holds for r in results]
-        if all(v is True for v in verdicts):
-            where = "holds on every trace"
-        elif all(v is False for v in verdicts):
-            where = "fails on every trace"
-        elif any(v is None for v in verdicts):
-            where = "cannot judge on some trace"
-        else:
-            where = "holds on " + ", ".join(n for n, v in zip(names, verdicts, strict=True)
-                                            if v) + " only"
-        rows.append([str(o.number), o.claim, *(_word(r.verdicts.paper[i]) for r in results),
-                     where])
-    return _table(["#", "Claim", *(f"{n} (paper's load)" for n in names), "Conclusion"], rows)
-
-
-def two_loads(r: TraceResults) -> list[str]:
-    """The study at the trace's own load and at the paper's, side by side: the factor F and
-    the baseline beside Table III, the 17 verdicts at both loads, the headline at each.
-    ``--study all`` shows it per trace; ``--calibrate paper`` in its report."""
+def _baseline(r: TraceResults) -> list[str]:
     cal = r.plan.calibration
-    out = ["### The paper's load", "",
-           f"F = {cal.factor:g}: baseline EASY reaches {100 * cal.reached:.2f}% against "
-           f"the paper's {100 * cal.target:.2f}% (steps tried: "
+    out = [f"F = {cal.factor:g}: the baseline reaches {100 * cal.reached:.2f}% against the "
+           f"paper's {100 * cal.target:.2f}% (steps tried: "
            + ", ".join(f"x{f:g} → {100 * u:.2f}%" for f, u in cal.steps) + ").", ""]
     out += [*_table(TABLE_III_HEADER, table_iii(cal)), ""]
-    out += ["### The 17 observations", "", *_observations(r), ""]
-    for name, label in (("paper", f"at the paper's load (x{r.plan.factor:g})"),
-                        ("own", "at the trace's own load (x1)")):
-        t = r.tables[name]
-        where = "averaged over the workloads seed by seed" if len(t.workloads) > 1 else \
+    ta = cal.calibrated.get("turnaround_all")
+    inst = cal.calibrated.get("instant_start")
+    if ta is not None and inst is not None:
+        out += [f"Gap to Table III at F: turnaround {ta - PAPER_TABLE_III['turnaround_all']:+.1f}"
+                f" h ({100 * (ta / PAPER_TABLE_III['turnaround_all'] - 1):+.0f}%), "
+                f"instant start {100 * (inst - PAPER_TABLE_III['instant_start']):+.1f} points "
+                f"(the paper's 2019 trace is not ours; utilisation is matched by "
+                f"construction).", ""]
+    return out
+
+
+def loads_line(r: TraceResults) -> list[str]:
+    """Each load's factor and offered load, and whether the trace is too small for it or
+    does not saturate the machine there (also said in the console)."""
+    parts = []
+    for load in _loads(r):
+        t = r.tables.get(load)
+        offered = math.nan if t is None else t.mean("easy", "offered_load")
+        if math.isnan(offered) and t is not None:
+            offered = t.mean(t.policies[0], "offered_load")
+        where = "n/a" if math.isnan(offered) else f"{offered:.2f}"
+        parts.append(f"{LOAD_NAMES.get(load, load)} {_load_label(r, load)} (offered load "
+                     f"{where})")
+        window = math.nan if t is None else t.mean(t.policies[0], "window_runtimes")
+        if not math.isnan(window) and window < SETTLES:
+            parts[-1] += (f": this trace is too small for this load (its steady-state window "
+                          f"lasts {window:.1f} mean runtimes, under {SETTLES:g}), so its "
+                          f"utilisation claims are not judged there; the others are")
+        elif not math.isnan(offered) and load == "saturated" and offered < SATURATED:
+            parts[-1] += (": this trace does not saturate the machine even there, so its "
+                          "utilisation claims cannot be judged")
+    return ["Loads: " + "; ".join(parts) + ".", ""]
+
+
+def _sensitivity(r: TraceResults) -> list[str]:
+    loads = [x for x in _loads(r) if x in r.tables]
+    if not loads:
+        return []
+    reference = ranking(r.tables[loads[0]], workload=VARIANT_WORKLOAD)
+    out = [f"Ranking of the six mechanisms by {BY_KEY[RANK_METRIC].label.lower()}, best "
+           f"first, on {VARIANT_WORKLOAD}; τ is Kendall's tau against the first row.", ""]
+    rows = []
+    for load in loads:
+        order = ranking(r.tables[load], workload=VARIANT_WORKLOAD)
+        rows.append([_load_label(r, load), " > ".join(order),
+                     f"{kendall_tau(reference, order):+.2f}"])
+    return out + _table(["Load", "Ranking", "τ"], rows)
+
+
+def _variants(r: TraceResults) -> list[str]:
+    out: list[str] = []
+    for name, t in r.tables.items():
+        if "@" not in name:
+            continue
+        study, load = name.split("@")
+        out += [f"### Study `{study}` at {_load_label(r, load)}, {VARIANT_WORKLOAD}", ""]
+        metrics = ["turnaround_all", "turnaround_rigid", "utilisation", "instant_start",
+                   "preempt_rigid", "preempt_malleable"]
+        on = t.workloads[0]
+        rows = [[p, v, *(_cell(t.cell(p, m, workload=on, variant=v), m) for m in metrics)]
+                for v in t.variants for p in t.policies]
+        out += [*_table(["Policy", "Variant", *(BY_KEY[m].label for m in metrics)], rows), ""]
+    return out
+
+
+def trace_section(r: TraceResults, *, rerun: str = "", max_seeds: int = 10) -> list[str]:
+    """One trace: its loads, the baseline beside Table III, the 17 verdicts with their
+    causes and rerun commands, observation 14 under the other reading, the headlines."""
+    out = [*loads_line(r), "### The baseline beside the paper's Table III (R14)", "",
+           *_baseline(r), "### The 17 observations", "",
+           *_observations(r, rerun, max_seeds), ""]
+    plain = r.verdicts.mechanisms_only
+    if plain:
+        out += ["Observation 14 read with only the mechanisms' preemptions counted (R19's "
+                "other reading): " + "; ".join(
+                    f"{_load_label(r, x)} {_cell_of(v)} ({v.ours})"
+                    for x, v in plain.items() if x in r.plan.factors) + ".", ""]
+    for load in _loads(r):
+        t = r.tables.get(load)
+        if t is None:
+            continue
+        where = "averaged over the workloads run by run" if len(t.workloads) > 1 else \
             t.workloads[0]
-        out += [f"### Headline {label}, {where}", "", *_headline(t), ""]
-        extra = ["utilisation_paper", "busy_utilisation", "useful_node_hours",
-                 "busy_node_hours", "lost_node_hours", "ondemand_work_share"]
+        out += [f"### Headline at {LOAD_NAMES.get(load, load)} ({_load_label(r, load)}), "
+                f"{where}", "", *_headline(t), ""]
+        extra = ["utilisation_paper", "busy_utilisation", "offered_load", "lost_node_hours",
+                 "ondemand_work_share"]
         overall = ALL if len(t.workloads) > 1 else t.workloads[0]
         rows = [[p, *(_cell(t.cell(p, m, workload=overall), m) for m in extra)]
                 for p in t.policies]
         out += [*_table(["Policy", *(BY_KEY[m].label for m in extra)], rows), ""]
+    out += ["### Sensitivity of the ranking", "", *_sensitivity(r), "", *_variants(r)]
     return out
+
+
+def _rules_lines() -> list[str]:
+    rules = ", ".join(f"`{k}={v}`" for k, v in (*PAPER_RULES, *BASELINE_RULES))
+    return [f"- **The paper's rules** (`paper-rules.md`, R1-R20; `docs/model.md`, \"Rules of "
+            f"the paper\"): every run follows them where our model had chosen otherwise: "
+            f"{rules} (the last two for the baseline only), and R12 (the victims of an "
+            f"on-demand job resume on its nodes when it ends). `--set KEY=WORD` with the "
+            f"other word of a key brings back the choice before it."]
 
 
 def render_full(results: Sequence[TraceResults], context: FullContext) -> str:
     """The whole report as Markdown."""
-    seeds = context.seeds
+    reading = context.reading or DEFAULT_READING
     out = ["# The paper's 17 observations on our traces", "",
            "Fan et al., \"Hybrid Workload Scheduling on HPC Systems\" (IPDPS 2022), judged "
            "claim by claim.", "",
            f"- Command: `{context.command}`",
-           f"- Seeds: {', '.join(map(str, seeds))} (each seed draws the hybrid workload "
-           f"model: job types, notices, setups, failures; the trace is the same for every "
-           f"seed); {context.runs} runs in all",
-           f"- Traces: {', '.join(r.verdicts.trace for r in results)}",
-           "- **Utilisation** in every finding is the steady-state one: useful node-hours "
-           "(work lost to preemption excluded) over the window from the first submit plus a "
-           "week (at most a tenth of the span) to the last submit, a window that ends before "
-           "the queue drains. The paper's definition as we read it (useful node-hours over "
-           "the node-hours from the first submit to the last end) and the busy utilisation "
-           "(lost work included) are in the tables below; on a whole trace every policy "
-           "does the same useful work, so the paper's reading cannot separate them.",
-           "- The paper's load: each trace's inter-arrival gaps are divided by the factor F "
-           f"at which baseline EASY reaches the paper's 83.93% ({CALIBRATION_METRIC}, the "
-           "paper's reading; W5, seed 0). Observations 1-12 are judged at F and, beside, at "
-           "the trace's own load (x1); 13-17 from the variant studies at F on "
-           f"{_variant_workloads(results)}.",
-           "- Tolerances for the paper's loose words are fixed in `sim/study/observations.py` "
-           "and were not tuned: about = within 10 points, slightly = under 5 points, much "
-           "more = at least 1.5 times. Every figure is a mean over seeds; \"within the 95% "
-           "noise\" marks comparisons whose Student-t intervals overlap.",
-           "- The modelling choices that move a verdict, with the verdict under each "
-           "alternative, are listed in `docs/model.md` (*Choices that move a verdict*).",
-           *_reading_line(context.reading), ""]
-    if len(results) > 1:
-        out += ["## On every trace", "", *_both(results), ""]
+           *(f"- Trace {name}: {why}" for name, why in context.traces.items()),
+           f"- Seeds: {', '.join(map(str, context.seeds))} for every run; an observation "
+           f"undecided at a load gets more seeds, up to {context.max_seeds} (the paper "
+           f"averages ten traces, R18), for the runs its undecided parts read, the cheapest "
+           f"rows first within the study's budget of added runs; each verdict says how many "
+           f"seeds it rests on. Each seed draws the hybrid workload model (job types, "
+           f"notices, setups, failures); the trace is the same. {context.runs} runs in all.",
+           "- **Verdicts**: *holds* (every part shows, outside the noise); *contradicted* "
+           "(a part shows the opposite, outside the noise); *undecided* (a difference inside "
+           "its 95% interval); *cannot judge* (the quantity cannot move at this load, or a "
+           "figure is missing). Every comparison pairs runs of the same workload and seed; "
+           "the interval is Student's t over those pairs.",
+           *_rules_lines(),
+           "- **Loads**: each trace's inter-arrival gaps are divided by the factor F at which "
+           f"the baseline reaches the paper's 83.93% ({CALIBRATION_METRIC}: useful node-hours "
+           "from the first submit to the last end; W5, seed 0), and by a saturating factor "
+           "S (at least 1.2 F, and enough for the work offered in the steady-state window to "
+           "reach 1.1 of the machine).",
+           "- **Utilisation** in the verdicts is the steady-state one: useful node-hours "
+           "(work lost to preemption and charged checkpoint time excluded) over the window "
+           "from the first submit plus a week (at most a tenth of the span) to the last "
+           f"submit. Where the work offered in it is below {SATURATED:g} of the machine, every "
+           "policy does the work as it comes and a utilisation claim cannot be judged.",
+           f"- **Preempted** means: {READINGS[reading][0]} (reading `{reading}`).",
+           f"- Tolerances for the paper's loose words are fixed in `sim/study/judging.py` "
+           f"and were not tuned: about = within 10 points, slightly = under 5 points, much "
+           f"more = at least {MUCH:g} times.", ""]
+    out += ["## The outcome", "", *outcome(results), ""]
     for r in results:
-        out += [f"## {r.verdicts.trace}", "", *two_loads(r)]
-        out += ["### Sensitivity of the ranking", "", *_sensitivity(r), ""]
-        for name in ("checkpoint", "failures", "malleable-min", "setup"):
-            if name not in r.tables:
-                continue
-            t = r.tables[name]
-            on = ALL if len(t.workloads) > 1 else t.workloads[0]
-            where = "averaged over " + ", ".join(t.workloads) if on == ALL else on
-            out += [f"### Study `{name}` at x{r.plan.factor:g}, {where}", ""]
-            metrics = ["turnaround_all", "turnaround_rigid", "utilisation", "instant_start",
-                       "preempt_rigid", "preempt_malleable"]
-            rows = [[p, v, *(_cell(t.cell(p, m, workload=on, variant=v), m)
-                             for m in metrics)] for v in t.variants for p in t.policies]
-            out += [*_table(["Policy", "Variant", *(BY_KEY[m].label for m in metrics)], rows),
-                    ""]
+        out += [f"## {r.verdicts.trace}", "",
+                *trace_section(r, rerun=context.rerun.get(r.verdicts.trace, ""),
+                               max_seeds=context.max_seeds)]
     return "\n".join(out).rstrip() + "\n"
 
 
-def _variant_workloads(results: Sequence[TraceResults]) -> str:
-    found = [r.tables["checkpoint"].workloads for r in results if "checkpoint" in r.tables]
-    return ", ".join(found[0]) + (" (averaged)" if len(found[0]) > 1 else "") if found else \
-        VARIANT_WORKLOAD
-
-
-def _reading_line(reading: str | None) -> list[str]:
-    if reading is None:
-        return []
-    return [f"- **Reading `{reading}`**: {READINGS[reading][0]}, in every preemption ratio "
-            f"the verdicts read (an alternative to the default, where only the mechanisms "
-            f"preempt)."]
-
-
 def _write_observations(results: Sequence[TraceResults], out: Path,
-                        reading: str | None) -> Path:
-    """``observations.json``: every trace's 17 verdicts at the paper's load and its own."""
-    data = [{"trace": r.verdicts.trace, "factor": r.plan.factor, "reading": reading,
+                        reading: str | None, traces: Mapping[str, str] | None = None) -> Path:
+    """``observations.json``: every trace's 17 verdicts at each load, with the sentence
+    saying which file it is and why it was used (``traces``)."""
+    data = [{"trace": r.verdicts.trace, "why": (traces or {}).get(r.verdicts.trace),
+             "factors": dict(r.plan.factors),
+             "reading": reading or DEFAULT_READING,
              "calibration_steps": r.plan.calibration.steps,
              "observations": [{"number": o.number, "claim": o.claim,
-                               "paper_load": asdict(p), "own_load": asdict(w)}
-                              for o, p, w in zip(OBSERVATIONS, r.verdicts.paper,
-                                                 r.verdicts.own, strict=True)]}
+                               **{load: {**asdict(r.verdicts.at[load][i]),
+                                         "word": str(r.verdicts.at[load][i].word),
+                                         "undecided": sorted(
+                                             r.verdicts.at[load][i].undecided)}
+                                  for load in _loads(r)}}
+                              for i, o in enumerate(OBSERVATIONS)]}
             for r in results]
     path = out / "observations.json"
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -254,11 +337,12 @@ def _write_observations(results: Sequence[TraceResults], out: Path,
 def side_by_side(r: TraceResults, *, reading: str | None = None) -> list[str]:
     """The section ``metaq experiment --calibrate paper`` adds to a study's report."""
     return ["## At the trace's own load and at the paper's, side by side", "",
-            f"The same runs at the trace's own load (x1) and at the paper's (x{r.plan.factor:g}"
-            f"), with the paper's 17 observations judged on each as far as this study's runs "
-            f"go (the rest say what they lack; `--study all` runs everything). Utilisation in "
-            f"the verdicts is the steady-state one.", *_reading_line(reading), "",
-            *two_loads(r)]
+            f"The same runs at the paper's load ({_load_label(r, 'paper')}) and at the "
+            f"trace's own (x1), with the paper's 17 observations judged on each as far as "
+            f"this study's runs go (the rest say what they lack; `--study all` runs "
+            f"everything). Preempted means: {READINGS[reading or DEFAULT_READING][0]} "
+            f"(reading `{reading or DEFAULT_READING}`).", "",
+            *trace_section(r)]
 
 
 def write_two_loads(r: TraceResults, out: Path, *, reading: str | None = None) -> list[Path]:
@@ -276,10 +360,10 @@ def write_full(results: Sequence[TraceResults], out: Path, context: FullContext)
     for r in results:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", r.verdicts.trace)
         for name, table in r.tables.items():
-            path = out / f"results_{slug}_{name}.csv"
+            path = out / f"results_{slug}_{name.replace('@', '_at_')}.csv"
             path.write_text(table.to_csv())
             files.append(path)
-    files.append(_write_observations(results, out, context.reading))
+    files.append(_write_observations(results, out, context.reading, context.traces))
     path = out / "report.md"
     path.write_text(render_full(results, context))
     files.append(path)

@@ -17,6 +17,13 @@ findings are judged on it.
 ``--study all`` (:mod:`sim.study.full`) runs what all 17 of the paper's observations need.
 
 ``--sweep KEY=V1,V2`` (:func:`parse_sweep`) multiplies a study's variants by more values.
+
+Every run of a study follows the paper's rules where our model had chosen otherwise
+(:func:`paper_rules`, ``paper-rules.md``): victims in ascending overhead in time (R9),
+malleable setups that do not scale (R2), checkpoints that cost time (R15), and the baseline
+planned as CQSim does with malleable jobs at full size (R14). The completion rule (R12) is the
+schedulers' own default. ``--set`` with the other word of a rule's key brings back the
+choice before it (``docs/model.md``, "Rules of the paper").
 """
 
 from __future__ import annotations
@@ -26,7 +33,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from metaq_py.durations import DurationError, parse_duration
-from sim.run.spec import CHOICES, RunSpec, SpecError, TraceSource, Value, check_override
+from sim.run.spec import (
+    CHOICES,
+    RunSpec,
+    SpecError,
+    TraceSource,
+    Value,
+    check_override,
+    paper_rules,
+)
 from sim.workload.model import WORKLOADS
 
 HOUR = 3600.0
@@ -122,6 +137,14 @@ set): ``--set`` gives them to those runs alone, and they replace the value a stu
 them (the ``failures`` study varies the time between failures and holds repairs at 6 h)."""
 
 
+def with_rules(policy: str, variant: Variant, overrides: Variant) -> Variant:
+    """``variant`` with ``overrides`` (:func:`with_overrides`) on top of the paper's rules
+    for ``policy``: a key a variant or ``--set`` gives replaces the rule's word."""
+    chosen = with_overrides(variant, overrides)
+    given = {k for k, _ in chosen}
+    return tuple(sorted((*(r for r in paper_rules(policy) if r[0] not in given), *chosen)))
+
+
 def with_overrides(variant: Variant, overrides: Variant) -> Variant:
     """``variant`` with ``overrides`` added (``--set``: a modelling choice changed for every
     run); a parameter in both is an error, since the study varies what ``--set`` would fix,
@@ -170,7 +193,7 @@ def build_grid(study: Study, *, trace: TraceSource, seeds: int = DEFAULT_SEEDS,
                sweeps: Sequence[tuple[str, Sequence[Value]]] = (),
                overrides: Variant = ()) -> tuple[RunSpec, ...]:
     """Every run of ``study``: variant x policy x workload x seed, in that nesting order;
-    ``overrides`` are added to every variant."""
+    ``overrides`` are added to every variant, over the paper's rules (:func:`with_rules`)."""
     if seeds < 1:
         raise SpecError(f"a study needs at least one seed, got {seeds}")
     if first_seed < 0:
@@ -181,7 +204,7 @@ def build_grid(study: Study, *, trace: TraceSource, seeds: int = DEFAULT_SEEDS,
         raise SpecError("a study needs at least one workload and one policy")
     return tuple(
         RunSpec(policy=policy, workload=workload, seed=seed, trace=trace,
-                overrides=with_overrides(variant, overrides))
+                overrides=with_rules(policy, variant, overrides))
         for variant in variants_of(study, sweeps)
         for policy in chosen
         for workload in workloads

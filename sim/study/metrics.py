@@ -13,7 +13,13 @@ Utilisation comes in four figures, each with its window (:mod:`sim.run.metrics`)
 - ``utilisation_paper``: the paper's definition as we read it, useful node-hours over the
   node-hours elapsed from the first submit to the last end (CQSim measures the same span);
 - ``busy_utilisation``: busy node-hours (lost work included) over the steady-state window;
-- ``useful_node_hours`` and ``busy_node_hours``: over the whole run.
+- ``useful_node_hours`` and ``busy_node_hours``: over the whole run;
+- ``offered_load``: the work submitted in the steady-state window over the machine's capacity
+  in it; below 1 every policy does the work as it comes, and utilisation cannot tell them
+  apart (the study's verdicts then cannot judge a utilisation claim);
+- ``window_runtimes``: how long the steady-state window lasts, in mean runtimes of the jobs
+  submitted in it. A trace too small for its load (few jobs, arrivals compressed) has a
+  window a few jobs long, in which no queue settles: utilisation claims are not judged there.
 
 :data:`EXTRA_METRICS` are what a researcher checks next (waits, bounded slowdown, work
 lost, failures). Turnarounds and waits are in hours, ratios are fractions in [0, 1], work in
@@ -90,6 +96,8 @@ EXTRA_METRICS: tuple[Metric, ...] = (
     Metric("useful_node_hours", "Useful node-hours (whole run)", "node-h", "higher"),
     Metric("busy_node_hours", "Busy node-hours (whole run)", "node-h", "lower"),
     Metric("ondemand_work_share", "On-demand share of the work", "ratio", "lower"),
+    Metric("offered_load", "Offered load, steady state", "ratio", "higher"),
+    Metric("window_runtimes", "Steady-state window, in mean runtimes", "x", "higher"),
     Metric("unfinished", "Jobs never finished", "count", "lower"),
     Metric("failures", "Node failures", "count", "lower"),
     Metric("failure_kills", "Jobs killed by failures", "count", "lower"),
@@ -126,6 +134,8 @@ def result_metrics(result: SimulationResult, failures: Mapping[str, float] | Non
         "useful_node_hours": useful_node_hours(data),
         "busy_node_hours": busy_node_hours(data),
         "ondemand_work_share": _ondemand_share(data),
+        "offered_load": offered_load(data, nodes=result.nodes, window=window),
+        "window_runtimes": window_runtimes(data, window=window),
         **_wider_preemption(outcomes, killed),
     })
     return metrics
@@ -149,6 +159,30 @@ def _wider_preemption(outcomes: object, killed: Collection[JobId]) -> dict[str, 
     return {"preempt_or_kill_rigid": share(Kind.RIGID, preempted | hit),
             "preempt_or_kill_malleable": share(Kind.MALLEABLE, preempted | hit),
             "preempt_or_shrink_malleable": share(Kind.MALLEABLE, preempted | (c.shrinks > 0))}
+
+
+def offered_load(outcomes: object, *, nodes: int, window: tuple[float, float]) -> float | None:
+    """The useful node-hours of the jobs submitted in ``window`` over the machine's node-hours
+    in it: at 1 or more the machine cannot keep up, and utilisation can differ between
+    policies (below, every policy does the work as it comes)."""
+    c = outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)  # type: ignore[arg-type]
+    start, end = window
+    if end <= start:
+        return None
+    inside = (c.submit >= start) & (c.submit <= end)
+    return float(c.useful[inside].sum()) / (nodes * (end - start))
+
+
+def window_runtimes(outcomes: object, *, window: tuple[float, float]) -> float | None:
+    """The length of ``window`` over the mean runtime of the jobs submitted in it (``None``
+    when none is)."""
+    c = outcomes if isinstance(outcomes, Columns) else Columns.of(outcomes)  # type: ignore[arg-type]
+    start, end = window
+    inside = (c.submit >= start) & (c.submit <= end)
+    mean = float(c.runtime[inside].mean()) if inside.any() else 0.0
+    if end <= start or not mean > 0:
+        return None
+    return (end - start) / mean
 
 
 def _ondemand_share(outcomes: object) -> float | None:

@@ -1,320 +1,242 @@
 """The paper's 17 observations (``paper-observations.md``), each judged on our tables.
 
-Every observation is a function of an :class:`Evidence`: the results tables of the parts of
-the full study (:mod:`sim.study.full`) for one trace at one load. It returns a
-:class:`Verdict`: our figures in a line, and ``holds`` (``True``, ``False``, or ``None`` when
-the evidence lacks what it needs). A claim made of several parts holds only when every part
-does; ``broken`` names the parts that fail, with their figures. Comparisons are of means over
-seeds (averaged over workloads where the paper averages); ``noise`` names the comparisons
-whose 95% intervals overlap. Utilisation is always the steady-state one.
+Every observation is a function of an :class:`Evidence`: the results tables of one trace at
+one load (the policies on W1..W5, and the variant studies on W5). It returns a
+:class:`Verdict`, one of four words (:class:`Word`):
 
-A *reading* (:data:`READINGS`) judges the same runs with a wider meaning of "preempted": a
-job killed by a node failure, or a malleable job shrunk, counts as preempted too. It is one
-of the modelling choices ``docs/model.md`` lists with the verdicts under each alternative.
+- **holds**: every part of the claim shows, outside the noise;
+- **contradicted**: some part shows the opposite, outside the noise;
+- **undecided**: some part's difference lies inside its 95% interval (and none is
+  contradicted): more seeds might decide it;
+- **cannot judge**: some part cannot move at this load (utilisation, when the work offered is
+  below the machine's capacity: every policy then does the work as it comes), or the
+  evidence lacks a figure; and no other part is contradicted or undecided.
 
-Tolerances for the paper's loose words are parameters, fixed before any run:
-"about 22%/98%" is within 10 points; "about 30%" within 10 points; "slightly" and "no
-significant difference" are a spread under 5 points; "much more often" is at least 1.5 times.
+How each part is judged (paired runs, readings, tolerances) is :mod:`sim.study.judging`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
 
-from sim.study.aggregate import ALL, Cell, ResultsTable, Row
+from sim.study.aggregate import ResultsTable
 from sim.study.grid import BASELINE, MECHANISM_NAMES
-
-ABOUT = 0.10
-SLIGHT = 0.05
-MUCH = 1.5
-UTIL_GAIN = 0.05
-CUx = ("CUA&PAA", "CUA&SPAA", "CUP&PAA", "CUP&SPAA")
-
-
-READINGS: Mapping[str, tuple[str, Mapping[str, str]]] = {
-    "kills-as-preemptions": (
-        "a job killed by a node failure counts as preempted",
-        {"preempt_rigid": "preempt_or_kill_rigid",
-         "preempt_malleable": "preempt_or_kill_malleable"}),
-    "shrinks-as-preemptions": (
-        "a malleable job shrunk counts as preempted",
-        {"preempt_malleable": "preempt_or_shrink_malleable"}),
-}
-"""Other meanings of the preemption ratios: name -> (in words, metric read -> metric used)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """The tables one trace at one load gives: ``paper`` (every policy, W1..W5) and the
-    variant studies (W5, reference variant first), any of which may be missing; ``reading``
-    names one of :data:`READINGS` (``None``: preempted means preempted by a mechanism)."""
-
-    paper: ResultsTable | None
-    variants: Mapping[str, ResultsTable] = field(default_factory=dict)
-    reading: str | None = None
-
-    def read(self) -> Evidence:
-        """The evidence with the reading's metrics in the places of the ones it widens; a
-        table that lacks them (runs stored before they existed) lacks the widened ones."""
-        if self.reading is None:
-            return self
-        if self.reading not in READINGS:
-            raise ValueError(f"unknown reading {self.reading!r}; choose from "
-                             f"{', '.join(READINGS)}")
-        renames = READINGS[self.reading][1]
-        return Evidence(_renamed(self.paper, renames),
-                        {k: t for k, v in self.variants.items()
-                         if (t := _renamed(v, renames)) is not None})
-
-
-def _renamed(t: ResultsTable | None, renames: Mapping[str, str]) -> ResultsTable | None:
-    if t is None:
-        return None
-    cells: dict[Row, dict[str, Cell]] = {}
-    for row, by in t.cells.items():
-        cells[row] = {k: v for k, v in by.items() if k not in renames}
-        cells[row].update({old: by[new] for old, new in renames.items() if new in by})
-    return replace(t, cells=cells)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    number: int
-    ours: str
-    holds: bool | None
-    broken: str = ""
-    noise: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    number: int
-    claim: str
-    judge: Callable[[Evidence], Verdict]
-
-
-class _Lacking(Exception):
-    """The evidence lacks a figure the observation needs."""
-
-
-def _m(t: ResultsTable | None, policy: str, metric: str, *, workload: str = ALL,
-       variant: str | None = None) -> float:
-    if t is None:
-        raise _Lacking(metric)
-    value = t.mean(policy, metric, workload=_which(t, workload), variant=variant)
-    if math.isnan(value):
-        raise _Lacking(f"{policy} {metric}")
-    return value
-
-
-def _which(t: ResultsTable, workload: str) -> str:
-    """A table of one workload has no :data:`ALL` rows: its one workload stands for all."""
-    return t.workloads[0] if workload == ALL and len(t.workloads) == 1 else workload
-
-
-def _overlap(t: ResultsTable, a: str, b: str, metric: str, workload: str = ALL,
-             va: str | None = None, vb: str | None = None) -> bool:
-    ca = t.cell(a, metric, workload=_which(t, workload), variant=va)
-    cb = t.cell(b, metric, workload=_which(t, workload), variant=vb)
-    if ca is None or cb is None or math.isnan(ca.ci95) or math.isnan(cb.ci95):
-        return False
-    return ca.low <= cb.high and cb.low <= ca.high
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
-def _h(x: float) -> str:
-    return f"{x:.2f} h"
-
-
-class _Checks:
-    """Collects the parts of a claim: figures shown, parts broken, comparisons in the noise."""
-
-    def __init__(self) -> None:
-        self.shown: list[str] = []
-        self.broken: list[str] = []
-        self.noisy: list[str] = []
-
-    def part(self, ok: bool, shown: str, *, noisy: bool = False) -> None:
-        self.shown.append(shown)
-        if not ok:
-            self.broken.append(shown)
-        if noisy:
-            self.noisy.append(shown)
-
-    def verdict(self, number: int) -> Verdict:
-        return Verdict(number, "; ".join(self.shown), not self.broken, "; ".join(self.broken),
-                       "; ".join(self.noisy))
-
-
-def _mean(t: ResultsTable, policies: Sequence[str], metric: str, **kw: object) -> float:
-    return sum(_m(t, p, metric, **kw) for p in policies) / len(policies)  # type: ignore[arg-type]
+from sim.study.judging import (
+    ABOUT,
+    MUCH,
+    RANK,
+    SLIGHT,
+    UTIL_GAIN,
+    Checks,
+    CUx,
+    Evidence,
+    Lacking,
+    Observation,
+    Paired,
+    Verdict,
+    Word,
+    average,
+    better,
+    decide,
+    hours,
+    mechs,
+    paired,
+    percent,
+    show_of,
+)
 
 
 def obs1(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
-    base_u, mech_u = _m(t, BASELINE, "utilisation"), _mean(t, MECHANISM_NAMES, "utilisation")
+    t = e.paper
+    c = Checks(t)
+    base_u, mech_u = paired(t, BASELINE, "utilisation"), mechs(t, "utilisation")
     gain = mech_u / base_u - 1
-    c.part(gain > UTIL_GAIN, f"utilisation {_pct(base_u)} → {_pct(mech_u)} ({100 * gain:+.1f}%, "
-                             f"paper > +5%)")
-    base_i, mech_i = _m(t, BASELINE, "instant_start"), _mean(t, MECHANISM_NAMES, "instant_start")
-    c.part(abs(base_i - 0.22) <= ABOUT and abs(mech_i - 0.98) <= ABOUT,
-           f"instant start {_pct(base_i)} → {_pct(mech_i)} (paper 22% → 98%)")
-    base_t, mech_t = _m(t, BASELINE, "turnaround_all"), _mean(t, MECHANISM_NAMES,
-                                                             "turnaround_all")
-    c.part(mech_t > base_t, f"turnaround {_h(base_t)} → {_h(mech_t)} (paper 15 h → 22 h)")
+    c.sign(gain - UTIL_GAIN, f"utilisation {percent(base_u.mean)} → {percent(mech_u.mean)} "
+                             f"({100 * gain.mean:+.1f}%, paper > +5%)", utilisation=True)
+    base_i, mech_i = paired(t, BASELINE, "instant_start"), mechs(t, "instant_start")
+    c.band(base_i, 0.22 - ABOUT, 0.22 + ABOUT, f"baseline instant start "
+                                                f"{percent(base_i.mean)} (paper 22%)")
+    c.band(mech_i, 0.98 - ABOUT, 1.0, f"mechanisms' instant start {percent(mech_i.mean)} "
+                                      f"(paper 98%)")
+    base_t, mech_t = paired(t, BASELINE, "turnaround_all"), mechs(t, "turnaround_all")
+    c.sign(mech_t - base_t, f"turnaround {hours(base_t.mean)} → {hours(mech_t.mean)} "
+                            f"(paper 15 h → 22 h)")
     return c.verdict(1)
 
 
 def obs2(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
-    for metric, worst, word in (("turnaround_all", max, "longest turnaround"),
-                                ("utilisation", min, "lowest utilisation"),
-                                ("preempt_malleable", max, "highest malleable preemption")):
-        values = {m: _m(t, m, metric) for m in MECHANISM_NAMES}
-        pick = worst(values, key=values.__getitem__)  # type: ignore[type-var]
-        runner = sorted(values, key=values.__getitem__, reverse=worst is max)[1]
-        show = _h if metric.startswith("turn") else _pct
-        c.part(pick == "N&PAA", f"{word}: {pick} ({show(values[pick])}; N&PAA "
-                                f"{show(values['N&PAA'])})",
-               noisy=t is not None and _overlap(t, pick, runner, metric))
+    t = e.paper
+    c = Checks(t)
+    for metric, higher_is_worse, label in (("turnaround_all", True, "longest turnaround"),
+                                          ("utilisation", False, "lowest utilisation"),
+                                          ("preempt_malleable", True,
+                                           "highest malleable preemption")):
+        worst = paired(t, "N&PAA", metric)
+        others = {m: paired(t, m, metric) for m in MECHANISM_NAMES if m != "N&PAA"}
+        # N&PAA is worst when it is worse than the best of the rest's worst, run by run:
+        # against each other mechanism in turn; the part is the weakest comparison
+        diffs = [worst - o if higher_is_worse else o - worst for o in others.values()]
+        words = [decide(d) for d in diffs]
+        word = max(words, key=RANK.__getitem__)
+        cells = frozenset().union(*(d.cells for d, w in zip(diffs, words, strict=True)
+                                    if w is Word.UNDECIDED))
+        runner = max(others, key=lambda m: others[m].mean * (1 if higher_is_worse else -1))
+        show = show_of(metric)
+        c.part(word, f"{label}: N&PAA {show(worst.mean)}, the worst of the others {runner} "
+                     f"{show(others[runner].mean)}", seeds=worst.seeds(),
+               utilisation=metric == "utilisation", cells=cells)
     return c.verdict(2)
 
 
-def _pairs(t: ResultsTable | None, c: _Checks, metric: str, pairs: Sequence[tuple[str, str]],
-           better: str, label: str) -> None:
-    show = _h if metric.startswith("turn") else _pct
-    for a, b in pairs:
-        va, vb = _m(t, a, metric), _m(t, b, metric)
-        ok = va > vb if better == "higher" else va < vb
-        c.part(ok, f"{label} {a} {show(va)} vs {b} {show(vb)}",
-               noisy=t is not None and _overlap(t, a, b, metric))
-
-
 def obs3(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     pairs = [(f"{n}&SPAA", f"{n}&PAA") for n in ("N", "CUA", "CUP")]
-    _pairs(t, c, "utilisation", pairs, "higher", "utilisation")
-    _pairs(t, c, "preempt_malleable", pairs, "lower", "malleable preemption")
-    rise = _mean(t, [a for a, _ in pairs], "preempt_rigid") - \
-        _mean(t, [b for _, b in pairs], "preempt_rigid")
-    c.part(0 <= rise <= SLIGHT, f"rigid preemption SPAA − PAA {100 * rise:+.1f} points "
-                                f"(paper: rises slightly)")
+    for a, b in pairs:
+        better(c, t, a, b, "utilisation", True, "utilisation")
+    for a, b in pairs:
+        better(c, t, a, b, "preempt_malleable", False, "malleable preemption")
+    rise = mechs(t, "preempt_rigid", [a for a, _ in pairs]) - \
+        mechs(t, "preempt_rigid", [b for _, b in pairs])
+    c.band(rise, 0.0, SLIGHT, f"rigid preemption SPAA − PAA {100 * rise.mean:+.1f} points "
+                              f"(paper: rises slightly)")
     return c.verdict(3)
 
 
 def obs4(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     pairs = [(f"{n}&PAA", f"{n}&SPAA") for n in ("CUA", "CUP")]
-    _pairs(t, c, "turnaround_all", pairs, "lower", "turnaround")
-    _pairs(t, c, "preempt_rigid", pairs, "lower", "rigid preemption")
+    for a, b in pairs:
+        better(c, t, a, b, "turnaround_all", False, "turnaround")
+    for a, b in pairs:
+        better(c, t, a, b, "preempt_rigid", False, "rigid preemption")
     return c.verdict(4)
 
 
 def obs5(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     pairs = [(f"CUA&{a}", f"CUP&{a}") for a in ("PAA", "SPAA")]
-    _pairs(t, c, "turnaround_all", pairs, "lower", "turnaround")
-    _pairs(t, c, "utilisation", pairs, "higher", "utilisation")
+    for a, b in pairs:
+        better(c, t, a, b, "turnaround_all", False, "turnaround")
+    for a, b in pairs:
+        better(c, t, a, b, "utilisation", True, "utilisation")
     return c.verdict(5)
 
 
 def obs6(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     for m in CUx:
-        mal, rig = _m(t, m, "turnaround_malleable"), _m(t, m, "turnaround_rigid")
-        c.part(mal < rig, f"{m} malleable {_h(mal)} vs rigid {_h(rig)}")
+        mal, rig = paired(t, m, "turnaround_malleable"), paired(t, m, "turnaround_rigid")
+        c.sign(rig - mal, f"{m} malleable {hours(mal.mean)} vs rigid {hours(rig.mean)}")
     return c.verdict(6)
 
 
 def obs7(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
-    values = {m: _m(t, m, "turnaround_rigid") for m in MECHANISM_NAMES}
-    best = min(values, key=values.__getitem__)
-    runner = sorted(values, key=values.__getitem__)[1]
-    c.part(best == "N&SPAA", f"lowest rigid turnaround: {best} ({_h(values[best])}; N&SPAA "
-                             f"{_h(values['N&SPAA'])})",
-           noisy=t is not None and _overlap(t, best, runner, "turnaround_rigid"))
-    mal = _m(t, "N&SPAA", "turnaround_malleable")
-    c.shown.append(f"N&SPAA malleable {_h(mal)} (paper: both about 24 h)")
+    t = e.paper
+    c = Checks(t)
+    best = paired(t, "N&SPAA", "turnaround_rigid")
+    for m in MECHANISM_NAMES:
+        if m != "N&SPAA":
+            other = paired(t, m, "turnaround_rigid")
+            c.sign(other - best, f"rigid turnaround N&SPAA {hours(best.mean)} vs {m} "
+                                 f"{hours(other.mean)}")
+    mal = paired(t, "N&SPAA", "turnaround_malleable")
+    c.shown.append(f"N&SPAA malleable {hours(mal.mean)} (paper: both about 24 h)")
     return c.verdict(7)
 
 
 def obs8(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     for m in MECHANISM_NAMES:
-        pm, pr = _m(t, m, "preempt_malleable"), _m(t, m, "preempt_rigid")
-        c.part(pm > pr, f"{m} preempted malleable {_pct(pm)} vs rigid {_pct(pr)}")
-    mal = _mean(t, MECHANISM_NAMES, "turnaround_malleable")
-    rig = _mean(t, MECHANISM_NAMES, "turnaround_rigid")
-    c.part(mal < rig, f"yet turnaround malleable {_h(mal)} vs rigid {_h(rig)}")
+        pm, pr = paired(t, m, "preempt_malleable"), paired(t, m, "preempt_rigid")
+        c.sign(pm - pr, f"{m} preempted malleable {percent(pm.mean)} vs rigid {percent(pr.mean)}")
+    mal, rig = mechs(t, "turnaround_malleable"), mechs(t, "turnaround_rigid")
+    c.sign(rig - mal, f"yet turnaround malleable {hours(mal.mean)} vs rigid {hours(rig.mean)}")
     return c.verdict(8)
 
 
 def obs9(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
-    share = _m(t, BASELINE, "ondemand_work_share")
-    c.part(0.03 <= share <= 0.15, f"on-demand work {_pct(share)} (paper 3–15%)")
-    rates = [_m(t, m, "instant_start") for m in MECHANISM_NAMES]
-    mean = sum(rates) / len(rates)
-    c.part(abs(mean - 0.98) <= ABOUT, f"instant start {_pct(mean)} (paper about 98%)")
-    c.part(max(rates) - min(rates) < SLIGHT,
-           f"spread between mechanisms {100 * (max(rates) - min(rates)):.1f} points")
+    t = e.paper
+    c = Checks(t)
+    share = paired(t, BASELINE, "ondemand_work_share")
+    c.band(share, 0.03, 0.15, f"on-demand work {percent(share.mean)} (paper 3–15%)")
+    rates = [paired(t, m, "instant_start") for m in MECHANISM_NAMES]
+    mean = average(rates)
+    c.band(mean, 0.98 - ABOUT, 1.0, f"instant start {percent(mean.mean)} (paper about 98%)")
+    keys = set(rates[0].values).intersection(*(r.values for r in rates[1:]))
+    spread = Paired({k: max(r.values[k] for r in rates) - min(r.values[k] for r in rates)
+                     for k in sorted(keys)}, average(rates).cells)
+    c.band(spread, 0.0, SLIGHT, f"spread between mechanisms {100 * spread.mean:.1f} points")
     return c.verdict(9)
 
 
 def obs10(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
-    base, mech = _m(t, BASELINE, "turnaround_all"), _mean(t, MECHANISM_NAMES, "turnaround_all")
+    t = e.paper
+    c = Checks(t)
+    base, mech = paired(t, BASELINE, "turnaround_all"), mechs(t, "turnaround_all")
     rise = mech / base - 1
-    c.part(abs(rise - 0.30) <= ABOUT, f"turnaround {_h(base)} → {_h(mech)} "
-                                      f"({100 * rise:+.0f}%, paper about +30%)")
+    c.band(rise, 0.30 - ABOUT, 0.30 + ABOUT, f"turnaround {hours(base.mean)} → {hours(mech.mean)} "
+                                             f"({100 * rise.mean:+.0f}%, paper about +30%)")
     return c.verdict(10)
 
 
-def _per_workload(t: ResultsTable | None, policies: Sequence[str], metric: str) -> dict[str,
-                                                                                       float]:
+def _workloads(t: ResultsTable | None) -> tuple[str, ...]:
     if t is None or len(t.workloads) < 2:
-        raise _Lacking("workloads")
-    return {w: _mean(t, policies, metric, workload=w) for w in t.workloads}
+        raise Lacking("workloads")
+    return t.workloads
+
+
+def _on(t: ResultsTable | None, policies: Sequence[str], metric: str, w: str) -> Paired:
+    return mechs(t, metric, policies, workload=w).by_seed()
 
 
 def obs11(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     cup = ("CUP&PAA", "CUP&SPAA")
-    for metric, best, word in (("turnaround_all", min, "lowest turnaround"),
-                               ("utilisation", max, "highest utilisation"),
-                               ("preempt_rigid", min, "fewest rigid preemptions")):
-        values = _per_workload(t, cup, metric)
-        pick = best(values, key=values.__getitem__)  # type: ignore[type-var]
-        show = _h if metric.startswith("turn") else _pct
-        c.part(pick == "W2", f"CUP's {word} on {pick} ({show(values[pick])}; W2 "
-                             f"{show(values['W2'])})")
+    workloads = _workloads(t)
+    if "W2" not in workloads:
+        raise Lacking("W2")
+    for metric, higher, word in (("turnaround_all", False, "turnaround"),
+                                 ("utilisation", True, "utilisation"),
+                                 ("preempt_rigid", False, "rigid preemption")):
+        w2 = _on(t, cup, metric, "W2")
+        show = show_of(metric)
+        for w in workloads:
+            if w != "W2":
+                other = _on(t, cup, metric, w)
+                c.sign(w2 - other if higher else other - w2,
+                       f"CUP {word} W2 {show(w2.mean)} vs {w} {show(other.mean)}",
+                       utilisation=metric == "utilisation")
     return c.verdict(11)
 
 
 def obs12(e: Evidence) -> Verdict:
-    t, c = e.paper, _Checks()
+    t = e.paper
+    c = Checks(t)
     cua = ("CUA&PAA", "CUA&SPAA")
-    turn = _per_workload(t, cua, "turnaround_all")
-    pick = min(turn, key=turn.__getitem__)
-    c.part(pick == "W4", f"CUA's lowest turnaround on {pick} ({_h(turn[pick])}; W4 "
-                         f"{_h(turn['W4'])})")
-    inst = _per_workload(t, cua, "instant_start")
-    others = sum(v for w, v in inst.items() if w != "W4") / (len(inst) - 1)
-    c.part(inst["W4"] > others, f"CUA instant start W4 {_pct(inst['W4'])} vs others "
-                                f"{_pct(others)}")
+    workloads = _workloads(t)
+    if "W4" not in workloads:
+        raise Lacking("W4")
+    w4 = _on(t, cua, "turnaround_all", "W4")
+    for w in workloads:
+        if w != "W4":
+            other = _on(t, cua, "turnaround_all", w)
+            c.sign(other - w4, f"CUA turnaround W4 {hours(w4.mean)} vs {w} {hours(other.mean)}")
+    inst = _on(t, cua, "instant_start", "W4")
+    rest = average([_on(t, cua, "instant_start", w) for w in workloads if w != "W4"])
+    c.sign(inst - rest, f"CUA instant start W4 {percent(inst.mean)} vs others {percent(rest.mean)}")
     return c.verdict(12)
 
 
 def _variant(e: Evidence, name: str) -> ResultsTable:
     t = e.variants.get(name)
     if t is None or len(t.variants) < 2:
-        raise _Lacking(name)
+        raise Lacking(name)
     return t
 
 
@@ -322,68 +244,77 @@ def _label(t: ResultsTable, key: str, value: float) -> str:
     for v in t.variants:
         if f"{key}={value:g}" in v.split(","):
             return v
-    raise _Lacking(f"{key}={value:g}")
+    raise Lacking(f"{key}={value:g}")
 
 
 def obs13(e: Evidence) -> Verdict:
-    t, c = _variant(e, "checkpoint"), _Checks()
+    t = _variant(e, "checkpoint")
+    c = Checks(t)
     often = _label(t, "checkpoint_scale", 0.5)
     for m in MECHANISM_NAMES:
-        r0, r1 = (_m(t, m, "turnaround_rigid", variant=v) for v in (t.reference, often))
-        u0, u1 = (_m(t, m, "utilisation", variant=v) for v in (t.reference, often))
-        c.part(r1 < r0 and u1 > u0, f"{m} rigid {_h(r0)} → {_h(r1)}, utilisation "
-                                    f"{_pct(u0)} → {_pct(u1)}")
+        r0, r1 = (paired(t, m, "turnaround_rigid", variant=v) for v in (t.reference, often))
+        u0, u1 = (paired(t, m, "utilisation", variant=v) for v in (t.reference, often))
+        c.sign(r0 - r1, f"{m} rigid {hours(r0.mean)} → {hours(r1.mean)}")
+        c.sign(u1 - u0, f"{m} utilisation {percent(u0.mean)} → {percent(u1.mean)}",
+               utilisation=True)
     return c.verdict(13)
 
 
 def obs14(e: Evidence) -> Verdict:
-    t, c = _variant(e, "failures"), _Checks()
+    t = _variant(e, "failures")
+    c = Checks(t)
     worst = t.variants[-1]
     for metric, up in (("utilisation", False), ("instant_start", False),
                        ("preempt_rigid", True), ("preempt_malleable", True),
                        ("turnaround_rigid", True)):
-        a = _mean(t, MECHANISM_NAMES, metric, variant=t.reference)
-        b = _mean(t, MECHANISM_NAMES, metric, variant=worst)
-        show = _h if metric.startswith("turn") else _pct
-        c.part(b > a if up else b < a, f"{metric} {show(a)} → {show(b)}")
+        a = mechs(t, metric, variant=t.reference)
+        b = mechs(t, metric, variant=worst)
+        show = show_of(metric)
+        c.sign(b - a if up else a - b, f"{metric} {show(a.mean)} → {show(b.mean)}",
+               utilisation=metric == "utilisation")
     c.shown.append(f"({worst} against none, mean of the six)")
     return c.verdict(14)
 
 
 def obs15(e: Evidence) -> Verdict:
-    t, c = _variant(e, "malleable-min"), _Checks()
+    t = _variant(e, "malleable-min")
+    c = Checks(t)
     big = t.variants[-1]
-    rise = {m: _m(t, m, "turnaround_all", variant=big) - _m(t, m, "turnaround_all",
+    rise = {m: paired(t, m, "turnaround_all", variant=big) - paired(t, m, "turnaround_all",
                                                             variant=t.reference)
             for m in MECHANISM_NAMES}
-    mean = sum(rise.values()) / len(rise)
-    c.part(mean > 0, f"turnaround {mean:+.2f} h from {t.reference} to {big} (mean)")
-    spaa = sum(rise[m] for m in MECHANISM_NAMES if m.endswith("SPAA")) / 3
-    paa = sum(rise[m] for m in MECHANISM_NAMES if m.endswith("&PAA")) / 3
-    c.part(spaa > paa, f"under SPAA {spaa:+.2f} h vs PAA {paa:+.2f} h")
+    mean = average(list(rise.values()))
+    c.sign(mean, f"turnaround {mean.mean:+.2f} h from {t.reference} to {big} (mean)")
+    spaa = average([rise[m] for m in MECHANISM_NAMES if m.endswith("SPAA")])
+    paa = average([rise[m] for m in MECHANISM_NAMES if m.endswith("&PAA")])
+    c.sign(spaa - paa, f"under SPAA {spaa.mean:+.2f} h vs PAA {paa.mean:+.2f} h")
     return c.verdict(15)
 
 
 def obs16(e: Evidence) -> Verdict:
-    t, c = _variant(e, "setup"), _Checks()
+    t = _variant(e, "setup")
+    c = Checks(t)
     low, high = _label(t, "rigid_setup_shift", -0.05), _label(t, "rigid_setup_shift", 0.05)
-    turn = [_mean(t, MECHANISM_NAMES, "turnaround_all", variant=v)
-            for v in (low, t.reference, high)]
-    util = [_mean(t, MECHANISM_NAMES, "utilisation", variant=v)
-            for v in (low, t.reference, high)]
-    c.part(turn[0] <= turn[1] <= turn[2], "turnaround at rigid setup 0–5/5–10/10–15%: "
-                                          + " / ".join(_h(x) for x in turn))
-    c.part(util[0] >= util[1] >= util[2], "utilisation " + " / ".join(_pct(x) for x in util))
+    turn = [mechs(t, "turnaround_all", variant=v) for v in (low, t.reference, high)]
+    util = [mechs(t, "utilisation", variant=v) for v in (low, t.reference, high)]
+    shown = " / ".join(hours(x.mean) for x in turn)
+    c.sign(turn[1] - turn[0], f"turnaround at rigid setup 0–5/5–10/10–15%: {shown} (first "
+                              f"step)")
+    c.sign(turn[2] - turn[1], "turnaround, second step")
+    shown = " / ".join(percent(x.mean) for x in util)
+    c.sign(util[0] - util[1], f"utilisation {shown} (first step)", utilisation=True)
+    c.sign(util[1] - util[2], "utilisation, second step", utilisation=True)
     return c.verdict(16)
 
 
 def obs17(e: Evidence) -> Verdict:
-    t, c = _variant(e, "setup"), _Checks()
+    t = _variant(e, "setup")
+    c = Checks(t)
     low = _label(t, "rigid_setup_shift", -0.05)
-    a = _mean(t, MECHANISM_NAMES, "preempt_rigid", variant=t.reference)
-    b = _mean(t, MECHANISM_NAMES, "preempt_rigid", variant=low)
-    c.part(b >= MUCH * a, f"rigid preemption {_pct(a)} at 5–10% setup → {_pct(b)} at 0–5% "
-                          f"(much more: ≥ {MUCH:g}x)")
+    a = mechs(t, "preempt_rigid", variant=t.reference)
+    b = mechs(t, "preempt_rigid", variant=low)
+    c.sign(b - a * MUCH, f"rigid preemption {percent(a.mean)} at 5–10% setup → {percent(b.mean)} "
+                         f"at 0–5% (much more: ≥ {MUCH:g}x)")
     return c.verdict(17)
 
 
@@ -415,6 +346,18 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation(17, "With rigid setup at 0–5% rigid jobs are preempted much more often", obs17),
 )
 
+NEEDS: Mapping[int, tuple[str, tuple[str, ...]]] = {
+    **{n: ("paper", ("easy", *MECHANISM_NAMES)) for n in (1, 9, 10)},
+    **{n: ("paper", MECHANISM_NAMES) for n in (2, 3, 5, 7, 8)},
+    4: ("paper", CUx), 6: ("paper", CUx),
+    11: ("paper", ("CUP&PAA", "CUP&SPAA")), 12: ("paper", ("CUA&PAA", "CUA&SPAA")),
+    13: ("checkpoint", MECHANISM_NAMES), 14: ("failures", MECHANISM_NAMES),
+    15: ("malleable-min", MECHANISM_NAMES), 16: ("setup", MECHANISM_NAMES),
+    17: ("setup", MECHANISM_NAMES),
+}
+"""For each observation, the part of the study whose runs it reads and the policies in them:
+what more seeds must run when its verdict is undecided (:mod:`sim.study.full`)."""
+
 
 def judge_all(evidence: Evidence) -> list[Verdict]:
     """Every observation on ``evidence`` (under its reading); one that lacks figures cannot
@@ -424,6 +367,7 @@ def judge_all(evidence: Evidence) -> list[Verdict]:
     for o in OBSERVATIONS:
         try:
             out.append(o.judge(evidence))
-        except _Lacking as e:
-            out.append(Verdict(o.number, "n/a", None, f"the study lacks {e.args[0]}"))
+        except Lacking as e:
+            out.append(Verdict(o.number, "n/a", Word.CANNOT,
+                               unjudged=f"the study lacks {e.args[0]}"))
     return out

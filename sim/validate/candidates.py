@@ -10,7 +10,8 @@
 The first three are the policy core's own schedulers (:func:`metaq_py.policy.make_scheduler`).
 FCFS is not one of them (no site runs it, and the on-demand mechanisms never sit on it), so
 it is built here on the core's own decision frame: :class:`Fcfs` is a
-:class:`~metaq_py.policy.mechanisms.Scheduler` whose filling pass stops at the first job
+:class:`~metaq_py.policy.mechanisms.Scheduler` whose decision is one filling pass over the
+queue in order (:func:`~metaq_py.policy.order.in_order_view`) that stops at the first job
 that does not fit.
 """
 
@@ -20,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from metaq_py.policy import make_scheduler
-from metaq_py.policy.backfill import decision
 from metaq_py.policy.mechanisms import Backfill, Scheduler
-from metaq_py.policy.model import Decision, Job, Snapshot
+from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
+from metaq_py.policy.order import in_order_view
 from metaq_py.policy.work import Work
 
 __all__ = ["CANDIDATES", "Fcfs", "candidates", "fcfs_fill"]
@@ -49,7 +50,11 @@ class Fcfs(Scheduler):
     """First come, first served, without backfilling."""
 
     def _baseline(self, snap: Snapshot) -> Decision:
-        return decision(snap, fill=fcfs_fill, oracle=self.oracle)
+        if not snap.waiting or not snap.free:
+            return NOTHING
+        work = Work(snap, oracle=self.oracle)
+        fcfs_fill(work, in_order_view(snap.waiting, ordered=snap.ordered))
+        return work.decision()
 
 
 def candidates() -> dict[str, Scheduler]:

@@ -82,6 +82,20 @@ MALLEABLE_SPEEDUPS: tuple[MalleableSpeedup, ...] = ("linear", "amdahl-0.05")
 """How a malleable job's time depends on its size: linearly (the default) or by Amdahl's law
 with a serial fraction of 5% (:meth:`metaq_py.policy.model.Job.slowdown`)."""
 
+SetupSpeedup = Literal["linear", "none"]
+SETUP_SPEEDUPS: tuple[SetupSpeedup, ...] = ("linear", "none")
+"""How a malleable job's setup depends on its size: it speeds up with the rest of its run (the
+model's default), or takes the same time at any size, as the paper's t_actual = t_single / n
++ t_setup says (R2 of ``paper-rules.md``; :attr:`metaq_py.policy.model.Job.fixed_setup`)."""
+
+CheckpointTime = Literal["free", "charged"]
+CHECKPOINT_TIMES: tuple[CheckpointTime, ...] = ("free", "charged")
+"""Whether a checkpoint costs its job time. ``free`` (the model's default): the trace's
+runtime is the job's at any checkpoint interval. ``charged`` (R15): the trace's runtime holds
+the checkpoints the job takes at Daly's interval; at another interval (``checkpoint_scale``)
+its runtime and walltime grow by the checkpoints it adds, each ``d`` long, or shrink by those
+it saves. The time so charged is not useful work (:attr:`HybridWorkload.charged`)."""
+
 ResizeCost = Literal["none", "setup", "setup-fixed"]
 RESIZE_COSTS: tuple[ResizeCost, ...] = ("none", "setup", "setup-fixed")
 """What a shrink or an expand costs a malleable job: nothing (the default), its setup again
@@ -127,6 +141,10 @@ class WorkloadModel:
     """One of :data:`MALLEABLE_SPEEDUPS`."""
     resize_cost: ResizeCost = "none"
     """One of :data:`RESIZE_COSTS`."""
+    setup_speedup: SetupSpeedup = "linear"
+    """One of :data:`SETUP_SPEEDUPS`."""
+    checkpoint_time: CheckpointTime = "free"
+    """One of :data:`CHECKPOINT_TIMES`."""
     name: str = field(default="W5")
 
     def __post_init__(self) -> None:
@@ -142,6 +160,12 @@ class WorkloadModel:
         if self.malleable_speedup not in MALLEABLE_SPEEDUPS:
             raise ValueError(f"malleable_speedup is {' or '.join(MALLEABLE_SPEEDUPS)}, got "
                              f"{self.malleable_speedup!r}")
+        if self.setup_speedup not in SETUP_SPEEDUPS:
+            raise ValueError(f"setup_speedup is {' or '.join(SETUP_SPEEDUPS)}, got "
+                             f"{self.setup_speedup!r}")
+        if self.checkpoint_time not in CHECKPOINT_TIMES:
+            raise ValueError(f"checkpoint_time is {' or '.join(CHECKPOINT_TIMES)}, got "
+                             f"{self.checkpoint_time!r}")
         if self.resize_cost not in RESIZE_COSTS:
             raise ValueError(f"resize_cost is {' or '.join(RESIZE_COSTS)}, got "
                              f"{self.resize_cost!r}")
@@ -165,6 +189,11 @@ class WorkloadModel:
         full size (:attr:`metaq_py.policy.model.Job.resize_cost`): only a malleable job is
         resized, and only when ``resize_cost`` is not ``"none"`` does it pay."""
         return setup if self.resize_cost != "none" and kind is Kind.MALLEABLE else 0.0
+
+    def fixed_setup(self, kind: Kind) -> bool:
+        """Whether a job of ``kind`` has a setup that takes as long at any size (only a
+        malleable job changes size)."""
+        return self.setup_speedup == "none" and kind is Kind.MALLEABLE
 
     @property
     def resize_fixed(self) -> bool:
@@ -218,6 +247,8 @@ class HybridJob:
     """What each shrink or expand costs it (:meth:`WorkloadModel.resize_seconds`)."""
     resize_fixed: bool = False
     """Whether that cost is the same at any size (:attr:`WorkloadModel.resize_fixed`)."""
+    fixed_setup: bool = False
+    """Whether its setup takes as long at any size (:meth:`WorkloadModel.fixed_setup`)."""
 
     @property
     def notice_id(self) -> str | None:
@@ -230,7 +261,7 @@ class HybridJob:
                    setup=self.setup, checkpoint_interval=self.checkpoint_interval,
                    checkpoint_cost=self.checkpoint_cost, notice=self.notice_id,
                    serial=self.serial, resize_cost=self.resize_cost,
-                   resize_fixed=self.resize_fixed)
+                   resize_fixed=self.resize_fixed, fixed_setup=self.fixed_setup)
 
     def notice(self) -> Notice | None:
         """The advance notice the engine issues at ``notice_time`` (``None`` without one)."""
@@ -263,6 +294,10 @@ class HybridWorkload:
     category: np.ndarray
     notice_time: np.ndarray
     estimated_arrival: np.ndarray
+    charged: np.ndarray | None = None
+    """Seconds of checkpoint time each job's runtime (and walltime) gained over the trace's
+    (negative: saved) under ``checkpoint_time="charged"``; not useful work. ``None``: none
+    (the trace's runtimes stand)."""
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -290,7 +325,7 @@ class HybridWorkload:
                 estimated_arrival=None if estimate != estimate else estimate,
                 serial=serial if KINDS[kind] is Kind.MALLEABLE else 0.0,
                 resize_cost=model.resize_seconds(KINDS[kind], setup),
-                resize_fixed=model.resize_fixed)
+                resize_fixed=model.resize_fixed, fixed_setup=model.fixed_setup(KINDS[kind]))
 
     def job(self, i: int) -> HybridJob:
         jobs = self.trace.jobs
@@ -311,7 +346,8 @@ class HybridWorkload:
             estimated_arrival=None if math.isnan(estimate) else estimate,
             serial=self.model.serial if KINDS[self.kind[i]] is Kind.MALLEABLE else 0.0,
             resize_cost=self.model.resize_seconds(KINDS[self.kind[i]], float(self.setup[i])),
-            resize_fixed=self.model.resize_fixed)
+            resize_fixed=self.model.resize_fixed,
+            fixed_setup=self.model.fixed_setup(KINDS[self.kind[i]]))
 
 
 def _quota(count: int, shares: tuple[float, ...]) -> list[int]:
@@ -336,9 +372,18 @@ def _group_kinds(count: int, model: WorkloadModel, rng: np.random.Generator) -> 
     return group_kind
 
 
-def hybrid_workload(trace: Trace, model: WorkloadModel | None = None) -> HybridWorkload:
-    """Apply ``model`` (default: the paper's W5) to every job of ``trace``."""
+def hybrid_workload(trace: Trace, model: WorkloadModel | None = None, *,
+                    typed_on: Trace | None = None) -> HybridWorkload:
+    """Apply ``model`` (default: the paper's W5) to every job of ``trace``.
+
+    ``typed_on`` is the same jobs at the trace's own load, when ``trace`` had its load scaled
+    (:func:`sim.trace.scaling.scale_load`): the groups that decide the job types are drawn on
+    it, so that a seed types every job alike at every load (campaigns, cut by the gaps
+    between submits, would otherwise merge as the gaps shrink)."""
     model = model or WorkloadModel()
+    if typed_on is not None and len(typed_on) != len(trace):
+        raise ValueError(f"typed_on has {len(typed_on)} jobs and the trace {len(trace)}: it "
+                         f"must be the same jobs at another load")
     rng_types, rng_retype, rng_category, rng_notice, rng_setup = (
         np.random.default_rng(s) for s in np.random.SeedSequence(model.seed).spawn(5))
     jobs = trace.jobs
@@ -346,7 +391,8 @@ def hybrid_workload(trace: Trace, model: WorkloadModel | None = None) -> HybridW
     size = jobs.nodes
     runtime = jobs.runtime
 
-    groups = group_jobs(jobs, rule=model.grouping, gap=model.campaign_gap)
+    groups = group_jobs(jobs if typed_on is None else typed_on.jobs, rule=model.grouping,
+                        gap=model.campaign_gap)
     group_kind = _group_kinds(groups.count, model, rng_types)
     kind = group_kind[groups.codes]
 
@@ -379,13 +425,46 @@ def hybrid_workload(trace: Trace, model: WorkloadModel | None = None) -> HybridW
     checkpoint_interval = np.where(checkpoints, interval, np.nan)
     checkpoint_cost = np.where(checkpoints, cost, 0.0)
 
+    charged = None
+    if model.checkpoint_time == "charged" and checkpoints.any():
+        base = {c: daly_interval(c, model.mtbf) for c in np.unique(cost)}
+        default = np.vectorize(base.__getitem__, otypes=[np.float64])(cost)
+        charged = _checkpoint_time(runtime - setup, default, interval, cost,
+                                   rigid & (default <= runtime), checkpoints)
+        trace = replace(trace, jobs=replace(jobs, runtime=runtime + charged,
+                                            walltime=jobs.walltime + charged))
+
     category, notice_time, estimate = _notices(kind == 2, jobs.submit, model, rng_category,
                                                rng_notice)
     return HybridWorkload(
         trace=trace, model=model, group=groups.codes, group_labels=groups.labels,
         group_kind=group_kind, kind=kind, retyped=retyped, min_size=min_size, setup=setup,
         checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
-        category=category, notice_time=notice_time, estimated_arrival=estimate)
+        category=category, notice_time=notice_time, estimated_arrival=estimate,
+        charged=charged)
+
+
+def _checkpoint_time(run: np.ndarray, default: np.ndarray, interval: np.ndarray,
+                     cost: np.ndarray, at_default: np.ndarray,
+                     at_interval: np.ndarray) -> np.ndarray:
+    """Seconds each job's run gains (R15) when it checkpoints every ``interval`` instead of
+    every ``default`` (Daly's), each checkpoint ``cost`` long; ``run`` is its time past the
+    setup as the trace has it, ``at_default`` and ``at_interval`` whether it checkpoints at
+    all at each interval.
+
+    The trace's run holds ``n0`` checkpoints, as many as complete before it ends at the
+    default interval (:func:`metaq_py.policy.checkpoint.last_checkpoint`: the k-th at
+    ``k * (default + cost)``), so the work in it is ``w = run - n0 * cost``. At an interval
+    ``t`` the job checkpoints after each full ``t`` of work but the last,
+    ``n(t) = ceil(w / t) - 1`` times; it gains ``(n(interval) - n(default)) * cost``, which
+    is 0 at the default interval."""
+    n0 = np.maximum(np.where(at_default, np.ceil(run / (default + cost)) - 1, 0.0), 0.0)
+    work = run - n0 * cost
+
+    def count(t: np.ndarray, on: np.ndarray) -> np.ndarray:
+        return np.where(on, np.maximum(np.ceil(work / np.where(on, t, 1.0)) - 1, 0.0), 0.0)
+
+    return (count(interval, at_interval) - count(default, at_default)) * cost
 
 
 def _notices(ondemand: np.ndarray, actual: np.ndarray, model: WorkloadModel,

@@ -30,6 +30,10 @@ def test_no_arguments_simulates_the_synthetic_default(tmp_path, monkeypatch) -> 
     doc = json.loads((out / "summary.json").read_text())
     assert doc["run"]["jobs"] == 10_000 and doc["run"]["nodes"] == 4360
     assert doc["run"]["policy"] == "easy" and doc["run"]["seed"] == 0
+    # which trace, and why: nothing asked for a trace, so the run says it is the default
+    why = "no --trace given: metaq simulate's default is the synthetic workload"
+    assert doc["run"]["trace_why"] == why
+    assert why in result.output.replace("\n", " ")
     assert "wait: mean / median / p95" in result.output
     assert str(out) in result.output.replace("\n", "")
     # the source tree runs here, so the pure-Python core
@@ -82,6 +86,7 @@ def test_a_real_trace_records_its_cleaning(tmp_path) -> None:
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["cleaning"] == ["capped 6264 runtimes at their requested walltime"]
     assert doc["run"]["jobs"] == 23911 and doc["run"]["trace"] == "theta_2022.swf.gz"
+    assert doc["run"]["trace_why"] == f"--trace {path}"
 
 
 def _swf(path, header: str, rows: list[tuple[int, int, int, int, int]]) -> None:

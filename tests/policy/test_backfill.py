@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaq_py.cluster import Cluster
 from metaq_py.policy import Start, make_scheduler
-from metaq_py.policy.backfill import conservative, decision, easy
+from metaq_py.policy.backfill import ALL, EASY, decision
 from metaq_py.policy.model import NOTHING, Job, Kind
+from metaq_py.policy.shares import NodeShape
 from tests.policy_world import World, job
 
 
@@ -217,12 +220,48 @@ def test_same_input_same_decision(state: tuple[list[tuple[int, int]], list]) -> 
 
 
 def test_a_backfilling_decision_is_the_baselines_and_nothing_without_work() -> None:
-    for fill, name in ((easy, "easy"), (conservative, "conservative")):
+    for depth, name in ((EASY, "easy"), (ALL, "conservative")):
         w = World(10)
         _blocked_head(w)
-        assert decision(w.snapshot(), fill=fill, oracle=False) == \
+        assert decision(w.snapshot(), depth=depth, oracle=False) == \
             make_scheduler(name).decide(w.snapshot())
         w.submit(job("X", 2, 500.0, submit=2.0), job("Z", 2, 50.0, submit=4.0))
-        made = decision(w.snapshot(), fill=fill, oracle=False)
+        made = decision(w.snapshot(), depth=depth, oracle=False)
         assert made == make_scheduler(name).decide(w.snapshot()) and made.actions
-        assert decision(World(10).snapshot(), fill=fill, oracle=False) is NOTHING
+        assert decision(World(10).snapshot(), depth=depth, oracle=False) is NOTHING
+
+
+def test_the_reservation_depth_protects_that_many_waiting_jobs() -> None:
+    """10 nodes, A on 6 until t=100. H (8 nodes), H2 (9) and H3 (10), 100 s each, must wait:
+    reserved from 100, 200 and 300. D (2 nodes, 250 s) fits EASY's 2 extra nodes but would
+    delay H2 at t=200; C (1 node, 350 s) delays only H3 (the whole machine from t=300)."""
+    w = World(10)
+    _blocked_head(w)
+    w.submit(job("H2", 9, 100.0, submit=2.0), job("H3", 10, 100.0, submit=3.0),
+             job("D", 2, 250.0, submit=4.0), job("C", 1, 350.0, submit=5.0))
+
+    def starts(depth: int) -> list[object]:
+        return [a.job for a in decision(w.snapshot(), depth=depth, oracle=False).actions]
+
+    assert starts(EASY) == ["D"], "EASY protects H alone: D takes its extra nodes"
+    assert starts(2) == ["C"], "depth 2 protects H and H2, not H3"
+    assert starts(3) == starts(ALL) == [], "every waiting job protected"
+
+
+@pytest.mark.parametrize("shape", [None, NodeShape(4)])
+@pytest.mark.parametrize("name", ["easy", "conservative"])
+def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
+        name: str, shape: NodeShape | None) -> None:
+    """The allocation ends at t=150. H (8 nodes, 100 s) could start at its shadow time 100
+    at the earliest and would end at 200: it cannot run here, so it is skipped like a job too
+    long for the time left, and the short job Z behind it (a share of one core on a cluster of
+    shared nodes) starts on a free node; the next one that must wait (G, 9 nodes from t=100)
+    is then EASY's head and is protected: Y would hold 2 nodes past t=100, where only 1 is
+    left over. (EASY with shares used to stop at H and start nothing.)"""
+    c = Cluster(10, shape=shape)
+    c.start(job("A", 6, 100.0), tuple(range(6)), now=0.0)
+    z = Job("Z", Kind.RIGID, 1, 50.0, 3.0, cores=1) if shape else job("Z", 2, 50.0, submit=3.0)
+    queue = [job("H", 8, 100.0, submit=1.0), job("G", 9, 40.0, submit=2.0), z,
+             job("Y", 2, 120.0, submit=4.0)]
+    d = make_scheduler(name).decide(c.snapshot(now=0.0, waiting=queue, end=150.0))
+    assert [a.job for a in d.actions] == ["Z"]

@@ -34,7 +34,7 @@ def decide(total: int, running: list, waiting: list, *, full: bool,
         if full:
             patch.setattr(availability.Shortest, "any_room", lambda *args: True)
         work = Work(cluster.snapshot(now=0.0, waiting=queue, ordered=True), oracle=False)
-        backfill.conservative(work, queue)
+        backfill.backfill(work, queue, backfill.ALL)
         return work.decision()
 
 

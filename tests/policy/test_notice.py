@@ -194,3 +194,26 @@ def test_cup_preempt_when_always_preempts_in_vain_for_the_notice() -> None:
     d = w.decide(0.0)
     assert d.actions[0] == Preempt("R", None) and isinstance(d.actions[1], Reserve)
     assert len(w.cluster.reserved["n"]) == 1
+
+
+def cup_wide_and_narrow(victim_order: str) -> World:
+    """At t=100 a wide rigid job has lost 100 s on 4 nodes, a narrow one 300 s on 1 (neither
+    checkpoints), one node runs on-demand work, and a notice wants 1 node at t=200: CUP must
+    preempt one of them, and the two victim orders pick differently (R9, R6)."""
+    w = World(6, make_scheduler("CUP&PAA", victim_order=victim_order))
+    w.run(job("wide", 4, 1000.0), range(4), start=0.0)      # 100 s lost x 4 = 400
+    w.run(job("narrow", 1, 1000.0), (4,), start=-200.0)    # 300 s lost x 1 = 300
+    w.run(job("busy", 1, 1000.0, kind=Kind.ONDEMAND), (5,))
+    w.notice("n", 1, arrival=200.0)
+    return w
+
+
+def test_cup_orders_its_victims_as_paa_does() -> None:
+    by_time = cup_wide_and_narrow("seconds")
+    d = by_time.decide(100.0)
+    assert d.actions[0] == Preempt("wide", None) and isinstance(d.actions[1], Reserve)
+    assert by_time.lost == {"wide": 100.0}
+    by_nodes = cup_wide_and_narrow("node-seconds")
+    d = by_nodes.decide(100.0)
+    assert d.actions[0] == Preempt("narrow", None) and isinstance(d.actions[1], Reserve)
+    assert by_nodes.lost == {"narrow": 300.0}

@@ -113,7 +113,7 @@ def decide(c: Cluster, queue: list[Job], end: float, oracle: bool, *, plain: boo
     if plain:
         plain_pass(work, queue, work.shares)
     else:
-        backfill.conservative(work, queue)
+        backfill.backfill(work, queue, backfill.ALL)
     return work.decision()
 
 
@@ -144,7 +144,7 @@ def test_a_queue_that_cannot_start_on_free_nodes_still_joins_shared_nodes() -> N
     # on the free node 2, so the walk with the profile stops at j1 ...
     work = Work(c.snapshot(now=0.0, waiting=queue, ordered=True), oracle=False)
     assert work.shares is not None
-    assert backfill._shares_on_free_nodes(work, queue, work.shares) == 1
+    assert backfill._reserving(work, queue, 0, backfill.ALL, work.shares) == 1
     # ... and j1 and j2, which end by the shared node's end (400 s), join it
     assert {a.job: a.nodes for a in new.actions} == {"j1": (1,), "j2": (1,)}
 

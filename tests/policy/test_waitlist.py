@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Start, make_scheduler
-from metaq_py.policy.backfill import decision, easy
+from metaq_py.policy.backfill import EASY, decision
 from metaq_py.policy.model import Job, Kind, Snapshot
 from metaq_py.policy.waitlist import LOAD, Waitlist, add_point, merge
 
@@ -206,7 +206,7 @@ def world(rng: random.Random, oracle: bool) -> tuple[Snapshot, Snapshot]:
 @given(st.integers(0, 2**32 - 1), st.booleans())
 def test_easy_decides_the_same_with_the_waitlist_as_without(seed: int, oracle: bool) -> None:
     plain, listed = world(random.Random(seed), oracle)
-    assert decision(listed, fill=easy, oracle=oracle) == decision(plain, fill=easy, oracle=oracle)
+    assert decision(listed, depth=EASY, oracle=oracle) == decision(plain, depth=EASY, oracle=oracle)
     for name in ("easy", "N&SPAA"):  # a mechanism at a plain instant decides by EASY alone
         scheduler = make_scheduler(name, oracle=oracle)
         assert scheduler.decide(listed) == scheduler.decide(plain)
@@ -226,8 +226,8 @@ def test_a_waitlist_for_other_estimates_or_another_queue_is_not_read(seed: int) 
                   Snapshot(plain.now, plain.total, plain.free, plain.running,
                            list(plain.waiting), end=plain.end, ordered=True,
                            waitlist=listed.waitlist)):
-        assert decision(other, fill=easy, oracle=False) == \
-            decision(plain, fill=easy, oracle=False)
+        assert decision(other, depth=EASY, oracle=False) == \
+            decision(plain, depth=EASY, oracle=False)
 
 
 def test_easy_reads_the_waitlist_it_is_given() -> None:
@@ -244,7 +244,7 @@ def test_easy_reads_the_waitlist_it_is_given() -> None:
 
     def started(waitlist: Waitlist | None) -> list[object]:
         snap = cluster.snapshot(now=1.0, waiting=[head, a, b], ordered=True, waitlist=waitlist)
-        return [x.job for x in decision(snap, fill=easy, oracle=False).actions
+        return [x.job for x in decision(snap, depth=EASY, oracle=False).actions
                 if isinstance(x, Start)]
 
     assert started(None) == ["A"]

@@ -99,6 +99,23 @@ def test_the_store_reuses_runs_and_fresh_reruns(tmp_path: Path, grid) -> None:
     assert len(seen) == 2
 
 
+def test_fresh_runs_again_what_the_store_holds(tmp_path: Path, grid) -> None:
+    """A stored record is tampered with: without ``fresh`` the study reads it back as it is;
+    with ``fresh`` it runs the spec again, returns the true figures and stores them."""
+    store = RunStore(tmp_path / "runs")
+    spec = grid[0]
+    (true,) = run_grid([spec], workers=1, store=store)
+    path = store.path(spec)
+    data = json.loads(path.read_text())
+    data["metrics"]["turnaround_all"] = -1.0
+    path.write_text(json.dumps(data))
+    (stored,) = run_grid([spec], workers=1, store=store)
+    assert stored.metrics["turnaround_all"] == -1.0, "the stored record is reused as it is"
+    (fresh,) = run_grid([spec], workers=1, store=store, fresh=True)
+    assert fresh.metrics == true.metrics and fresh.metrics["turnaround_all"] != -1.0
+    assert store.get(spec) is not None and store.get(spec).metrics == true.metrics
+
+
 def test_truncated_trace_keeps_the_first_jobs() -> None:
     whole = load_source(TraceSource(jobs=300, seed=3))
     src = TraceSource(path=None, jobs=150, seed=3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.run.spec import SpecError, TraceSource
+from sim.run.spec import SpecError, TraceSource, paper_rules
 from sim.study.grid import (
     HOUR,
     MECHANISM_NAMES,
@@ -121,6 +121,24 @@ def test_calibration_runs_leave_out_a_failure_repair_without_failures() -> None:
     them as they are (it used to fail them: a repair time needs a time between failures)."""
     from sim.study.calibrate import _spec
 
-    assert _spec(SRC, 1.5, (("failure_repair", HOUR),)).overrides == ()
+    assert _spec(SRC, 1.5, (("failure_repair", HOUR),)).overrides == paper_rules("easy")
     assert _spec(SRC, 1.5, (("failure_mtbf", 5 * HOUR), ("failure_repair", HOUR))).overrides \
-        == (("failure_mtbf", 5 * HOUR), ("failure_repair", HOUR))
+        == tuple(sorted((("failure_mtbf", 5 * HOUR), ("failure_repair", HOUR),
+                         *paper_rules("easy"))))
+
+
+def test_every_run_of_a_study_follows_the_paper_rules_unless_set_otherwise() -> None:
+    grid = build_grid(STUDIES["paper"], trace=SRC, seeds=1, workloads=["W5"])
+    by = {s.policy: dict(s.overrides) for s in grid}
+    assert by["easy"] == {"checkpoint_time": "charged", "setup_speedup": "none",
+                          "malleable_start": "full", "planning": "cqsim"}
+    assert by["CUA&SPAA"] == {"checkpoint_time": "charged", "setup_speedup": "none",
+                              "victim_order": "seconds"}
+    # the rules do not show in the variant label: every policy's runs are "default"
+    assert {s.variant for s in grid} == {"default"}
+    # --set with a rule's other word brings back the choice before it, and says so
+    old = build_grid(STUDIES["paper"], trace=SRC, seeds=1, workloads=["W5"],
+                     overrides=(("victim_order", "node-seconds"),))
+    assert {dict(s.overrides).get("victim_order") for s in old if s.policy != "easy"} == \
+        {"node-seconds"}
+    assert {s.variant for s in old if s.policy != "easy"} == {"victim_order=node-seconds"}
