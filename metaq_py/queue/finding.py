@@ -125,7 +125,7 @@ def arrays_below(root: Path, folder: str, name: str) -> Iterator[str]:
     walk of its sub-folders that never enters an array nor follows a link. For a person's
     command, when ``name`` is not an array right below a task folder."""
     tail = tuple(p for p in name.split("/") if p)
-    stack = [(root / folder, (folder,))]
+    stack: list[tuple[Path, tuple[str, ...]]] = [(root / folder, (folder,))]
     while stack:
         top, parts = stack.pop()
         try:

@@ -109,7 +109,10 @@ class Invalid:
     def id(self) -> str:
         return f"{self.folder}/{self.relpath}"
 
-    path = Task.path  # made on demand: a scan of 100,000 junk files makes no Path
+    @property
+    def path(self) -> Path:
+        """The file (made on demand: a scan of 100,000 junk files makes no ``Path``)."""
+        return Path(self.file)
 
     @property
     def reason(self) -> str:
