@@ -265,6 +265,7 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
 
     from sim.study.execution import RunStore, run_grid
     from sim.study.full import ESCALATION_RUNS, run_all
+    from sim.study.full_page import write_full_page
     from sim.study.full_report import FullContext, write_full
 
     if seeds < 1:
@@ -315,14 +316,15 @@ def _run_all_study(paths: list[Path], *, synthetic: bool, jobs: int | None,
                       max_seeds=max_seeds, escalation=escalation,
                       observations=observations or None)
     command = "metaq " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "metaq experiment"
-    files = write_full(results, out, FullContext(
+    context = FullContext(
         command=command, seeds=seed_list, runs=count, reading=reading, traces=said,
         max_seeds=max_seeds,
         rerun={name: _rerun(path, synthetic, out, overrides, seeds, jobs, reading)
-               for name, path in zip(said, [*paths, None], strict=False)}))
+               for name, path in zip(said, [*paths, None], strict=False)})
+    files = [*write_full(results, out, context), write_full_page(results, out, context)]
     for r in results:
         _show_verdicts(r)
-    console.print(f"Wrote {len(files)} files to {out}/ (report.md) in "
+    console.print(f"Wrote {len(files)} files to {out}/ (report.md, report.html) in "
                   f"{time.perf_counter() - started:.0f} s.")
 
 

@@ -118,11 +118,11 @@ def _headline(t: ResultsTable) -> list[str]:
                    for p in t.policies])
 
 
-def _loads(r: TraceResults) -> list[str]:
+def loads_of(r: TraceResults) -> list[str]:
     return [load for load in r.plan.factors if load in r.verdicts.at]
 
 
-def _load_label(r: TraceResults, load: str) -> str:
+def load_label(r: TraceResults, load: str) -> str:
     return f"x{r.plan.factors[load]:g}"
 
 
@@ -131,24 +131,24 @@ def outcome(results: Sequence[TraceResults]) -> list[str]:
     header = ["#", "The paper's claim"]
     for r in results:
         header += [f"{r.verdicts.trace}, {LOAD_NAMES.get(load, load)} "
-                   f"({_load_label(r, load)})" for load in _loads(r)]
+                   f"({load_label(r, load)})" for load in loads_of(r)]
     rows = []
     for i, o in enumerate(OBSERVATIONS):
         row = [str(o.number), o.claim]
         for r in results:
-            row += [_cell_of(r.verdicts.at[load][i]) for load in _loads(r)]
+            row += [_cell_of(r.verdicts.at[load][i]) for load in loads_of(r)]
         rows.append(row)
     return _table(header, rows)
 
 
 def _observations(r: TraceResults, rerun: str, max_seeds: int) -> list[str]:
-    loads = _loads(r)
-    header = ["#", *(f"Verdict at {_load_label(r, x)}" for x in loads),
-              *(f"Ours at {_load_label(r, x)}" for x in loads), "Cause / note"]
+    loads = loads_of(r)
+    header = ["#", *(f"Verdict at {load_label(r, x)}" for x in loads),
+              *(f"Ours at {load_label(r, x)}" for x in loads), "Cause / note"]
     rows = []
     for i, o in enumerate(OBSERVATIONS):
         verdicts = [r.verdicts.at[x][i] for x in loads]
-        causes = [f"at {_load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
+        causes = [f"at {load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
                   if (c := cause(v, max_seeds=max_seeds, rerun=rerun))]
         rows.append([str(o.number), *(_cell_of(v) for v in verdicts),
                      *(v.ours for v in verdicts), "; ".join(causes)])
@@ -182,13 +182,13 @@ def loads_line(r: TraceResults) -> list[str]:
     """Each load's factor and offered load, and whether the trace is too small for it or
     does not saturate the machine there (also said in the console)."""
     parts = []
-    for load in _loads(r):
+    for load in loads_of(r):
         t = r.tables.get(load)
         offered = math.nan if t is None else t.mean("easy", "offered_load")
         if math.isnan(offered) and t is not None:
             offered = t.mean(t.policies[0], "offered_load")
         where = "n/a" if math.isnan(offered) else f"{offered:.2f}"
-        parts.append(f"{LOAD_NAMES.get(load, load)} {_load_label(r, load)} (offered load "
+        parts.append(f"{LOAD_NAMES.get(load, load)} {load_label(r, load)} (offered load "
                      f"{where})")
         window = math.nan if t is None else t.mean(t.policies[0], "window_runtimes")
         if not math.isnan(window) and window < SETTLES:
@@ -202,7 +202,7 @@ def loads_line(r: TraceResults) -> list[str]:
 
 
 def _sensitivity(r: TraceResults) -> list[str]:
-    loads = [x for x in _loads(r) if x in r.tables]
+    loads = [x for x in loads_of(r) if x in r.tables]
     if not loads:
         return []
     reference = ranking(r.tables[loads[0]], workload=VARIANT_WORKLOAD)
@@ -211,7 +211,7 @@ def _sensitivity(r: TraceResults) -> list[str]:
     rows = []
     for load in loads:
         order = ranking(r.tables[load], workload=VARIANT_WORKLOAD)
-        rows.append([_load_label(r, load), " > ".join(order),
+        rows.append([load_label(r, load), " > ".join(order),
                      f"{kendall_tau(reference, order):+.2f}"])
     return out + _table(["Load", "Ranking", "τ"], rows)
 
@@ -222,7 +222,7 @@ def _variants(r: TraceResults) -> list[str]:
         if "@" not in name:
             continue
         study, load = name.split("@")
-        out += [f"### Study `{study}` at {_load_label(r, load)}, {VARIANT_WORKLOAD}", ""]
+        out += [f"### Study `{study}` at {load_label(r, load)}, {VARIANT_WORKLOAD}", ""]
         metrics = ["turnaround_all", "turnaround_rigid", "utilisation", "instant_start",
                    "preempt_rigid", "preempt_malleable"]
         on = t.workloads[0]
@@ -242,15 +242,15 @@ def trace_section(r: TraceResults, *, rerun: str = "", max_seeds: int = 10) -> l
     if plain:
         out += ["Observation 14 read with only the mechanisms' preemptions counted (R19's "
                 "other reading): " + "; ".join(
-                    f"{_load_label(r, x)} {_cell_of(v)} ({v.ours})"
+                    f"{load_label(r, x)} {_cell_of(v)} ({v.ours})"
                     for x, v in plain.items() if x in r.plan.factors) + ".", ""]
-    for load in _loads(r):
+    for load in loads_of(r):
         t = r.tables.get(load)
         if t is None:
             continue
         where = "averaged over the workloads run by run" if len(t.workloads) > 1 else \
             t.workloads[0]
-        out += [f"### Headline at {LOAD_NAMES.get(load, load)} ({_load_label(r, load)}), "
+        out += [f"### Headline at {LOAD_NAMES.get(load, load)} ({load_label(r, load)}), "
                 f"{where}", "", *_headline(t), ""]
         extra = ["utilisation_paper", "busy_utilisation", "offered_load", "lost_node_hours",
                  "ondemand_work_share"]
@@ -326,7 +326,7 @@ def _write_observations(results: Sequence[TraceResults], out: Path,
                                          "word": str(r.verdicts.at[load][i].word),
                                          "undecided": sorted(
                                              r.verdicts.at[load][i].undecided)}
-                                  for load in _loads(r)}}
+                                  for load in loads_of(r)}}
                               for i, o in enumerate(OBSERVATIONS)]}
             for r in results]
     path = out / "observations.json"
@@ -337,7 +337,7 @@ def _write_observations(results: Sequence[TraceResults], out: Path,
 def side_by_side(r: TraceResults, *, reading: str | None = None) -> list[str]:
     """The section ``metaq experiment --calibrate paper`` adds to a study's report."""
     return ["## At the trace's own load and at the paper's, side by side", "",
-            f"The same runs at the paper's load ({_load_label(r, 'paper')}) and at the "
+            f"The same runs at the paper's load ({load_label(r, 'paper')}) and at the "
             f"trace's own (x1), with the paper's 17 observations judged on each as far as "
             f"this study's runs go (the rest say what they lack; `--study all` runs "
             f"everything). Preempted means: {READINGS[reading or DEFAULT_READING][0]} "

@@ -96,6 +96,8 @@ def test_study_all_writes_one_report_with_every_observation(tmp_path: Path) -> N
     assert set(range(1, 18)) <= numbers
     assert "- Command: `metaq " in report and "Seeds: 0, 1" in report
     assert "(--synthetic)" in report
+    page = (tmp_path / "report.html").read_text()  # the same, as a page (test_observations)
+    assert "Trace synthetic Theta-like workload (80 jobs, seed 0): the synthetic" in page
     # 80 jobs are too few for a steady state at either load: said, and utilisation unjudged
     said = " ".join(result.output.split())
     assert "a saturating load x" in said and "this trace is too small for this load" in said

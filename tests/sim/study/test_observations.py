@@ -13,10 +13,12 @@ from sim.study.aggregate import ResultsTable
 from sim.study.calibrate import MAX_STEPS, TOLERANCE, calibrate
 from sim.study.execution import RunStore, run_grid
 from sim.study.full import VARIANT_STUDIES, run_all
+from sim.study.full_page import write_full_page
 from sim.study.full_report import FullContext, kendall_tau, ranking, render_full, write_full
 from sim.study.grid import MECHANISM_NAMES, PAPER_POLICIES
 from sim.study.judging import Word
 from sim.study.observations import OBSERVATIONS
+from tests.browser import chromium, need_chromium, open_page
 
 SMALL = TraceSource(jobs=300, seed=2)
 
@@ -91,6 +93,44 @@ def test_the_full_study_judges_every_observation_at_both_loads(tmp_path: Path) -
                                                       sum(ran), rerun={
                                                           r.verdicts.trace: "metaq x"}))
     assert tmp_path / "report.md" in files
+    _the_page_says_what_the_report_says(results, tmp_path, data)
+
+
+def _the_page_says_what_the_report_says(results: list, tmp_path: Path, data: list) -> None:
+    """``report.html`` beside it: the 17 rows with each load's verdict as observations.json
+    has it, the rerun commands, and a page Chromium renders with no error and no request."""
+    context = FullContext("metaq experiment --study all", (0, 1), 1,
+                          rerun={results[0].verdicts.trace: "metaq x"})
+    path = write_full_page(results, tmp_path, context)
+    text = path.read_text()
+    assert "http" not in text.lower().replace("http-equiv", "")
+    page = open_page(path) if chromium() else None
+    if page is None:
+        need_chromium()
+        return
+    try:
+        assert page.outside_requests == [] and page.errors == []
+        rows = page.evaluate("Array.from(document.querySelectorAll('#table0 tbody tr')).map("
+                             "r => Array.from(r.cells).map(c => c.textContent))")
+        assert [int(row[0]) for row in rows] == list(range(1, 18))
+        for row, observed in zip(rows, data[0]["observations"], strict=True):
+            assert row[1] == observed["claim"]
+            for cell, load in zip(row[2:], ("paper", "saturated"), strict=True):
+                assert cell.split(" (")[0] == observed[load]["word"]
+        reruns = page.evaluate("Array.from(document.querySelectorAll('#table1 tbody tr')).map("
+                               "r => r.cells[r.cells.length - 1].textContent)")
+        assert reruns == [f"metaq x --observation {n}" for n in range(1, 18)]
+        bars = page.evaluate("Array.from(document.querySelectorAll('svg.bars')).map(s => "
+                             "Array.from(s.querySelectorAll('rect[data-tip]')).map("
+                             "r => r.getAttribute('data-tip')))")
+        assert len(bars) == 2  # one chart per load
+        for tips, load in zip(bars, ("paper", "saturated"), strict=True):
+            counted = {t.split(":")[0]: int(t.split(": ")[1].split()[0]) for t in tips}
+            words = [o[load]["word"] for o in data[0]["observations"]]
+            assert {w: words.count(w) for w in set(words)} == \
+                {w: n for w, n in counted.items() if n}
+    finally:
+        page.close()
 
 
 def test_one_observation_runs_only_what_it_reads(tmp_path: Path) -> None:
