@@ -36,7 +36,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import PENDING, STATES
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook_pack import find_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
 from metaq_py.words import counted
@@ -169,7 +169,7 @@ def show(
         admin = QueueAdmin(q)
         e = admin.find(task)
         found = next((x for x in admin.entries(e.state) if x.path == e.path), e)
-        logbook = read_logbook(found.path, found.path.lstat().st_ino)
+        logbook = find_logbook(found.path, found.path.lstat().st_ino, q.packed)
         data = entry_json(found)
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []

@@ -28,6 +28,7 @@ __all__ = [
     "USAGE_FIELDS",
     "Logbook",
     "logbook_path",
+    "parse_logbook",
     "publish_logbook",
     "read_logbook",
     "stage_logbook",
@@ -73,7 +74,16 @@ def read_logbook(task: str | os.PathLike[str], inode: int) -> Logbook | None:
     A damaged logbook counts as none: it holds bookkeeping, never the task itself."""
     try:
         data = json.loads(read_regular(logbook_path(task), limit=LOGBOOK_LIMIT)[0])
-        if data.get("inode") != inode:
+    except (Refused, ValueError, RecursionError):
+        return None
+    return parse_logbook(data, inode)
+
+
+def parse_logbook(data: object, inode: int) -> Logbook | None:
+    """The logbook a decoded JSON object holds if it belongs to the file with ``inode``, else
+    ``None`` (also for anything malformed)."""
+    try:
+        if not isinstance(data, dict) or data.get("inode") != inode:
             return None
         submit = float(data["submit"])
         attempts = int(data.get("attempts", 0))
@@ -85,8 +95,7 @@ def read_logbook(task: str | os.PathLike[str], inode: int) -> Logbook | None:
             attempts=attempts,
             history=tuple(h for h in data.get("history", ()) if isinstance(h, dict)),
         )
-    except (Refused, ValueError, TypeError, KeyError, AttributeError, RecursionError,
-            OverflowError):
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None
 
 

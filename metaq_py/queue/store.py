@@ -54,7 +54,15 @@ from metaq_py.queue.layout import (
 )
 from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
+from metaq_py.queue.logbook_pack import LogbookPack, PackedLogbooks
+from metaq_py.queue.moves import (
+    Pack,
+    history_entry,
+    inode_of,
+    logbook_of,
+    move_task,
+    rename_quietly,
+)
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import OwnMoves
@@ -106,9 +114,19 @@ class Queue(Layout):
         JobFolder)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
+        self._packs: dict[str, LogbookPack] = {}
+        self._packed: PackedLogbooks | None = None
+        """The packs of the logbooks of the tasks this object's jobs made done."""
         self.own_moves: OwnMoves | None = None
         """Where a claim notes the files it moves out of their task folder, for a watcher
         that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
+
+    @property
+    def packed(self) -> PackedLogbooks:
+        """The logbooks of done tasks in the batch jobs' packs, read as needed and kept."""
+        if self._packed is None:
+            self._packed = PackedLogbooks(self.root)
+        return self._packed
 
     # --- waiting tasks ---------------------------------------------------------------------
 
@@ -376,6 +394,9 @@ class Queue(Layout):
     def tidy_job(self, *, machine: str, jobid: str) -> None:
         """Remove the empty folders a finished batch job leaves in ``working/``."""
         self._jobs.pop((machine, jobid), None)
+        pack = self._packs.pop(jobid, None)
+        if pack is not None:
+            pack.close()
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -390,13 +411,26 @@ class Queue(Layout):
         vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = relative_parts(src, self.root)
+        pack = src_logbook = None
+        if job is not None and claim is not None and logbook is not None \
+                and relative_parts(dst, self.root)[0] in DONE_STATES:
+            pack, src_logbook = self._pack_for(claim.jobid), claim.has_logbook
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          old_reason=rel[0] in DONE_STATES, made=self._made)
+                          old_reason=rel[0] in DONE_STATES, made=self._made, pack=pack,
+                          src_logbook=src_logbook is not False)
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
+
+    def _pack_for(self, jobid: str) -> Pack:
+        """How a move by this object's job ``jobid`` packs the logbook of a task it made done
+        (:mod:`~metaq_py.queue.logbook_pack`)."""
+        pack = self._packs.get(jobid)
+        if pack is None:
+            pack = self._packs[jobid] = LogbookPack(self.root, self.job_dir(jobid))
+        return pack.add
 
     def _history(self, claim: Claim, event: str, usage: Mapping[str, object] | None = None,
                  **fields: object) -> Logbook:
