@@ -35,7 +35,7 @@ from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array
-from metaq_py.queue.layout import PENDING, STATES
+from metaq_py.queue.layout import DONE_STATES, PENDING, STATES
 from metaq_py.queue.logbook_pack import find_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
@@ -169,7 +169,8 @@ def show(
         admin = QueueAdmin(q)
         e = admin.find(task)
         found = next((x for x in admin.entries(e.state) if x.path == e.path), e)
-        logbook = find_logbook(found.path, found.path.lstat().st_ino, q.packed)
+        logbook = find_logbook(found.path, found.path.lstat().st_ino,
+                               q.packed if found.state in DONE_STATES else None)
         data = entry_json(found)
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []

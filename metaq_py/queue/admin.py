@@ -362,12 +362,13 @@ class QueueAdmin:
             return
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
+        packed = q.packed if state in DONE_STATES else None  # only done tasks' are packed
         for folder, rel, path in files_in(q, state):
             spec = judge(path).spec if specs else None
             reason = None
             if state != HOLD and state != FINISHED:
                 reason = read_reason(path)
-            logbook = find_logbook(path, inode_of(path), q.packed)
+            logbook = find_logbook(path, inode_of(path), packed)
             yield Entry(state, folder, rel, path, spec, reason=reason,
                         attempts=logbook.attempts if logbook else 0)
 

@@ -128,3 +128,27 @@ def test_show_prints_a_packed_history(q: Queue) -> None:
     data = json.loads(out.stdout)
     assert [h["event"] for h in data["history"]] == ["failed"]
     assert data["history"][0]["exit_code"] == 5
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "huge"])
+def test_a_planted_pack_is_never_followed_nor_waited_on_by_readers(q: Queue, tmp_path: Path,
+                                                                   kind: str) -> None:
+    put(q, "h.sh")
+    run_one(q, "h.sh", 0)
+    planted = q.root / "jobs/zz" / PACK_NAME
+    planted.parent.mkdir()
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"task": "finished/todo/h.sh", "inode": 1, "submit": 1,
+                                  "attempts": 9, "history": [{"event": "forged"}]}) + "\n")
+    if kind == "fifo":
+        os.mkfifo(planted)
+    elif kind == "symlink":
+        planted.symlink_to(secret)
+    else:
+        with planted.open("wb") as f:
+            f.truncate(2 << 30)  # sparse: a reader that read it whole would take 2 GiB
+    out = subprocess.run(["metaq", "show", "--queue", str(q.root), "--json", "h.sh"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [h["event"] for h in json.loads(out.stdout)["history"]] == ["finished"]
+    assert "forged" not in out.stdout
