@@ -116,6 +116,8 @@ class Queue(Layout):
         """The folders claims and moves made, known by identity (see MadeFolders)."""
         self._packs: dict[str, LogbookPack] = {}
         self._packed: PackedLogbooks | None = None
+        self._trusted: set[tuple[int, int]] = set()
+        """Job folders (device, inode) whose way up to the root a claim found trusted."""
         """The packs of the logbooks of the tasks this object's jobs made done."""
         self.own_moves: OwnMoves | None = None
         """Where a claim notes the files it moves out of their task folder, for a watcher
@@ -260,18 +262,25 @@ class Queue(Layout):
                 raise QueueError(f"cannot claim {task.path}: working/ is on another file "
                                  f"system; keep the whole queue on one") from None
             raise
-        book = logbook_path(task.path)
-        if own is not None:
-            own.add(book)
-        has_logbook = rename_quietly(book, logbook_path(dst))
-        if own is not None and not has_logbook:
-            own.discard(book)
+        has_logbook = False
+        if task.logbook:  # a fresh task has none: not looked for (a metadata call each)
+            book = logbook_path(task.path)
+            if own is not None:
+                own.add(book)
+            has_logbook = rename_quietly(book, logbook_path(dst))
+            if own is not None and not has_logbook:
+                own.discard(book)
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
-        # Read whole and judged once: these bytes are what runs, never the path again.
+        # Read whole and judged once: these bytes are what runs, never the path again. The
+        # folders up from the job's folder are walked once: a claim finds the job's folder
+        # the very folder (device and inode) it was (self._made), and its trust stays.
+        place = self._made.identity(dst.parent)
         verdict = judge_in_queue(dst, root=self.root, config=self.config, trust=self._trust,
-                                 whole=True)
+                                 whole=True, folders_trusted=place in self._trusted)
+        if verdict.spec is not None and place is not None:
+            self._trusted.add(place)
         program = why = None
         if verdict.spec is not None:
             assert verdict.data is not None and verdict.opened is not None
@@ -291,7 +300,8 @@ class Queue(Layout):
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
                      attempts=task.attempts, submit=task.submit, spec=verdict.spec,
-                     has_logbook=has_logbook, program=program)
+                     has_logbook=has_logbook, program=program,
+                     inode=verdict.opened.st_ino)
 
     def heartbeat(self, claim: Claim) -> bool:
         """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
@@ -439,7 +449,8 @@ class Queue(Layout):
         if claim.has_logbook:
             logbook = logbook_of(claim.path, now=now)
         else:  # it never ran before, and only the queue writes logbooks: there is none
-            logbook = Logbook(inode=inode_of(claim.path), submit=claim.submit)
+            inode = claim.inode if claim.inode is not None else inode_of(claim.path)
+            logbook = Logbook(inode=inode, submit=claim.submit)
         entry = history_entry(event, now=now, job=claim.jobid, host=claim.host, **fields,
                               **(usage or {}))
         return replace(logbook, submit=claim.submit, history=(*logbook.history, entry))
