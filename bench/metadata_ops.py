@@ -62,11 +62,22 @@ CHILD = re.compile(r"^(?:clone3?|fork|vfork)\(.*= (\d+)")
 EXECVE_OK = re.compile(r'^execve\("([^"]*)".*= 0')
 
 
+SHAPE = (
+    (re.compile(r"\{st_mode=[^}]*\}|0x[0-9a-f]+"), "_"),
+    (re.compile(r"\d+<"), "<"),
+    (re.compile(r"\b[0-9a-f]{6,}\b|\d+"), "N"),
+    (re.compile(r"\s+"), " "),
+)
+"""What is cut from a call to see its shape: stat buffers, descriptors, numbers, tokens."""
+
+
 @dataclass
 class Count:
-    """The metadata calls on the queue, by call, and the processes seen."""
+    """The metadata calls on the queue, by call (and by shape: the call with the queue's path
+    as ``Q`` and numbers as ``N``), and the processes seen."""
 
     calls: Counter[str] = field(default_factory=Counter)
+    shapes: Counter[str] = field(default_factory=Counter)
     task_pids: set[int] = field(default_factory=set)
     runner_pids: set[int] = field(default_factory=set)
 
@@ -121,6 +132,12 @@ def count(trace: Path, queue: Path, top: int) -> Count:
         if " = -1 " in text and m.group(1) in {"close"}:
             continue
         out.calls[m.group(1)] += 1
+        shape = text.replace(root, "Q").split(", ", 1)[-1] if text.startswith(
+            ("newfstatat(AT_FDCWD", "openat(AT_FDCWD")) else text.replace(root, "Q")
+        shape = m.group(1) + "(" + shape if not shape.startswith(m.group(1)) else shape
+        for pattern, put in SHAPE:
+            shape = pattern.sub(put, shape)
+        out.shapes[shape[:150]] += 1
     return out
 
 
@@ -150,14 +167,8 @@ def inodes(folder: Path) -> int:
     return sum(1 + len(files) for _, _, files in os.walk(folder))
 
 
-def finished_count(queue: Path) -> int:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-m", "metaq_py", "status", "--queue", str(queue),
-                          "--json"], env=env, capture_output=True, text=True)
-    return out.returncode
-
-
-def measure(scratch: Path, name: str, tasks: int, nodes: int, array: bool) -> Count:
+def measure(scratch: Path, name: str, tasks: int, nodes: int, array: bool,
+            shapes: int = 0) -> Count:
     queue = scratch / name / "queue"
     queue.parent.mkdir(parents=True)
     subprocess.run([sys.executable, "-m", "metaq_py", "init", str(queue)], check=True,
@@ -185,6 +196,10 @@ def measure(scratch: Path, name: str, tasks: int, nodes: int, array: bool) -> Co
           f"{'met' if per <= target else 'NOT met'}; METAQ about {METAQ_PEER} per task)")
     for call, n in result.calls.most_common():
         print(f"  {call:<18} {n:8d}  {n / tasks:7.2f} per {'index' if array else 'task'}")
+    if shapes:
+        print("  by shape (the most frequent):")
+        for shape, n in result.shapes.most_common(shapes):
+            print(f"    {n / tasks:6.2f}  {shape}")
     print(f"  processes: {len(result.runner_pids)} of the runner, "
           f"{len(result.task_pids)} of the tasks (not counted)")
     print(f"  inodes in the queue: {before} before, {after} after "
@@ -197,13 +212,15 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=500)
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder and traces")
+    ap.add_argument("--shapes", type=int, default=0, metavar="K",
+                    help="also print the K most frequent calls by shape, per task")
     args = ap.parse_args()
     if shutil.which("strace") is None:
         raise SystemExit("strace is not installed (Debian: apt-get install strace)")
     scratch = Path(tempfile.mkdtemp(prefix="metaq-bench-meta-"))
     try:
-        measure(scratch, "standalone", args.tasks, args.nodes, array=False)
-        measure(scratch, "array", args.tasks, args.nodes, array=True)
+        measure(scratch, "standalone", args.tasks, args.nodes, array=False, shapes=args.shapes)
+        measure(scratch, "array", args.tasks, args.nodes, array=True, shapes=args.shapes)
     finally:
         if args.keep:
             print(f"kept: {scratch}")

@@ -70,7 +70,8 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     # kill sweeps /proc for it (see metaq_py.launch.sweep).
     mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
-        make_run_folder(spec.rundir, spec.task, aside=aside)
+        if spec.run_folder:
+            make_run_folder(spec.rundir, spec.task, aside=aside)
         if spec.shared_hostfile is None:
             spec.hostfile.write_text(hostfile_text(spec.nodes))
         if spec.srun_wrap:

@@ -130,7 +130,8 @@ class Launcher:
                 bind=live.cores is not None and self._binds(), tee=tee,
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
-                env=claim.program.env if claim.program is not None else {})
+                env=claim.program.env if claim.program is not None else {},
+                run_folder=claim.spec.checkpoint is not None or resize is not None)
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
@@ -179,7 +180,8 @@ class Launcher:
         """Make the folders that hold ``spec``'s run folder and log (``launch`` makes the run
         folder and the log themselves)."""
         root = self.ctx.queue.root
-        for parent in (spec.rundir.parent, spec.log.parent):
+        wanted = (spec.rundir.parent, spec.log.parent) if spec.run_folder else (spec.log.parent,)
+        for parent in wanted:
             if parent not in self.folders:
                 # Real folders all the way down from the queue root: a link planted in a
                 # group-writable jobs/ never sends a log out of the queue.
