@@ -36,7 +36,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.layout import DONE_STATES, PENDING, STATES
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
 from metaq_py.words import counted

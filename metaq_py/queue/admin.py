@@ -42,8 +42,7 @@ from metaq_py.queue.layout import (
     STATES,
     WORKING,
 )
-from metaq_py.queue.logbook import Logbook
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import Logbook, find_logbook
 from metaq_py.queue.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue

@@ -30,11 +30,12 @@ from metaq_py.queue.disk.folders import (
 from metaq_py.queue.lease import lease_path
 from metaq_py.queue.logbook import (
     Logbook,
+    PackedLogbooks,
+    find_logbook,
     logbook_path,
     publish_logbook,
     stage_logbook,
 )
-from metaq_py.queue.logbook_pack import PackedLogbooks, find_logbook
 
 __all__ = ["Pack", "history_entry", "inode_of", "logbook_of", "move_task", "rename_quietly"]
 
@@ -60,7 +61,7 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
 
     With ``pack``, ``logbook`` is not written beside ``dst`` but handed to ``pack`` once the
     rename is won (a runner's pack of the logbooks of done tasks,
-    :mod:`~metaq_py.queue.logbook_pack`). ``src_logbook=False`` says that ``src`` has no
+    :mod:`~metaq_py.queue.logbook`). ``src_logbook=False`` says that ``src`` has no
     logbook beside it (a claim that never ran before), which spares looking for one."""
     dst = free_name(dst, reason=reason is not None)
     if made is not None:

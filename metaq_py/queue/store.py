@@ -53,8 +53,7 @@ from metaq_py.queue.layout import (
     safe_name,
 )
 from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
-from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.logbook_pack import LogbookPack, PackedLogbooks
+from metaq_py.queue.logbook import Logbook, LogbookPack, PackedLogbooks, logbook_path
 from metaq_py.queue.moves import (
     Pack,
     history_entry,
@@ -436,7 +435,7 @@ class Queue(Layout):
 
     def _pack_for(self, jobid: str) -> Pack:
         """How a move by this object's job ``jobid`` packs the logbook of a task it made done
-        (:mod:`~metaq_py.queue.logbook_pack`)."""
+        (:mod:`~metaq_py.queue.logbook`)."""
         pack = self._packs.get(jobid)
         if pack is None:
             pack = self._packs[jobid] = LogbookPack(self.root, self.job_dir(jobid))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import (
     SETTINGS,

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import find_logbook
 from tests.runner_helpers import make_queue, runner
 
 GENERATOR = '''\

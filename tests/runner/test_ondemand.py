@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.notices import write_notice
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until, where

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from metaq_py.launch import LaunchSpec, launch
 from metaq_py.policy.model import Job, Kind
-from metaq_py.queue.logbook_pack import find_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.logbook_pack import PACK_NAME, PackedLogbooks, find_logbook
+from metaq_py.queue.logbook import PACK_NAME, PackedLogbooks, find_logbook
 from metaq_py.queue.store import Queue
 
 SCRIPT = "#!/bin/sh\n#METAQ RETRIES 0\necho hi\n"
