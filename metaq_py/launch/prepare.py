@@ -18,6 +18,7 @@ from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.preflight import check_script, share_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.launch.streamcopy import StreamCopier
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
 from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
@@ -38,15 +39,19 @@ class Prepared:
     env: dict[str, str]
     mark: str
     output: int
-    tee: OutputTee | None
+    tee: OutputTee | StreamCopier | None
     cpus: list[int] | None
     program: int | None = None
     """A descriptor of the task's checked bytes, which start instead of the script's path
     (:mod:`metaq_py.launch.checked`); given away with ``output``."""
+    error: int | None = None
+    """Where stderr goes when not with stdout (the stream copier's second pipe)."""
 
     def abandon(self) -> None:
         """No start comes: close the output (and the program) and stop the copier, if any."""
         os.close(self.output)
+        if self.error is not None:
+            os.close(self.error)
         self.close_program()
         if self.tee is not None:
             self.tee.abandon()
@@ -80,6 +85,8 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
         where = e.filename or spec.rundir
         raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
 
+    if spec.streams is not None and spec.tee is None:
+        return _streamed(spec, command, env, mark, cpus)
     try:
         log_fd = open_task_log(spec.log, spec.task, aside=aside)
     except OSError as e:
@@ -105,6 +112,25 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     read_fd, out_fd = make_pipe()
     tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
     return Prepared(spec, command, env, mark, out_fd, tee, cpus, program)
+
+
+def _streamed(spec: LaunchSpec, command: list[str], env: dict[str, str], mark: str,
+              cpus: list[int] | None) -> Prepared:
+    """The start of a task whose output goes to its job's stream file: two pipes and their
+    copier; no log file."""
+    assert spec.streams is not None
+    env.pop("METAQ_LOG", None)  # no file of its own
+    program = None
+    if spec.program is not None and not spec.srun_wrap:
+        try:
+            program = sealed(spec.program.data)
+        except OSError as e:
+            raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
+                              f"memory: {e.strerror}") from None
+    out_r, out_w = make_pipe()
+    err_r, err_w = make_pipe()
+    copier = StreamCopier(out_r, err_r, spec.streams, task=spec.task, attempt=spec.attempt)
+    return Prepared(spec, command, env, mark, out_w, copier, cpus, program, error=err_w)
 
 
 def _open_output(path: Path, task: str) -> int:

@@ -50,6 +50,7 @@ from metaq_py.launch.prepare import prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
+from metaq_py.launch.streamcopy import StreamCopier
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
@@ -109,7 +110,7 @@ class TaskProcess:
         *,
         spec: LaunchSpec,
         pid: int,
-        tee: OutputTee | None,
+        tee: OutputTee | StreamCopier | None,
         on_exit: Callable[[TaskProcess], object] | None,
         clock: Callable[[], float],
         started_at: float,
@@ -346,12 +347,15 @@ def launch(
                     aside=aside)
     command, tee, cpus = ready.command, ready.tee, ready.cpus
     try:
-        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program)
+        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program,
+                    error=ready.error)
     except OSError as e:
         ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
+    if ready.error is not None:
+        os.close(ready.error)
     ready.close_program()
     started_at = clock()
     try:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from metaq_py.errors import MetaqError
 from metaq_py.program import Program
+from metaq_py.queue.streams import StreamWriter
 
 __all__ = ["LaunchError", "LaunchSpec"]
 
@@ -81,6 +82,9 @@ class LaunchSpec:
     srun_args: tuple[str, ...] = ()
     program: Program | None = field(default=None, compare=False, repr=False)
     run_folder: bool = True
+    streams: StreamWriter | None = field(default=None, compare=False, repr=False)
+    """The batch job's stream file: with it (and no ``tee``), stdout and stderr go there as
+    frames (:mod:`metaq_py.launch.streamcopy`), and ``log`` is never made."""
 
     def __post_init__(self) -> None:
         if self.srun_wrap or self.shared_hostfile is None:

@@ -21,6 +21,7 @@ from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
+from metaq_py.queue.streams import StreamWriter
 from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
@@ -53,6 +54,9 @@ class Launcher:
         self.runs = job_dir / "runs"
         self.logs = job_dir / "logs"
         self.hostfiles = HostFiles(job_dir / "hostfiles")
+        self.streams = StreamWriter(ctx.queue.root, job_dir) \
+            if ctx.queue.config.output == "streams" else None
+        """The job's stream file, where the queue's ``output`` is ``streams``."""
         self.folders: set[Path] = set()
         """Folders known to exist, for run folders and logs."""
         # The runner's environment, which every task starts from, read once (os.environ
@@ -131,7 +135,8 @@ class Launcher:
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
                 env=claim.program.env if claim.program is not None else {},
-                run_folder=claim.spec.checkpoint is not None or resize is not None)
+                run_folder=claim.spec.checkpoint is not None or resize is not None,
+                streams=self.streams)
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
@@ -180,7 +185,9 @@ class Launcher:
         """Make the folders that hold ``spec``'s run folder and log (``launch`` makes the run
         folder and the log themselves)."""
         root = self.ctx.queue.root
-        wanted = (spec.rundir.parent, spec.log.parent) if spec.run_folder else (spec.log.parent,)
+        wanted = [spec.rundir.parent] if spec.run_folder else []
+        if spec.streams is None or spec.tee is not None:  # else no log of its own
+            wanted.append(spec.log.parent)
         for parent in wanted:
             if parent not in self.folders:
                 # Real folders all the way down from the queue root: a link planted in a
