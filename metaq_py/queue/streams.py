@@ -51,14 +51,15 @@ TASK_LIMIT = 4096
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """Bytes ``data`` that ``task`` wrote on ``stream`` in its ``attempt``; ``offset`` is where
-    the frame starts in its file."""
+    """Bytes ``data`` that ``task`` wrote on ``stream`` in its ``attempt``; ``offset`` and
+    ``end`` are where the frame starts and ends in its file."""
 
     task: str
     attempt: int
     stream: int
     data: bytes
     offset: int
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +179,7 @@ def _frames(fd: int, path: Path, size: int, task: str | None, pos: int
                 torn_at = None
             name = rest[:tlen].decode("utf-8", "surrogateescape")
             if task is None or name == task:
-                yield Frame(name, attempt, stream, rest[tlen:], pos)
+                yield Frame(name, attempt, stream, rest[tlen:], pos, end)
             pos = end
             continue
         if torn_at is None:
