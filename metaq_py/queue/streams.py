@@ -149,28 +149,34 @@ def _order(name: str) -> tuple[int, int, str]:
 
 
 def read_frames(path: Path, *, task: str | None = None, start: int = 0,
-                ) -> Iterator[Frame | Torn]:
+                ended: bool = False) -> Iterator[Frame | Torn]:
     """The frames of the stream file at ``path`` from offset ``start`` (of ``task`` only, if
     given), and what is torn between them. Only the bytes the file had when opened are read;
     a last frame still being written (its bytes not all there) ends the reading without being
-    reported torn, so ``--follow`` reads it next time. A FIFO, a link or a folder at ``path``
-    raises :class:`~metaq_py.queue.disk.fileio.Refused`."""
+    reported torn, so ``--follow`` reads it next time, unless its writer has ``ended`` (then
+    it is torn). A FIFO, a link or a folder at ``path`` raises
+    :class:`~metaq_py.queue.disk.fileio.Refused`."""
     fd, st = open_regular(path)
     try:
-        yield from _frames(fd, path, st.st_size, task, start)
+        yield from _frames(fd, path, st.st_size, task, start, ended)
     finally:
         os.close(fd)
 
 
-def _frames(fd: int, path: Path, size: int, task: str | None, pos: int
+def _frames(fd: int, path: Path, size: int, task: str | None, pos: int, ended: bool
             ) -> Iterator[Frame | Torn]:
     torn_at: int | None = None
-    while pos + HEADER.size <= size:
+    while pos < size:
         head = os.pread(fd, HEADER.size, pos)
+        if len(head) < HEADER.size:
+            if ended or torn_at is not None:
+                yield Torn(path, torn_at if torn_at is not None else pos,
+                           size - (torn_at if torn_at is not None else pos))
+            return
         magic, tlen, stream, _, attempt, dlen, crc = HEADER.unpack(head)
         good = magic == MAGIC and dlen <= FRAME_LIMIT and tlen <= TASK_LIMIT
         end = pos + HEADER.size + tlen + dlen
-        if good and end > size and torn_at is None:
+        if good and end > size and torn_at is None and not ended:
             return  # the last frame, still being written (or torn at the very end)
         rest = os.pread(fd, tlen + dlen, pos + HEADER.size) if good and end <= size else b""
         if good and len(rest) == tlen + dlen and zlib.crc32(rest, zlib.crc32(head[:-4])) == crc:
