@@ -17,7 +17,10 @@ other calls in :data:`METADATA` are. The figures include the runner's start and 
 
 METAQ, counted the same way (issue 29's text), makes about 36 per task on its state folders.
 
-    python bench/metadata_ops.py [--tasks N] [--nodes J] [--keep]
+Each is run with the queue's ``output`` as ``files`` (a log file per task) and as ``streams``
+(the job's stream files), and an array with ``streams``.
+
+    python bench/metadata_ops.py [--tasks N] [--nodes J] [--shapes K] [--keep]
 """
 
 from __future__ import annotations
@@ -168,12 +171,13 @@ def inodes(folder: Path) -> int:
 
 
 def measure(scratch: Path, name: str, tasks: int, nodes: int, array: bool,
-            shapes: int = 0) -> Count:
+            shapes: int = 0, output: str = "files") -> Count:
+    name = f"{name}-{output}"
     queue = scratch / name / "queue"
     queue.parent.mkdir(parents=True)
     subprocess.run([sys.executable, "-m", "metaq_py", "init", str(queue)], check=True,
                    capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-    (queue / "metaq.yaml").write_text("defaults:\n  min_wc_time: 1m\n")
+    (queue / "metaq.yaml").write_text(f"defaults:\n  min_wc_time: 1m\noutput: {output}\n")
     if array:
         src = scratch / name / "idx.sh"
         script(src)
@@ -189,6 +193,7 @@ def measure(scratch: Path, name: str, tasks: int, nodes: int, array: bool,
     result = count(trace, queue, top)
     after = inodes(queue)
     what = f"an array of {tasks} indices" if array else f"{tasks} standalone no-op tasks"
+    what += f" (output: {output})"
     per = result.total / tasks
     target = TARGET_INDEX if array else TARGET_TASK
     print(f"{what}, {nodes} at a time: {result.total} metadata calls on the queue, "
@@ -219,8 +224,11 @@ def main() -> None:
         raise SystemExit("strace is not installed (Debian: apt-get install strace)")
     scratch = Path(tempfile.mkdtemp(prefix="metaq-bench-meta-"))
     try:
-        measure(scratch, "standalone", args.tasks, args.nodes, array=False, shapes=args.shapes)
-        measure(scratch, "array", args.tasks, args.nodes, array=True, shapes=args.shapes)
+        for output in ("files", "streams"):
+            measure(scratch, "standalone", args.tasks, args.nodes, array=False,
+                    shapes=args.shapes, output=output)
+        measure(scratch, "array", args.tasks, args.nodes, array=True, shapes=args.shapes,
+                output="streams")
     finally:
         if args.keep:
             print(f"kept: {scratch}")
