@@ -35,8 +35,10 @@ def log_command(
         "--follow", "-f", help="Keep printing while the task runs.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
-    """Print one task's output: stdout and stderr as it wrote them, from its batch jobs'
-    stream files (``output: streams`` in metaq.yaml) or its log files."""
+    """Print one task's output, stdout and stderr as it wrote them.
+
+    From its batch jobs' stream files (output: streams in metaq.yaml), or else from its log
+    files."""
     with reported():
         q = open_queue(queue)
         admin = QueueAdmin(q)

@@ -12,16 +12,19 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.launch.checked import sealed
 from metaq_py.launch.command import task_command, task_environment
 from metaq_py.launch.hostfiles import hostfile_text
 from metaq_py.launch.preflight import check_script, share_cpus
 from metaq_py.launch.spec import LaunchError, LaunchSpec
-from metaq_py.launch.streamcopy import StreamCopier
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
 from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.launch.streamcopy import StreamCopier
 
 __all__ = ["Prepared", "prepare"]
 
@@ -118,6 +121,8 @@ def _streamed(spec: LaunchSpec, command: list[str], env: dict[str, str], mark: s
               cpus: list[int] | None) -> Prepared:
     """The start of a task whose output goes to its job's stream file: two pipes and their
     copier; no log file."""
+    from metaq_py.launch.streamcopy import StreamCopier
+
     assert spec.streams is not None
     env.pop("METAQ_LOG", None)  # no file of its own
     program = None

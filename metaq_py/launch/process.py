@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.launch.binding import pin_tree
 from metaq_py.launch.cgroup import (
@@ -50,11 +51,13 @@ from metaq_py.launch.prepare import prepare
 from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
-from metaq_py.launch.streamcopy import StreamCopier
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
 from metaq_py.launch.workdir import Aside
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.launch.streamcopy import StreamCopier
 
 __all__ = ["ExitStatus", "TaskProcess", "launch", "terminate_all"]
 

@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from metaq_py.errors import MetaqError
 from metaq_py.program import Program
-from metaq_py.queue.streams import StreamWriter
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.queue.streams import StreamWriter
 
 __all__ = ["LaunchError", "LaunchSpec"]
 

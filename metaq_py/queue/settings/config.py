@@ -241,6 +241,7 @@ alloc:
 heartbeat: 30s             # how often a running job renews its leases
 stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
 poll_interval: 5s          # rescan period when no file-system event arrives (NFS, Lustre)
+output: files              # or streams: tasks' output in a few files per batch job (metaq log)
 """
 
 

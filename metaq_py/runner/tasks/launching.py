@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.errors import MetaqError
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
@@ -21,11 +22,13 @@ from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.queue.disk.folders import make_folders, set_aside
 from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
-from metaq_py.queue.streams import StreamWriter
 from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.queue.streams import StreamWriter
 
 __all__ = ["Launcher", "StartProcess"]
 
@@ -54,9 +57,12 @@ class Launcher:
         self.runs = job_dir / "runs"
         self.logs = job_dir / "logs"
         self.hostfiles = HostFiles(job_dir / "hostfiles")
-        self.streams = StreamWriter(ctx.queue.root, job_dir) \
-            if ctx.queue.config.output == "streams" else None
+        self.streams: StreamWriter | None = None
         """The job's stream file, where the queue's ``output`` is ``streams``."""
+        if ctx.queue.config.output == "streams":  # loaded only then
+            from metaq_py.queue.streams import StreamWriter
+
+            self.streams = StreamWriter(ctx.queue.root, job_dir)
         self.folders: set[Path] = set()
         """Folders known to exist, for run folders and logs."""
         # The runner's environment, which every task starts from, read once (os.environ
