@@ -212,28 +212,32 @@ class PackedLogbooks:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._read: dict[Path, dict[tuple[str, int], Logbook]] = {}
+        self._known: dict[tuple[str, int], Logbook] = {}
+        """Every logbook of the packs read so far, by (task, inode)."""
+        self._read: set[Path] = set()
         self._packs: list[tuple[float, Path]] | None = None
 
     def find(self, path: Path, inode: int) -> Logbook | None:
         """The packed logbook of the done task at ``path`` with ``inode``, or ``None``."""
         key = (os.path.relpath(path, self.root), inode)
-        for pack in self._read.values():
-            if key in pack:
-                return pack[key]
+        found = self._known.get(key)
+        packs = self._all_packs()
+        if found is not None or len(self._read) == len(packs):
+            return found
         try:
             changed = os.lstat(path).st_ctime
         except OSError:
             changed = math.inf
-        packs = self._all_packs()
         after = [p for mtime, p in packs if mtime >= changed - 1.0]
         before = [p for mtime, p in reversed(packs) if mtime < changed - 1.0]
         for pack_path in (*after, *before):
             if pack_path in self._read:
                 continue
-            pack = self._read[pack_path] = _read_pack(pack_path)
-            if key in pack:
-                return pack[key]
+            self._read.add(pack_path)
+            for k, book in _read_pack(pack_path).items():
+                self._known.setdefault(k, book)
+            if key in self._known:
+                return self._known[key]
         return None
 
     def _all_packs(self) -> list[tuple[float, Path]]:
