@@ -88,21 +88,16 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
         where = e.filename or spec.rundir
         raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
 
-    if spec.streams is not None and spec.tee is None:
-        return _streamed(spec, command, env, mark, cpus)
+    program = _sealed(spec)
+    if spec.streams is not None:
+        return _streamed(spec, command, env, mark, cpus, program)
     try:
         log_fd = open_task_log(spec.log, spec.task, aside=aside)
     except OSError as e:
+        if program is not None:
+            os.close(program)
         raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
                           f"{e.strerror}") from None
-    program = None
-    if spec.program is not None and not spec.srun_wrap:
-        try:
-            program = sealed(spec.program.data)
-        except OSError as e:
-            os.close(log_fd)
-            raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
-                              f"memory: {e.strerror}") from None
     if spec.tee is None:
         return Prepared(spec, command, env, mark, log_fd, None, cpus, program)
     try:
@@ -117,24 +112,39 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     return Prepared(spec, command, env, mark, out_fd, tee, cpus, program)
 
 
+def _sealed(spec: LaunchSpec) -> int | None:
+    """A descriptor of ``spec``'s checked bytes in memory, where they are what starts."""
+    if spec.program is None or spec.srun_wrap:
+        return None
+    try:
+        return sealed(spec.program.data)
+    except OSError as e:
+        raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
+                          f"memory: {e.strerror}") from None
+
+
 def _streamed(spec: LaunchSpec, command: list[str], env: dict[str, str], mark: str,
-              cpus: list[int] | None) -> Prepared:
-    """The start of a task whose output goes to its job's stream file: two pipes and their
-    copier; no log file."""
+              cpus: list[int] | None, program: int | None) -> Prepared:
+    """The start of a task whose output goes to its job's stream file (and to its ``LOG``,
+    if it has one): two pipes and their copier; no log file of its own."""
     from metaq_py.launch.streamcopy import StreamCopier
 
     assert spec.streams is not None
-    env.pop("METAQ_LOG", None)  # no file of its own
-    program = None
-    if spec.program is not None and not spec.srun_wrap:
+    also = None
+    if spec.tee is not None:
         try:
-            program = sealed(spec.program.data)
-        except OSError as e:
-            raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
-                              f"memory: {e.strerror}") from None
+            also = (spec.tee, _open_output(spec.tee, spec.task))
+        except LaunchError:
+            if program is not None:
+                os.close(program)
+            raise
+        env["METAQ_LOG"] = os.path.abspath(spec.tee)  # its one file
+    else:
+        env.pop("METAQ_LOG", None)  # no file of its own
     out_r, out_w = make_pipe()
     err_r, err_w = make_pipe()
-    copier = StreamCopier(out_r, err_r, spec.streams, task=spec.task, attempt=spec.attempt)
+    copier = StreamCopier(out_r, err_r, spec.streams, task=spec.task, attempt=spec.attempt,
+                          also=also)
     return Prepared(spec, command, env, mark, out_w, copier, cpus, program, error=err_w)
 
 

@@ -17,8 +17,10 @@ import os
 import select
 import threading
 import time
+from pathlib import Path
 
 from metaq_py.launch.tee import CHUNK, DRAIN_SECONDS
+from metaq_py.queue.disk.fileio import write_all
 from metaq_py.queue.streams import STDERR, STDOUT, StreamWriter
 
 __all__ = ["StreamCopier"]
@@ -29,9 +31,12 @@ class StreamCopier:
     ``writer``. It owns both descriptors and closes them when it stops."""
 
     def __init__(self, out_fd: int, err_fd: int, writer: StreamWriter, *, task: str,
-                 attempt: int) -> None:
+                 attempt: int, also: tuple[Path, int] | None = None) -> None:
         self._fds = {out_fd: STDOUT, err_fd: STDERR}
-        self._writer = writer
+        self._writer: StreamWriter | None = writer
+        self._also = also
+        """The task's ``LOG`` (its path and open descriptor), which gets both streams as
+        they come, unframed, as METAQ writes it."""
         self._task, self._attempt = task, attempt
         self._wake_r, self._wake_w = os.pipe()
         self.errors: list[str] = []
@@ -55,10 +60,11 @@ class StreamCopier:
         os.close(self._wake_w)
 
     def _close_pipes(self) -> None:
-        for fd in self._fds:
+        for fd in (*self._fds, *([self._also[1]] if self._also else [])):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fds = {}
+        self._also = None
 
     def _copy(self) -> None:
         poller = select.poll()
@@ -92,11 +98,21 @@ class StreamCopier:
             self._close_pipes()
 
     def _write(self, stream: int, data: bytes) -> None:
-        if self.errors:
-            return  # given up after a failed write: drained, never blocking the task
-        try:
-            self._writer.write(self._task, self._attempt, stream, data)
-        except OSError as e:
-            where = self._writer.path or self._writer.folder
-            self.errors.append(f"writing the output to the stream file {where} failed: "
-                               f"{e.strerror or e}; the rest of it is lost")
+        """Write ``data`` where it goes; a place that fails is said once and given up, and
+        what is read is still drained, never blocking the task."""
+        if self._writer is not None:
+            try:
+                self._writer.write(self._task, self._attempt, stream, data)
+            except OSError as e:
+                where = self._writer.path or self._writer.folder
+                self.errors.append(f"writing the output to the stream file {where} failed: "
+                                   f"{e.strerror or e}; the rest of it is lost")
+                self._writer = None
+        if self._also is not None:
+            path, fd = self._also
+            try:
+                write_all(fd, data)
+            except OSError as e:
+                self.errors.append(f"writing the output to {path} failed: {e.strerror}")
+                self._also = None
+                os.close(fd)

@@ -102,3 +102,15 @@ def test_a_queue_of_log_files_prints_the_task_log(tmp_path: Path) -> None:
     assert log(q, "f.sh").stdout == b"from a file\n"
     refused = log(q, "f.sh", "--stderr")
     assert refused.returncode == 1 and b"output: streams" in refused.stderr
+
+
+def test_a_task_with_a_log_gets_its_file_and_its_frames(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q", STREAMS)
+    mine = tmp_path / "mine" / "gen.log"
+    task(q, "gen.sh", 'echo "out to $METAQ_LOG"\necho err >&2\n', LOG=str(mine))
+    assert runner(q).run() == 0
+    assert where(q, "gen.sh") == "finished"
+    assert mine.read_bytes() == f"out to {mine}\nerr\n".encode()  # METAQ's LOG, as asked
+    assert log(q, "gen.sh").stdout == f"out to {mine}\nerr\n".encode()
+    assert log(q, "gen.sh", "--stderr").stdout == b"err\n"
+    assert not list((q.root / "jobs").rglob("*.log"))  # no log of its own besides

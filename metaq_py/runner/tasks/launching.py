@@ -192,7 +192,7 @@ class Launcher:
         folder and the log themselves)."""
         root = self.ctx.queue.root
         wanted = [spec.rundir.parent] if spec.run_folder else []
-        if spec.streams is None or spec.tee is not None:  # else no log of its own
+        if spec.streams is None:  # else no log of its own
             wanted.append(spec.log.parent)
         for parent in wanted:
             if parent not in self.folders:
