@@ -75,13 +75,14 @@ class Torn:
                 f"(torn by a crash, or written by something else); skipped")
 
 
-def encode(task: str, attempt: int, stream: int, data: bytes) -> bytes:
-    """One frame (``data`` of at most :data:`FRAME_LIMIT` bytes)."""
+def encode(task: str, attempt: int, stream: int, data: bytes | memoryview
+           ) -> list[bytes | memoryview]:
+    """One frame (``data`` of at most :data:`FRAME_LIMIT` bytes), as its pieces: header,
+    task, data (written together by one ``writev``, never copied into one buffer)."""
     name = task.encode("utf-8", "surrogateescape")[:TASK_LIMIT]
-    rest = name + data
     head = HEADER.pack(MAGIC, len(name), stream, 0, attempt, len(data), 0)
-    crc = zlib.crc32(rest, zlib.crc32(head[:-4]))
-    return HEADER.pack(MAGIC, len(name), stream, 0, attempt, len(data), crc) + rest
+    crc = zlib.crc32(data, zlib.crc32(name, zlib.crc32(head[:-4])))
+    return [HEADER.pack(MAGIC, len(name), stream, 0, attempt, len(data), crc), name, data]
 
 
 class StreamWriter:
@@ -98,13 +99,17 @@ class StreamWriter:
     def write(self, task: str, attempt: int, stream: int, data: bytes) -> None:
         """Append ``data`` as frames of ``task``'s ``attempt``; an :class:`OSError` (a full
         disk) is the caller's to report."""
+        whole = memoryview(data)
         with self._lock:
             fd = self._open()
             for start in range(0, len(data), FRAME_LIMIT):
-                frame = encode(task, attempt, stream, data[start:start + FRAME_LIMIT])
-                view = memoryview(frame)
-                while view:  # a short write of a regular file: the rest follows at once
-                    view = view[os.write(fd, view):]
+                pieces = encode(task, attempt, stream, whole[start:start + FRAME_LIMIT])
+                done = os.writev(fd, pieces)
+                size = sum(map(len, pieces))
+                if done < size:  # a short write (a nearly full disk): the rest at once
+                    rest = memoryview(b"".join(pieces))[done:]
+                    while rest:
+                        rest = rest[os.write(fd, rest):]
 
     def close(self) -> None:
         with self._lock:
@@ -165,27 +170,36 @@ def read_frames(path: Path, *, task: str | None = None, start: int = 0,
 
 def _frames(fd: int, path: Path, size: int, task: str | None, pos: int, ended: bool
             ) -> Iterator[Frame | Torn]:
+    """See :func:`read_frames`. The frames of other tasks than ``task`` are passed over by
+    their length, unread and unchecked (``metaq doctor``, reading every frame, checks them)."""
+    wanted = None if task is None else task.encode("utf-8", "surrogateescape")[:TASK_LIMIT]
     torn_at: int | None = None
     while pos < size:
         head = os.pread(fd, HEADER.size, pos)
         if len(head) < HEADER.size:
             if ended or torn_at is not None:
-                yield Torn(path, torn_at if torn_at is not None else pos,
-                           size - (torn_at if torn_at is not None else pos))
+                start = torn_at if torn_at is not None else pos
+                yield Torn(path, start, size - start)
             return
         magic, tlen, stream, _, attempt, dlen, crc = HEADER.unpack(head)
         good = magic == MAGIC and dlen <= FRAME_LIMIT and tlen <= TASK_LIMIT
         end = pos + HEADER.size + tlen + dlen
         if good and end > size and torn_at is None and not ended:
             return  # the last frame, still being written (or torn at the very end)
-        rest = os.pread(fd, tlen + dlen, pos + HEADER.size) if good and end <= size else b""
-        if good and len(rest) == tlen + dlen and zlib.crc32(rest, zlib.crc32(head[:-4])) == crc:
+        good = good and end <= size
+        name = os.pread(fd, tlen, pos + HEADER.size) if good else b""
+        if good and wanted is not None and name != wanted and torn_at is None:
+            pos = end  # another task's
+            continue
+        data = os.pread(fd, dlen, pos + HEADER.size + tlen) if good else b""
+        if good and len(name) + len(data) == tlen + dlen \
+                and zlib.crc32(data, zlib.crc32(name, zlib.crc32(head[:-4]))) == crc:
             if torn_at is not None:
                 yield Torn(path, torn_at, pos - torn_at)
                 torn_at = None
-            name = rest[:tlen].decode("utf-8", "surrogateescape")
-            if task is None or name == task:
-                yield Frame(name, attempt, stream, rest[tlen:], pos, end)
+            if wanted is None or name == wanted:
+                yield Frame(name.decode("utf-8", "surrogateescape"), attempt, stream, data,
+                            pos, end)
             pos = end
             continue
         if torn_at is None:

@@ -68,13 +68,13 @@ class OutputReader:
         if start < 0:
             return  # refused before
         try:
-            for item in read_frames(path, start=start):
+            for item in read_frames(path, task=self.task, start=start):
                 if isinstance(item, Torn):
                     self.problems.append(item.sentence())
                     self.offsets[path] = item.offset + item.size
                     continue
                 self.offsets[path] = item.end
-                if item.task == self.task and (not self.stderr_only or item.stream == STDERR):
+                if not self.stderr_only or item.stream == STDERR:
                     yield item
         except Refused as e:
             self.problems.append(f"{e}; skipped")
