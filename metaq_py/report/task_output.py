@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry
 from metaq_py.queue.disk.fileio import Refused
 from metaq_py.queue.disk.folders import relative_parts
@@ -60,7 +61,11 @@ class OutputReader:
     def frames(self) -> Iterator[Frame]:
         """The task's frames not read before, in the order written, per job."""
         for job in self.jobs:
-            for path in stream_files(self.q.job_dir(job)):
+            try:
+                folder = self.q.job_dir(job)
+            except QueueError:  # a logbook naming no job this queue could have had
+                continue
+            for path in stream_files(folder):
                 yield from self._file(path)
 
     def _file(self, path: Path) -> Iterator[Frame]:
