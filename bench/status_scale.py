@@ -86,14 +86,20 @@ def build(root: Path, tasks: int, jobs: int, scratch: Path) -> None:
         ino = os.fstat(fd).st_ino
         os.close(fd)
         book = dict(books[name], inode=ino, task=str(path.relative_to(root)))
-        packs[n * len(packs) // tasks].append(json.dumps(book))
+        j = n * len(packs) // tasks
+        packs[j].append(json.dumps(book))
         tally.note(root, None, path, project=f"p{names.index(name) % 4}")
+        if (n + 1) * len(packs) // tasks != j or n + 1 == tasks:
+            # Its job's pack is written as its last task finishes, as a runner's is.
+            (root / "jobs" / f"{1000000 + j}").mkdir()
+            (root / "jobs" / f"{1000000 + j}" / "logbooks.jsonl").write_text(
+                "".join(f"{line}\n" for line in packs[j]))
+            packs[j] = []
     for j in range(jobs):
         jobid = f"{1000000 + j}"
         folder = root / "jobs" / jobid
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)
         (folder / "events.jsonl").write_text(events.replace("tmpl", jobid))
-        (folder / "logbooks.jsonl").write_text("".join(f"{line}\n" for line in packs[j]))
     tally.close_writers()
 
 
