@@ -208,49 +208,54 @@ class LogbookPack:
 
 
 class PackedLogbooks:
-    """The packs of a queue's batch jobs, read as needed (see the module's text)."""
+    """The packs of a queue's batch jobs, read as needed (see the module's text). A miss
+    lists the packs again, so a long-lived reader also finds what jobs packed since."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._known: dict[tuple[str, int], Logbook] = {}
         """Every logbook of the packs read so far, by (task, inode)."""
-        self._read: set[Path] = set()
-        self._packs: list[tuple[float, Path]] | None = None
+        self._read: dict[Path, int] = {}
+        """The packs read, with the size each had when listed."""
+        self._listing: list[tuple[float, int, Path]] = []
+        """The packs as last listed (:meth:`_all_packs`)."""
 
     def find(self, path: Path, inode: int) -> Logbook | None:
         """The packed logbook of the done task at ``path`` with ``inode``, or ``None``."""
         key = (os.path.relpath(path, self.root), inode)
         found = self._known.get(key)
-        packs = self._all_packs()
-        if found is not None or len(self._read) == len(packs):
+        if found is not None:
             return found
+        packs = [pack for pack in self._listing if self._read.get(pack[2]) != pack[1]]
+        if not packs:  # all read as last listed: list them again
+            self._listing = self._all_packs()
+            packs = [pack for pack in self._listing if self._read.get(pack[2]) != pack[1]]
+        if not packs:
+            return None
         try:
             changed = os.lstat(path).st_ctime
         except OSError:
             changed = math.inf
-        after = [p for mtime, p in packs if mtime >= changed - 1.0]
-        before = [p for mtime, p in reversed(packs) if mtime < changed - 1.0]
-        for pack_path in (*after, *before):
-            if pack_path in self._read:
-                continue
-            self._read.add(pack_path)
+        after = [(size, p) for mtime, size, p in packs if mtime >= changed - 1.0]
+        before = [(size, p) for mtime, size, p in reversed(packs) if mtime < changed - 1.0]
+        for size, pack_path in (*after, *before):
+            self._read[pack_path] = size
             for k, book in _read_pack(pack_path).items():
                 self._known.setdefault(k, book)
             if key in self._known:
                 return self._known[key]
         return None
 
-    def _all_packs(self) -> list[tuple[float, Path]]:
-        """Every job's pack with its modification time, oldest first."""
-        if self._packs is None:
-            found = []
-            with contextlib.suppress(OSError), os.scandir(self.root / JOBS) as jobs:
-                for job in jobs:
-                    path = Path(job.path) / PACK_NAME
-                    with contextlib.suppress(OSError):
-                        found.append((os.lstat(path).st_mtime, path))
-            self._packs = sorted(found)
-        return self._packs
+    def _all_packs(self) -> list[tuple[float, int, Path]]:
+        """Every job's pack with its modification time and size, oldest first."""
+        found = []
+        with contextlib.suppress(OSError), os.scandir(self.root / JOBS) as jobs:
+            for job in jobs:
+                path = Path(job.path) / PACK_NAME
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    found.append((st.st_mtime, st.st_size, path))
+        return sorted(found)
 
 
 def find_logbook(task: Path, inode: int, packed: PackedLogbooks | None) -> Logbook | None:

@@ -152,3 +152,17 @@ def test_a_planted_pack_is_never_followed_nor_waited_on_by_readers(q: Queue, tmp
     assert out.returncode == 0, out.stderr
     assert [h["event"] for h in json.loads(out.stdout)["history"]] == ["finished"]
     assert "forged" not in out.stdout
+
+
+def test_a_long_lived_reader_finds_what_was_packed_after_it_looked(q: Queue) -> None:
+    put(q, "late1.sh")
+    first = run_one(q, "late1.sh", 0)
+    packed = PackedLogbooks(q.root)
+    assert first is not None and packed.find(first.path, first.path.stat().st_ino)
+    put(q, "late2.sh")
+    put(q, "late3.sh")
+    second = run_one(q, "late2.sh", 0)  # the same job's pack, grown since
+    third = run_one(q, "late3.sh", 0, jobid="j9")  # a new job's pack
+    assert second is not None and third is not None
+    assert packed.find(second.path, second.path.stat().st_ino) is not None
+    assert packed.find(third.path, third.path.stat().st_ino) is not None
