@@ -10,10 +10,11 @@ as subprocesses:
 - one refresh of ``metaq status --watch`` (the same screen, built in this process).
 
 The queue is made as a runner leaves it: one real ``metaq run`` (local batch system) on a
-template of 100 tasks, whose finished task files, logbooks and event log are then replicated
-on disk with their names changed, each logbook naming its own file's inode as the queue's
-logbooks do. The tasks' summary (``metaq_py/queue/tally.py``) is noted for each one through the
-same function the queue's moves call.
+template of 100 tasks, whose finished task files, logbooks (lines of the jobs' packs) and
+event log are then replicated on disk with their names changed, each logbook naming its own
+file's path and inode as the queue's packs do. The tasks' summary
+(``metaq_py/queue/tally.py``) is noted for each one through the same function the queue's
+moves call.
 
 Targets: at most 0.5 s for ``status`` and each refresh, and for the first screen of ``ls``.
 
@@ -66,8 +67,10 @@ def build(root: Path, tasks: int, jobs: int, scratch: Path) -> None:
     shutil.copytree(tmpl, root, ignore=shutil.ignore_patterns("finished", "jobs", "summary"))
     (root / "jobs").mkdir(exist_ok=True)
     events = (tmpl / "jobs" / "tmpl" / "events.jsonl").read_text()
-    books = {p.name: json.loads((p.parent / f".{p.name}.record").read_text())
-             for p in (tmpl / "finished" / "todo").glob("t*.sh")}
+    # A done task's logbook is a line of its job's pack (metaq_py/queue/logbook.py).
+    pack = (tmpl / "jobs" / "tmpl" / "logbooks.jsonl").read_text().splitlines()
+    books = {Path(line["task"]).name: line for line in map(json.loads, pack)}
+    packs: list[list[str]] = [[] for _ in range(max(1, jobs))]
     body = {name: (tmpl / "finished" / "todo" / name).read_bytes() for name in books}
     names = sorted(books)
     per_campaign = 1000
@@ -82,13 +85,20 @@ def build(root: Path, tasks: int, jobs: int, scratch: Path) -> None:
         os.write(fd, body[name])
         ino = os.fstat(fd).st_ino
         os.close(fd)
-        book = dict(books[name], inode=ino)
-        (folder / f".{path.name}.record").write_text(json.dumps(book))
+        book = dict(books[name], inode=ino, task=str(path.relative_to(root)))
+        j = n * len(packs) // tasks
+        packs[j].append(json.dumps(book))
         tally.note(root, None, path, project=f"p{names.index(name) % 4}")
+        if (n + 1) * len(packs) // tasks != j or n + 1 == tasks:
+            # Its job's pack is written as its last task finishes, as a runner's is.
+            (root / "jobs" / f"{1000000 + j}").mkdir()
+            (root / "jobs" / f"{1000000 + j}" / "logbooks.jsonl").write_text(
+                "".join(f"{line}\n" for line in packs[j]))
+            packs[j] = []
     for j in range(jobs):
         jobid = f"{1000000 + j}"
         folder = root / "jobs" / jobid
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)
         (folder / "events.jsonl").write_text(events.replace("tmpl", jobid))
     tally.close_writers()
 

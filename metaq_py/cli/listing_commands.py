@@ -41,8 +41,8 @@ from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
 from metaq_py.queue.finding import STATE_WORDS
-from metaq_py.queue.layout import PENDING, REJECTED, STATES
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.layout import DONE_STATES, PENDING, REJECTED, STATES
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.settings.admission import resolve_log
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
@@ -198,7 +198,8 @@ def show(
         admin = QueueAdmin(q)
         e = admin.find(task)
         found = next((x for x in admin.entries(e.state) if x.path == e.path), e)
-        logbook = read_logbook(found.path, found.path.lstat().st_ino)
+        logbook = find_logbook(found.path, found.path.lstat().st_ino,
+                               q.packed if found.state in DONE_STATES else None)
         data = entry_json(found)
         data["submitted"] = logbook.submit if logbook else None
         data["history"] = list(logbook.history) if logbook else []

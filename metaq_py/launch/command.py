@@ -111,12 +111,16 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
         METAQ_NODELIST=",".join(spec.nodes),
         METAQ_NNODES=str(len(spec.nodes)),
         METAQ_HOSTFILE=os.path.abspath(spec.hostfile),
-        METAQ_CHECKPOINT_FILE=os.path.abspath(spec.checkpoint_file),
-        METAQ_RESIZE_FILE=os.path.abspath(spec.resize_file),
         METAQ_LOG=os.path.abspath(spec.log),
     )
     if spec.mpirun:
         env["METAQ_MPIRUN"] = " ".join(spec.mpirun)
+    if spec.run_folder:  # where these files go (see LaunchSpec)
+        env.update(METAQ_CHECKPOINT_FILE=os.path.abspath(spec.checkpoint_file),
+                   METAQ_RESIZE_FILE=os.path.abspath(spec.resize_file))
+    else:
+        env.pop("METAQ_CHECKPOINT_FILE", None)  # never a runner's own, inherited
+        env.pop("METAQ_RESIZE_FILE", None)
     if spec.gpus is not None:
         env[gpu_variable(base)] = ",".join(spec.gpus)
     if spec.cores is not None:

@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.launch.checked import sealed
 from metaq_py.launch.command import task_command, task_environment
@@ -21,6 +22,9 @@ from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import MARK_VARIABLE
 from metaq_py.launch.tee import OutputTee, make_pipe
 from metaq_py.launch.workdir import Aside, make_run_folder, open_task_log
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.launch.streamcopy import StreamCopier
 
 __all__ = ["Prepared", "prepare"]
 
@@ -38,15 +42,19 @@ class Prepared:
     env: dict[str, str]
     mark: str
     output: int
-    tee: OutputTee | None
+    tee: OutputTee | StreamCopier | None
     cpus: list[int] | None
     program: int | None = None
     """A descriptor of the task's checked bytes, which start instead of the script's path
     (:mod:`metaq_py.launch.checked`); given away with ``output``."""
+    error: int | None = None
+    """Where stderr goes when not with stdout (the stream copier's second pipe)."""
 
     def abandon(self) -> None:
         """No start comes: close the output (and the program) and stop the copier, if any."""
         os.close(self.output)
+        if self.error is not None:
+            os.close(self.error)
         self.close_program()
         if self.tee is not None:
             self.tee.abandon()
@@ -70,7 +78,8 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     # kill sweeps /proc for it (see metaq_py.launch.sweep).
     mark = env[MARK_VARIABLE] = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
-        make_run_folder(spec.rundir, spec.task, aside=aside)
+        if spec.run_folder:
+            make_run_folder(spec.rundir, spec.task, aside=aside)
         if spec.shared_hostfile is None:
             spec.hostfile.write_text(hostfile_text(spec.nodes))
         if spec.srun_wrap:
@@ -79,19 +88,16 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
         where = e.filename or spec.rundir
         raise LaunchError(f"task {spec.task!r}: cannot prepare {where}: {e.strerror}") from None
 
+    program = _sealed(spec)
+    if spec.streams is not None:
+        return _streamed(spec, command, env, mark, cpus, program)
     try:
         log_fd = open_task_log(spec.log, spec.task, aside=aside)
     except OSError as e:
+        if program is not None:
+            os.close(program)
         raise LaunchError(f"task {spec.task!r}: cannot open {spec.log} for its output: "
                           f"{e.strerror}") from None
-    program = None
-    if spec.program is not None and not spec.srun_wrap:
-        try:
-            program = sealed(spec.program.data)
-        except OSError as e:
-            os.close(log_fd)
-            raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
-                              f"memory: {e.strerror}") from None
     if spec.tee is None:
         return Prepared(spec, command, env, mark, log_fd, None, cpus, program)
     try:
@@ -104,6 +110,42 @@ def prepare(spec: LaunchSpec, *, base_env: Mapping[str, str], srun: str = "srun"
     read_fd, out_fd = make_pipe()
     tee = OutputTee(read_fd, [(spec.log, log_fd), (spec.tee, tee_fd)], name=spec.task)
     return Prepared(spec, command, env, mark, out_fd, tee, cpus, program)
+
+
+def _sealed(spec: LaunchSpec) -> int | None:
+    """A descriptor of ``spec``'s checked bytes in memory, where they are what starts."""
+    if spec.program is None or spec.srun_wrap:
+        return None
+    try:
+        return sealed(spec.program.data)
+    except OSError as e:
+        raise LaunchError(f"task {spec.task!r}: cannot hold its checked script in "
+                          f"memory: {e.strerror}") from None
+
+
+def _streamed(spec: LaunchSpec, command: list[str], env: dict[str, str], mark: str,
+              cpus: list[int] | None, program: int | None) -> Prepared:
+    """The start of a task whose output goes to its job's stream file (and to its ``LOG``,
+    if it has one): two pipes and their copier; no log file of its own."""
+    from metaq_py.launch.streamcopy import StreamCopier
+
+    assert spec.streams is not None
+    also = None
+    if spec.tee is not None:
+        try:
+            also = (spec.tee, _open_output(spec.tee, spec.task))
+        except LaunchError:
+            if program is not None:
+                os.close(program)
+            raise
+        env["METAQ_LOG"] = os.path.abspath(spec.tee)  # its one file
+    else:
+        env.pop("METAQ_LOG", None)  # no file of its own
+    out_r, out_w = make_pipe()
+    err_r, err_w = make_pipe()
+    copier = StreamCopier(out_r, err_r, spec.streams, task=spec.task, attempt=spec.attempt,
+                          also=also)
+    return Prepared(spec, command, env, mark, out_w, copier, cpus, program, error=err_w)
 
 
 def _open_output(path: Path, task: str) -> int:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.launch.binding import pin_tree
 from metaq_py.launch.cgroup import (
@@ -54,6 +55,9 @@ from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
 from metaq_py.launch.usage import Usage, reap
 from metaq_py.launch.workdir import Aside
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.launch.streamcopy import StreamCopier
 
 __all__ = ["ExitStatus", "TaskProcess", "contain", "launch", "terminate_all"]
 
@@ -109,7 +113,7 @@ class TaskProcess:
         *,
         spec: LaunchSpec,
         pid: int,
-        tee: OutputTee | None,
+        tee: OutputTee | StreamCopier | None,
         on_exit: Callable[[TaskProcess], object] | None,
         clock: Callable[[], float],
         started_at: float,
@@ -346,12 +350,15 @@ def launch(
                     aside=aside)
     command, tee, cpus = ready.command, ready.tee, ready.cpus
     try:
-        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program)
+        pid = spawn(command, output=ready.output, env=ready.env, program=ready.program,
+                    error=ready.error)
     except OSError as e:
         ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
+    if ready.error is not None:
+        os.close(ready.error)
     ready.close_program()
     started_at = clock()
     try:

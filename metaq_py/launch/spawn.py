@@ -45,11 +45,12 @@ _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 def spawn(command: Sequence[str], *, output: int, env: Mapping[str, str],
-          program: int | None = None) -> int:
+          program: int | None = None, error: int | None = None) -> int:
     """Start ``command`` (a path, or a name looked up on ``PATH``) in a new session with its
-    stdout and stderr on the descriptor ``output``; its pid. With ``program`` (a descriptor
-    of a task's checked bytes, :mod:`metaq_py.launch.checked`), that is what is executed,
-    from descriptor 3 of the child, ``command`` being its argument vector. Raises
+    stdout and stderr on the descriptor ``output`` (stderr on ``error`` when given); its pid.
+    With ``program`` (a descriptor of a task's checked bytes, :mod:`metaq_py.launch.checked`),
+    that is what is executed, from descriptor 3 of the child, ``command`` being its argument
+    vector. Raises
     :class:`OSError` (with the program as ``filename``) when the kernel refuses the start:
     then nothing runs."""
     moved = []
@@ -57,8 +58,12 @@ def spawn(command: Sequence[str], *, output: int, env: Mapping[str, str],
         # A dup2 onto itself would leave the close-on-exec flag set: use a copy above 2.
         output = fcntl.fcntl(output, fcntl.F_DUPFD_CLOEXEC, 3)
         moved.append(output)
+    if error is not None and error <= 2:
+        error = fcntl.fcntl(error, fcntl.F_DUPFD_CLOEXEC, 3)
+        moved.append(error)
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_DUP2, output, 1), (os.POSIX_SPAWN_DUP2, output, 2)]
+               (os.POSIX_SPAWN_DUP2, output, 1),
+               (os.POSIX_SPAWN_DUP2, output if error is None else error, 2)]
     path = command[0]
     if program is not None:
         if program <= PROGRAM_FD:  # as above, and never below the output's dup2s

@@ -12,9 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from metaq_py.errors import MetaqError
 from metaq_py.program import Program
+
+if TYPE_CHECKING:  # loaded only where a queue streams its output
+    from metaq_py.queue.streams import StreamWriter
 
 __all__ = ["LaunchError", "LaunchSpec"]
 
@@ -48,7 +52,11 @@ class LaunchSpec:
     across its attempts: it holds the checkpoint and resize files, and the hostfile unless
     ``shared_hostfile`` names one that tasks on the same hosts share (written by the runner
     beforehand, see :mod:`metaq_py.launch.hostfiles`; never for a task resized in place,
-    whose hostfile the runner rewrites). The script starts in the runner's own directory.
+    whose hostfile the runner rewrites). It is made only when ``run_folder`` is set, which a
+    task asks for with ``CHECKPOINT`` or ``RESIZE`` (its files live there), and which a
+    wrapped step (its step file) or a hostfile of its own always sets; the checkpoint and
+    resize variables are given only to a task that has one. The script starts in the
+    runner's own directory.
     ``env`` adds variables on top of the runner's environment; the ``METAQ_*`` variables
     always win.
 
@@ -80,8 +88,14 @@ class LaunchSpec:
     srun_args: tuple[str, ...] = ()
     mpirun: tuple[str, ...] = ()
     program: Program | None = field(default=None, compare=False, repr=False)
+    run_folder: bool = True
+    streams: StreamWriter | None = field(default=None, compare=False, repr=False)
+    """The batch job's stream file: with it (and no ``tee``), stdout and stderr go there as
+    frames (:mod:`metaq_py.launch.streamcopy`), and ``log`` is never made."""
 
     def __post_init__(self) -> None:
+        if self.srun_wrap or self.shared_hostfile is None:
+            object.__setattr__(self, "run_folder", True)  # its step or hostfile go there
         # Accept plain strings for paths and lists for tuples, but store one canonical form.
         for name in ("script", "log", "rundir", "tee", "shared_hostfile"):
             value = getattr(self, name)

@@ -50,7 +50,7 @@ from metaq_py.queue.layout import (
     STATES,
     WORKING,
 )
-from metaq_py.queue.logbook import Logbook, read_logbook
+from metaq_py.queue.logbook import Logbook, find_logbook
 from metaq_py.queue.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue
@@ -249,7 +249,7 @@ class QueueAdmin:
         # Trust is left to the scan, as for any task put in a folder.
         judge(e.path, root=q.root, config=q.config).accepted()
         now = q.clock.now()
-        logbook = logbook_of(e.path, now=now)
+        logbook = logbook_of(e.path, now=now, packed=q.packed)
         logbook = replace(logbook, attempts=0,
                          history=(*logbook.history, history_entry("retried", now=now, by=_user())))
         return self._relocate(e, PENDING, e.folder, logbook=logbook)
@@ -383,12 +383,13 @@ class QueueAdmin:
             return
         if state not in STATES:
             raise QueueError(f"{state!r} is not a state; use one of {', '.join(STATES)}")
+        packed = q.packed if state in DONE_STATES else None  # only done tasks' are packed
         for folder, rel, path in files_in(q, state):
             spec = judge(path).spec if specs else None
             reason = None
             if state != HOLD and state != FINISHED:
                 reason = read_reason(path)
-            logbook = read_logbook(path, inode_of(path))
+            logbook = find_logbook(path, inode_of(path), packed)
             yield Entry(state, folder, rel, path, spec, reason=reason,
                         attempts=logbook.attempts if logbook else 0)
 

@@ -39,6 +39,7 @@ from metaq_py.queue.notices import (
 from metaq_py.queue.settings.config import CONFIG_NAME
 from metaq_py.queue.settings.trust import Trust, settings_problem
 from metaq_py.queue.store import Queue
+from metaq_py.queue.streams import Torn, read_frames, stream_files
 
 __all__ = ["Anomaly", "Fix", "Kind", "examine", "repair"]
 
@@ -63,6 +64,7 @@ class Kind(enum.Enum):
     STRAY = "stray"
     PLANTED = "planted"
     SETTINGS = "settings"
+    TORN = "torn"
 
 
 class Fix(enum.Enum):
@@ -103,6 +105,7 @@ def examine(q: Queue, *, now: float) -> list[Anomaly]:
             found += _walk(q, top, name, trust)
     found += _leases(q, now)
     found += _notices(q, now)
+    found += _streams(q, now)
     return sorted(found, key=lambda a: (str(a.path), a.kind.value))
 
 
@@ -397,6 +400,28 @@ def _notices(q: Queue, now: float) -> Iterator[Anomaly]:
                           "runners set it aside", Fix.NOTICE_ASIDE)
         except FileNotFoundError:
             continue
+
+
+def _streams(q: Queue, now: float) -> Iterator[Anomaly]:
+    """Bytes of the batch jobs' stream files that are no whole frame (a runner killed
+    mid-frame, or something else wrote there): skipped by every reader, and listed here. A
+    file written to within ``stale_after`` may still be finishing its last frame."""
+    try:
+        jobs = sorted(os.scandir(q.root / JOBS), key=lambda e: e.name)
+    except OSError:
+        return
+    for job in jobs:
+        if not job.is_dir(follow_symlinks=False):
+            continue
+        for path in stream_files(Path(job.path)):
+            try:
+                ended = now - os.lstat(path).st_mtime > q.config.stale_after
+                torn = [t for t in read_frames(path, ended=ended) if isinstance(t, Torn)]
+            except (OSError, Refused):
+                continue  # a FIFO or a link there is found by the walk of jobs/
+            for t in torn:
+                yield Anomaly(Kind.TORN, path, t.sentence(), "nothing to do: the task output "
+                              "before and after it is read as usual; what it held is lost")
 
 
 # --- fixing ---------------------------------------------------------------------------------

@@ -78,6 +78,8 @@ class Task:
     attempts: int
     walltime: float
     order: tuple = field(compare=False, repr=False, default=())
+    logbook: bool = field(compare=False, repr=False, default=True)
+    """Whether the scan saw a logbook beside it (``False`` spares a claim looking for one)."""
     id: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -471,7 +473,8 @@ class Index:
         return Task(folder=folder, relpath=rel, file=path, spec=spec, rank=rank,
                     submit=submit, attempts=attempts, walltime=wc,
                     order=order_key(rank, spec, submit, f"{folder}/{rel}",
-                                    largest_first=self.largest_first))
+                                    largest_first=self.largest_first),
+                    logbook=lkey is not None)
 
 
 def _too_deep(path: str, prefix: str, folder: str) -> Invalid:

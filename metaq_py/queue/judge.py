@@ -106,10 +106,11 @@ def judge(path: str | os.PathLike[str], *, root: Path | None = None,
 
 
 def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueConfig,
-                   trust: Trust, whole: bool = False) -> Verdict:
+                   trust: Trust, whole: bool = False, folders_trusted: bool = False) -> Verdict:
     """Judge the task file at ``path`` as the queue at ``root`` runs it: a name the queue can
     keep, a symlink (if it is one) that is trusted and points to a file, every folder from the
-    file up to the root trusted, and then the file itself (:func:`judge`)."""
+    file up to the root trusted (unless the caller knows them trusted: ``folders_trusted``),
+    and then the file itself (:func:`judge`)."""
     name = str(path)
     why = name_problem(os.path.basename(name), path=name)
     if why is None:
@@ -121,7 +122,7 @@ def judge_in_queue(path: str | os.PathLike[str], *, root: Path, config: QueueCon
             why = trust.problem(lst, "the symlink")
             if why is None and os.path.isdir(name):
                 why = "this is a symlink to a folder, which the queue never follows"
-        if why is None:
+        if why is None and not folders_trusted:
             why = folders_problem(Path(name).parent, root=root, trust=trust)
     if why is not None:
         return Verdict(None, TaskError(name, None, why), None)

@@ -114,6 +114,7 @@ FILE_KINDS: tuple[FileKind, ...] = (
     FileKind("array-script", "{folder}/{array}/.script", ("run",)),
     FileKind("notice", "notices/{task}.json", ("run", "status", "doctor")),
     FileKind("event-log", "jobs/{jobid}/events.jsonl", ("run", "status", "report")),
+    FileKind("stream", "jobs/{jobid}/streams/1-1.frames", ("doctor",)),
     FileKind("tally", "jobs/.summary/tally/{writer}.000001.jsonl", ("status",)),
     FileKind("tally-base", "jobs/.summary/base.json", ("status",)),
     FileKind("tally-lock", "jobs/.summary/base.lock", ("run", "status")),

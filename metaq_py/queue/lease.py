@@ -78,6 +78,8 @@ class Claim:
     program: Program | None = field(default=None, compare=False, repr=False)
     """What the claiming runner checked and will run (:class:`~metaq_py.program.Program`);
     ``None`` for claims read back from their leases."""
+    inode: int | None = field(default=None, compare=False, repr=False)
+    """The claimed file's inode as its claim read it (``None``: not known; looked up)."""
 
     @property
     def id(self) -> str:
@@ -137,15 +139,23 @@ def ended_code(task: Path) -> tuple[int, Path] | None:
 def write_lease(task: Path, *, machine: str, jobid: str, folder: str, relpath: str, host: str,
                 pid: int, start: float, attempts: int, submit: float,
                 stale_after: float | None = None) -> Path:
-    """Write the lease for ``task`` atomically (whole, under another name, then renamed into
-    place); its mtime is the first heartbeat. ``stale_after`` is written in it, so that
-    other runners judge it by its holder's setting."""
+    """Write the lease for ``task``, whole, before the task is there: made new in place (one
+    metadata call; no task is beside it until it is whole, and a half-written one a crash
+    leaves has no task and is replaced), or, where a lease is left from before, written
+    under another name and renamed over it. Its mtime is the first heartbeat.
+    ``stale_after`` is written in it, so that other runners judge it by its holder's
+    setting."""
     path = lease_path(task)
     fields = {"machine": machine, "job": jobid, "folder": folder, "relpath": relpath,
               "host": host, "pid": pid, "start": start, "attempts": attempts, "submit": submit}
     if stale_after is not None:
         fields["stale_after"] = stale_after
     data = json.dumps(fields).encode()
+    try:
+        create_new(path, data)
+        return path
+    except FileExistsError:
+        pass
     tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
     create_new(tmp, data)
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +30,23 @@ from metaq_py.queue.disk.folders import (
 from metaq_py.queue.lease import lease_path
 from metaq_py.queue.logbook import (
     Logbook,
+    PackedLogbooks,
+    find_logbook,
     logbook_path,
     publish_logbook,
-    read_logbook,
     stage_logbook,
 )
 
-__all__ = ["history_entry", "inode_of", "logbook_of", "move_task", "rename_quietly"]
+__all__ = ["Pack", "history_entry", "inode_of", "logbook_of", "move_task", "rename_quietly"]
+
+Pack = Callable[[Path, Logbook], None]
+"""Where a move hands the logbook of a task it made done: the task's new path and logbook."""
 
 
 def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
               logbook: Logbook | None = None, old_reason: bool = True,
-              made: MadeFolders | None = None) -> Path | None:
+              made: MadeFolders | None = None, pack: Pack | None = None,
+              src_logbook: bool = True) -> Path | None:
     """Move the task at ``src`` to ``dst`` (or a free variant of it) with its companions:
     the logbook (``logbook`` if given, else the old one moves as it is) and, with ``reason``, a
     ``.reason`` file. The old lease, reason and cancel request are removed. Returns where the
@@ -51,14 +57,19 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     ``.reason`` beside ``src`` is removed only with ``old_reason`` (``src`` is in a done state:
     in a task folder, ``<src>.reason`` may be another task). Nothing is written through a
     symlink: a ``.reason`` is a new file or not written at all. ``made`` remembers the folders
-    made before (:class:`~metaq_py.queue.disk.folders.MadeFolders`, for ``root``)."""
+    made before (:class:`~metaq_py.queue.disk.folders.MadeFolders`, for ``root``).
+
+    With ``pack``, ``logbook`` is not written beside ``dst`` but handed to ``pack`` once the
+    rename is won (a runner's pack of the logbooks of done tasks,
+    :mod:`~metaq_py.queue.logbook`). ``src_logbook=False`` says that ``src`` has no
+    logbook beside it (a claim that never ran before), which spares looking for one."""
     dst = free_name(dst, reason=reason is not None)
     if made is not None:
         made.make(dst.parent)
     else:
         make_folders(root, dst.parent)
     staged = None
-    if logbook is not None:
+    if logbook is not None and pack is None:
         # Only the mover that wins the rename publishes its logbook.
         staged = stage_logbook(dst, logbook)
     try:
@@ -70,7 +81,11 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     if staged is not None:
         publish_logbook(staged, dst)
         _unlink_quietly(logbook_path(src))
-    else:
+    elif pack is not None and logbook is not None:
+        if src_logbook:
+            _unlink_quietly(logbook_path(src))
+        pack(dst, logbook)
+    elif src_logbook:
         rename_quietly(logbook_path(src), logbook_path(dst))
     if old_reason:
         _unlink_quietly(Path(str(src) + REASON_SUFFIX))
@@ -97,11 +112,12 @@ def _unlink_quietly(path: Path) -> None:
             raise
 
 
-def logbook_of(path: Path, *, now: float) -> Logbook:
-    """The logbook of the task at ``path``, or, for a task without one, a fresh logbook whose
-    submit time is the file's modification time (``now`` if even that is gone)."""
+def logbook_of(path: Path, *, now: float, packed: PackedLogbooks | None = None) -> Logbook:
+    """The logbook of the task at ``path`` (beside it, or for a done task in ``packed``), or,
+    for a task without one, a fresh logbook whose submit time is the file's modification time
+    (``now`` if even that is gone)."""
     inode = inode_of(path)
-    logbook = read_logbook(path, inode)
+    logbook = find_logbook(path, inode, packed)
     if logbook is None:
         try:
             submit = os.lstat(path).st_mtime

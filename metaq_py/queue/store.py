@@ -53,8 +53,15 @@ from metaq_py.queue.layout import (
     safe_name,
 )
 from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
-from metaq_py.queue.logbook import Logbook, logbook_path
-from metaq_py.queue.moves import history_entry, inode_of, logbook_of, move_task, rename_quietly
+from metaq_py.queue.logbook import Logbook, LogbookPack, PackedLogbooks, logbook_path
+from metaq_py.queue.moves import (
+    Pack,
+    history_entry,
+    inode_of,
+    logbook_of,
+    move_task,
+    rename_quietly,
+)
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.tally import note_move
 from metaq_py.queue.watcher import OwnMoves
@@ -106,9 +113,21 @@ class Queue(Layout):
         JobFolder)."""
         self._made = MadeFolders(self.root)
         """The folders claims and moves made, known by identity (see MadeFolders)."""
+        self._packs: dict[str, LogbookPack] = {}
+        self._packed: PackedLogbooks | None = None
+        self._trusted: set[tuple[int, int]] = set()
+        """Job folders (device, inode) whose way up to the root a claim found trusted."""
+        """The packs of the logbooks of the tasks this object's jobs made done."""
         self.own_moves: OwnMoves | None = None
         """Where a claim notes the files it moves out of their task folder, for a watcher
         that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
+
+    @property
+    def packed(self) -> PackedLogbooks:
+        """The logbooks of done tasks in the batch jobs' packs, read as needed and kept."""
+        if self._packed is None:
+            self._packed = PackedLogbooks(self.root)
+        return self._packed
 
     # --- waiting tasks ---------------------------------------------------------------------
 
@@ -242,18 +261,25 @@ class Queue(Layout):
                 raise QueueError(f"cannot claim {task.path}: working/ is on another file "
                                  f"system; keep the whole queue on one") from None
             raise
-        book = logbook_path(task.path)
-        if own is not None:
-            own.add(book)
-        has_logbook = rename_quietly(book, logbook_path(dst))
-        if own is not None and not has_logbook:
-            own.discard(book)
+        has_logbook = False
+        if task.logbook:  # a fresh task has none: not looked for (a metadata call each)
+            book = logbook_path(task.path)
+            if own is not None:
+                own.add(book)
+            has_logbook = rename_quietly(book, logbook_path(dst))
+            if own is not None and not has_logbook:
+                own.discard(book)
         after = _stat_or_none(folder)
         if before is not None and after is not None:
             self.index.claimed(task, before, after)  # no relisting of the folder for this
-        # Read whole and judged once: these bytes are what runs, never the path again.
+        # Read whole and judged once: these bytes are what runs, never the path again. The
+        # folders up from the job's folder are walked once: a claim finds the job's folder
+        # the very folder (device and inode) it was (self._made), and its trust stays.
+        place = self._made.identity(dst.parent)
         verdict = judge_in_queue(dst, root=self.root, config=self.config, trust=self._trust,
-                                 whole=True)
+                                 whole=True, folders_trusted=place in self._trusted)
+        if verdict.spec is not None and place is not None:
+            self._trusted.add(place)
         program = why = None
         if verdict.spec is not None:
             assert verdict.data is not None and verdict.opened is not None
@@ -273,7 +299,8 @@ class Queue(Layout):
         return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
                      path=dst, host=host, pid=pid, start=now, heartbeat=now,
                      attempts=task.attempts, submit=task.submit, spec=verdict.spec,
-                     has_logbook=has_logbook, program=program)
+                     has_logbook=has_logbook, program=program,
+                     inode=verdict.opened.st_ino)
 
     def heartbeat(self, claim: Claim) -> bool:
         """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
@@ -376,6 +403,9 @@ class Queue(Layout):
     def tidy_job(self, *, machine: str, jobid: str) -> None:
         """Remove the empty folders a finished batch job leaves in ``working/``."""
         self._jobs.pop((machine, jobid), None)
+        pack = self._packs.pop(jobid, None)
+        if pack is not None:
+            pack.close()
         top = self.root / WORKING / machine / jobid
         for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
@@ -390,13 +420,26 @@ class Queue(Layout):
         vanished first."""
         job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
         rel = relative_parts(src, self.root)
+        pack = src_logbook = None
+        if job is not None and claim is not None and logbook is not None \
+                and relative_parts(dst, self.root)[0] in DONE_STATES:
+            pack, src_logbook = self._pack_for(claim.jobid), claim.has_logbook
         moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          old_reason=rel[0] in DONE_STATES, made=self._made)
+                          old_reason=rel[0] in DONE_STATES, made=self._made, pack=pack,
+                          src_logbook=src_logbook is not False)
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
+
+    def _pack_for(self, jobid: str) -> Pack:
+        """How a move by this object's job ``jobid`` packs the logbook of a task it made done
+        (:mod:`~metaq_py.queue.logbook`)."""
+        pack = self._packs.get(jobid)
+        if pack is None:
+            pack = self._packs[jobid] = LogbookPack(self.root, self.job_dir(jobid))
+        return pack.add
 
     def _history(self, claim: Claim, event: str, usage: Mapping[str, object] | None = None,
                  **fields: object) -> Logbook:
@@ -405,7 +448,8 @@ class Queue(Layout):
         if claim.has_logbook:
             logbook = logbook_of(claim.path, now=now)
         else:  # it never ran before, and only the queue writes logbooks: there is none
-            logbook = Logbook(inode=inode_of(claim.path), submit=claim.submit)
+            inode = claim.inode if claim.inode is not None else inode_of(claim.path)
+            logbook = Logbook(inode=inode, submit=claim.submit)
         entry = history_entry(event, now=now, job=claim.jobid, host=claim.host, **fields,
                               **(usage or {}))
         return replace(logbook, submit=claim.submit, history=(*logbook.history, entry))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.queue.admin import QueueAdmin
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import (
     SETTINGS,
@@ -177,7 +177,7 @@ def test_a_task_keeps_its_place_and_submit_time(tmp_path: Path) -> None:
     submit = path.stat().st_mtime
     runner(q).run()
     failed = q.root / "failed/todo/a.sh"
-    rec = read_logbook(failed, failed.stat().st_ino)
+    rec = find_logbook(failed, failed.stat().st_ino, q.packed)
     assert rec is not None and rec.submit == submit and rec.attempts == 2
 
 

@@ -11,7 +11,6 @@ too while two runners (two job ids) work the queue. Every task runs exactly once
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from metaq_py.queue.logbook import find_logbook
 from tests.runner_helpers import make_queue, runner
 
 GENERATOR = '''\
@@ -178,6 +178,9 @@ def test_tasks_of_one_name_in_different_folders_run_once_each(tmp_path: Path) ->
     assert sorted(p.relative_to(q.root).as_posix() for s in states
                   for p in (q.root / s).rglob("run.sh")) == [
         "failed/todo/d/run.sh", *(f"finished/todo/{s}/run.sh" for s in "abcef")]
-    record = json.loads((q.root / "finished/todo/c/.run.sh.record").read_text())
-    assert [h["event"] for h in record["history"]] == ["failed", "finished"]
-    assert record["attempts"] == 1  # the retry went back to todo/c/ and ran from there
+    c = q.root / "finished/todo/c/run.sh"
+    assert not (q.root / "finished/todo/c/.run.sh.record").exists()  # packed: one inode
+    record = find_logbook(c, c.stat().st_ino, q.packed)
+    assert record is not None
+    assert [h["event"] for h in record.history] == ["failed", "finished"]
+    assert record.attempts == 1  # the retry went back to todo/c/ and ran from there

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.notices import write_notice
 from metaq_py.queue.store import Queue
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until, where
@@ -54,7 +54,7 @@ def test_paa_preempts_a_rigid_task_which_resumes_later(tmp_path: Path) -> None:
     assert urgent["time"] >= first_end["time"]  # the victim was gone before it started
     assert of(evs, "arrival", task="todo/urgent.sh")
     done = q.root / "finished/todo/rigid.sh"
-    rec = read_logbook(done, done.stat().st_ino)
+    rec = find_logbook(done, done.stat().st_ino, q.packed)
     assert rec is not None and rec.attempts == 0  # a preemption is never a failure
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from metaq_py.launch import LaunchSpec, launch
 from metaq_py.policy.model import Job, Kind
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import find_logbook
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from tests.runner_helpers import events, make_queue, of, runner, task, wait_until
 
@@ -33,7 +33,7 @@ def test_many_short_tasks_each_start_and_end_once_in_that_order(tmp_path: Path) 
     assert len(finished) == 102 and len(failed) == 18
     assert not any((q.root / "todo").glob("*.sh"))
     failed_one = q.root / "failed/todo/t007.sh"
-    book = read_logbook(failed_one, failed_one.stat().st_ino)
+    book = find_logbook(failed_one, failed_one.stat().st_ino, q.packed)
     assert book is not None and book.attempts == 1
 
 

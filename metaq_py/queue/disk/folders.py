@@ -116,6 +116,10 @@ class MadeFolders:
             self._seen.clear()
         self._seen[key] = (st.st_dev, st.st_ino)
 
+    def identity(self, folder: Path) -> tuple[int, int] | None:
+        """The device and inode ``folder`` had when :meth:`make` last made or checked it."""
+        return self._seen.get(os.fspath(folder))
+
 
 def relative_parts(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[str]:
     """``os.path.relpath(path, root)`` split into its names. A path spelled under ``root``, as

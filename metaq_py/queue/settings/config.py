@@ -22,8 +22,9 @@ from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
 from metaq_py.queue.settings.trust import settings_problem
 
-__all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "SUBMIT", "TEMPLATE",
-           "AllocSettings", "Caps", "Defaults", "MpiSettings", "QueueConfig", "default_folder",
+__all__ = ["ALLOC_SYSTEMS", "CONFIG_NAME", "LARGEST_FIRST", "ORDERS", "OUTPUTS", "SUBMIT",
+           "TEMPLATE", "AllocSettings", "Caps", "Defaults", "MpiSettings", "QueueConfig",
+           "default_folder",
            "load_config"]
 
 CONFIG_NAME = "metaq.yaml"
@@ -43,6 +44,9 @@ ORDERS = (SUBMIT, LARGEST_FIRST)
 ``PRIORITY`` goes first. ``submit``: the earlier original submit time. ``largest-first``: the
 one needing more nodes (its smallest size: ``NODES``, or ``MIN_NODES`` of a malleable task,
 the count EASY holds nodes for), then the earlier submit time."""
+
+OUTPUTS = ("files", "streams")
+"""The values of ``output``: a log file per task, or a few stream files per batch job."""
 
 STATE_FOLDERS = ("hold", "working", "finished", "failed", "rejected", "cancelled", "notices",
                  "jobs", "alloc")
@@ -151,6 +155,11 @@ class QueueConfig:
     heartbeat: float = 30.0
     stale_after: float = 600.0
     poll_interval: float = 5.0
+    output: str = "files"
+    """Where tasks' output goes (:data:`OUTPUTS`): ``files``, a log file per task in
+    ``jobs/<jobid>/logs/``; ``streams``, a few framed stream files per batch job
+    (:mod:`metaq_py.queue.streams`, read with ``metaq log``). A ``LOG`` gets its file
+    either way."""
 
     @property
     def gid(self) -> int | None:
@@ -253,6 +262,7 @@ mpi:
 heartbeat: 30s             # how often a running job renews its leases
 stale_after: 10m           # a lease not renewed for this long is lost and its task requeued
 poll_interval: 5s          # rescan period when no file-system event arrives (NFS, Lustre)
+output: files              # or streams: tasks' output in a few files per batch job (metaq log)
 """
 
 
@@ -382,6 +392,7 @@ def load_config(root: str | os.PathLike[str]) -> QueueConfig:
                                                     most=MAX_STALE_AFTER),
         "poll_interval": lambda k, v, key: r.duration(v, key, optional=False,
                                                       most=MAX_INTERVAL),
+        "output": lambda k, v, key: _output(r, v, key),
     }
     for name, (k, v) in settings.items():
         reader = readers.get(name)
@@ -424,6 +435,13 @@ def _order(r: _Reader, node: yaml.Node, key: str) -> str:
         known = f"{', '.join(ORDERS[:-1])} and {ORDERS[-1]}"
         given = "is empty" if value is None else f"is {value!r}, which is not a known order"
         raise r.fail(node, key, f"{given}; the known orders are {known}")
+    return value
+
+
+def _output(r: _Reader, node: yaml.Node, key: str) -> str:
+    value = r.scalar(node, key)
+    if value not in OUTPUTS:
+        raise r.fail(node, key, f"is {value!r}; it is one of {' and '.join(OUTPUTS)}")
     return value
 
 

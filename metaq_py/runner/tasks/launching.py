@@ -32,8 +32,9 @@ from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask
 from metaq_py.runner.tasks.roster import Roster
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded only with --agents, or where a queue streams its output
     from metaq_py.launch.agent_task import AgentStarter
+    from metaq_py.queue.streams import StreamWriter
 
 __all__ = ["Launcher", "StartProcess"]
 
@@ -62,6 +63,12 @@ class Launcher:
         self.runs = job_dir / "runs"
         self.logs = job_dir / "logs"
         self.hostfiles = HostFiles(job_dir / "hostfiles")
+        self.streams: StreamWriter | None = None
+        """The job's stream file, where the queue's ``output`` is ``streams``."""
+        if ctx.queue.config.output == "streams":  # loaded only then
+            from metaq_py.queue.streams import StreamWriter
+
+            self.streams = StreamWriter(ctx.queue.root, job_dir)
         self.folders: set[Path] = set()
         """Folders known to exist, for run folders and logs."""
         # The runner's environment, which every task starts from, read once (os.environ
@@ -197,7 +204,9 @@ class Launcher:
                 shared_hostfile=shared,
                 srun_wrap=options.srun, srun_args=options.srun_args, program=claim.program,
                 mpirun=self._mpirun(live),
-                env=claim.program.env if claim.program is not None else {})
+                env=claim.program.env if claim.program is not None else {},
+                run_folder=claim.spec.checkpoint is not None or resize is not None,
+                streams=self.streams)
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
@@ -273,7 +282,10 @@ class Launcher:
         """Make the folders that hold ``spec``'s run folder and log (``launch`` makes the run
         folder and the log themselves)."""
         root = self.ctx.queue.root
-        for parent in (spec.rundir.parent, spec.log.parent):
+        wanted = [spec.rundir.parent] if spec.run_folder else []
+        if spec.streams is None:  # else no log of its own
+            wanted.append(spec.log.parent)
+        for parent in wanted:
             if parent not in self.folders:
                 # Real folders all the way down from the queue root: a link planted in a
                 # group-writable jobs/ never sends a log out of the queue.

@@ -135,7 +135,8 @@ class LiveTask:
         self.spec = process.spec
         self.started = self.since = now
         self.node_seconds = self.gpu_seconds = 0.0
-        self.checkpoint_seen = _mtime(process.spec.checkpoint_file)
+        self.checkpoint_seen = _mtime(process.spec.checkpoint_file) \
+            if process.spec.run_folder else 0.0
         if self.kill_at is not None:
             process.send_signal(self.stop_signal)
 
@@ -196,8 +197,8 @@ class LiveTask:
 
     def new_checkpoint(self) -> float | None:
         """The time of a checkpoint made since the last call, or ``None``."""
-        if self.spec is None:
-            return None
+        if self.spec is None or not self.spec.run_folder:
+            return None  # no run folder, no checkpoint file
         seen = _mtime(self.spec.checkpoint_file)
         if seen > self.checkpoint_seen:
             self.checkpoint_seen = seen
