@@ -154,7 +154,8 @@ def simulate(source: Trace | HybridWorkload, *, policy: str | Scheduler = "easy"
 
 # Over 300 lines (304): the run's state and every step of the loop stay on one class, which
 # mypyc compiles; the hot path then reaches the state through native attributes, where a
-# split would add a call and an object hop per agenda item (see docs/model.md, Speed).
+# split would add a call and an object hop per agenda item (see docs/notebook.md, "Simulator
+# speed").
 class Engine:
     """One simulation run; :meth:`run` may be called once.
 

@@ -140,7 +140,7 @@ def test_pinning_says_whether_the_process_had_no_child_yet() -> None:
 def test_two_bound_shares_run_on_their_own_cores(tmp_path: Path) -> None:
     """Pinned by the time their start returns, and so is all they run from then on. (The
     pin follows the spawn: the script's own first instructions may run before it, on a
-    loaded node; see docs/model.md, "Launch cost with shares".)"""
+    loaded node; see docs/model.md, "A bound share is pinned after its start".)"""
     go = tmp_path / "go"
     path = script(tmp_path, "allowed.py", ALLOWED.replace(
         "import os, sys\n", f"import os, sys, time\nwhile not os.path.exists({str(go)!r}):\n"

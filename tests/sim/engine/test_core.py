@@ -364,8 +364,8 @@ def test_theta_2022_easy_matches_cqsim_with_cqsim_oracle() -> None:
 
 def test_theta_2022_easy_full_oracle_waits_longer_than_cqsim() -> None:
     """With true runtimes for running jobs too, shadow times are exact instead of late, so
-    fewer jobs fit before them: waits are longer than CQSim's (docs/model.md has the
-    figures). The work done and so the utilisation are the same."""
+    fewer jobs fit before them: waits are longer than CQSim's (docs/notebook.md, "Theta
+    2022 against CQSim", has the figures). The work done and so the utilisation are the same."""
     trace = load_trace(real_trace("theta_2022.swf.gz"))
     s = simulate(trace, policy="easy", oracle=True).summary()
     print(f"\nours (full oracle) vs CQSim: wait {s.wait.all.mean / 3600:.2f} h vs "
