@@ -22,6 +22,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,8 @@ class AgentStarter:
         if node in self.lost:
             raise LaunchError(f"task {spec.task!r}: its node {node} is lost "
                               f"({self.lost[node]})")
+        if not spec.run_folder:  # the wrapper on the node writes its step file there
+            spec = replace(spec, run_folder=True)
         ready = prepare(spec, base_env=base_env if base_env is not None else {}, aside=aside)
         ready.abandon()  # the agent opens the log itself; the checked bytes go by digest
         task = AgentTask(spec, node, self.pool, on_exit)

@@ -175,18 +175,18 @@ class LogbookPack:
         self._fd: int | None = None
 
     def add(self, task: Path, logbook: Logbook) -> None:
-        """Append ``logbook`` as the logbook of the done task now at ``task``. Where the pack
-        cannot be written (a full disk), the logbook goes beside the task as before, or,
-        failing that too, is lost: the task has moved already, and a logbook is
-        bookkeeping."""
+        """Append ``logbook`` as the logbook of the done task about to be moved to ``task``
+        (written before the move, so that a logbook that cannot be kept stops the move: a
+        line whose move then fails matches no file, as it names the task's inode). Where the
+        pack cannot be written (a full disk), the logbook goes beside the task as before;
+        failing that too, ``OSError``: the move must wait, as any move that cannot write."""
         line = json.dumps({"task": os.path.relpath(task, self.root), "inode": logbook.inode,
                            "submit": logbook.submit, "attempts": logbook.attempts,
                            "history": list(logbook.history)}, separators=(",", ":"))
         try:
             write_all(self._open(), (line + "\n").encode())
         except OSError:
-            with contextlib.suppress(OSError):
-                publish_logbook(stage_logbook(task, logbook), task)
+            publish_logbook(stage_logbook(task, logbook), task)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -59,9 +59,10 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     symlink: a ``.reason`` is a new file or not written at all. ``made`` remembers the folders
     made before (:class:`~metaq_py.queue.disk.folders.MadeFolders`, for ``root``).
 
-    With ``pack``, ``logbook`` is not written beside ``dst`` but handed to ``pack`` once the
-    rename is won (a runner's pack of the logbooks of done tasks,
-    :mod:`~metaq_py.queue.logbook`). ``src_logbook=False`` says that ``src`` has no
+    With ``pack``, ``logbook`` is not written beside ``dst`` but handed to ``pack`` before
+    the rename (a runner's pack of the logbooks of done tasks,
+    :mod:`~metaq_py.queue.logbook`): when it cannot be kept anywhere, the ``OSError`` leaves
+    the task where it is. ``src_logbook=False`` says that ``src`` has no
     logbook beside it (a claim that never ran before), which spares looking for one."""
     dst = free_name(dst, reason=reason is not None)
     if made is not None:
@@ -72,6 +73,8 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     if logbook is not None and pack is None:
         # Only the mover that wins the rename publishes its logbook.
         staged = stage_logbook(dst, logbook)
+    elif logbook is not None:
+        pack(dst, logbook)  # before the rename: a logbook that cannot be kept stops the move
     try:
         os.rename(src, dst)
     except (FileNotFoundError, NotADirectoryError):  # gone, or its folder is a file now
@@ -84,7 +87,6 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     elif pack is not None and logbook is not None:
         if src_logbook:
             _unlink_quietly(logbook_path(src))
-        pack(dst, logbook)
     elif src_logbook:
         rename_quietly(logbook_path(src), logbook_path(dst))
     if old_reason:

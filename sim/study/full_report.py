@@ -40,7 +40,8 @@ LOAD_NAMES: Mapping[str, str] = {"paper": "the paper's load", "saturated": "a sa
 
 CAUSES: Mapping[int, str] = {}
 """For an observation that does not hold, the cause the runs show, as ``docs/model.md``
-("Rules of the paper", "The outcome") explains it; filled from the measured runs."""
+("Rules of the paper") and ``docs/notebook.md`` (issue 30's verdicts) explain it; none is
+named yet, so a row gives the parts that failed with their figures."""
 
 
 @dataclass(frozen=True, slots=True)
