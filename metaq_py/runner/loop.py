@@ -203,7 +203,8 @@ class Runner:
         end = ctx.end
         ctx.events.write(
             "runner-start", jobid=alloc.jobid, machine=alloc.machine, hosts=list(alloc.nodes),
-            gpus_per_node=alloc.gpus_per_node, end=None if math.isinf(end) else end,
+            gpus_per_node=alloc.gpus_per_node, cores_per_node=alloc.cores_per_node,
+            end=None if math.isinf(end) else end,
             mechanism=self.scheduler.name, max_tasks=self.max_tasks,
             launch_pause=self.launch_pause, pid=os.getpid(), host=ctx.host)
         ctx.events.flush()
