@@ -47,3 +47,21 @@ def test_running_and_status_name_a_running_index_as_people_write_it(tmp_path: Pa
     finally:
         go.touch()
         assert run.wait(timeout=60) == 0
+
+
+def test_explain_advises_retrying_an_index_by_the_name_people_write(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    task = tmp_path / "prop.sh"
+    task.write_text('#!/bin/sh\n#METAQ MIN_WC_TIME 5:00\nexit "$METAQ_ARRAY_INDEX"\n')
+    task.chmod(0o755)
+    assert metaq("submit", "--array", "0-1", str(task), "--queue", str(q)).returncode == 0
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    told = metaq("explain", "prop.sh[1]", "--queue", str(q))
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.splitlines()[0] == "todo/prop.sh[1]: failed"
+    assert "'metaq retry todo/prop.sh[1]' sends it back to wait." in told.stdout
+    assert "prop.sh/1" not in told.stdout
+    again = metaq("retry", "todo/prop.sh[1]", "--queue", str(q))
+    assert again.returncode == 0 and again.stdout.startswith("retry: todo/prop.sh[1] -> "), \
+        again.stderr
