@@ -21,8 +21,18 @@ block is and how it runs (no block goes without one, so a new example is a new t
 - ``<!-- doc: slurm [as shell] [here="-N 64=>-N 2|..."] -->``: commands that need a real
   batch system, run as ``shell`` blocks by ``tests/test_docs_slurm.py`` on the local SLURM,
   with the ``here`` replacements (sizes this four-node cluster has).
-- ``<!-- doc: output -->``, ``<!-- doc: picture -->``, ``<!-- doc: synopsis -->``: what a
-  command prints, a drawing of the folders, a command's synopsis: nothing to run.
+- ``<!-- doc: output run="..." [files=...] [setup="..."] [numbers] [host=NAME] [user=NAME]
+  -->``: what a command prints: ``run`` is run by ``bash`` as ``shell`` blocks are (after
+  ``setup``, beside ``files``), and what it prints, standard output then standard error, is
+  the block (its ``$ command`` lines left out). Both are compared with the test's folder left
+  out of paths and ISO 8601 times as ``<time>``; with ``numbers``, every number as ``0``
+  (CPU times, process ids, Unix times); with ``host`` and ``user``, this machine's name and
+  this user's as the block writes them.
+- ``<!-- doc: output unchecked="REASON" -->``: what a command prints where it cannot be
+  made here (a live allocation of the size shown, SLURM's own answer): the test skips it,
+  saying REASON.
+- ``<!-- doc: picture -->``, ``<!-- doc: synopsis -->``: a drawing of the folders, a
+  command's synopsis: nothing to run.
 - ``<!-- doc: install -->``: installs the package; ``tests/test_install.py`` runs it.
 - ``<!-- doc: long -->``: runs for minutes or hours (a year of a machine's trace, the paper's
   whole study): checked as written instead, one command a line with flags its command has
@@ -144,13 +154,7 @@ def test_commands_run_as_written(b: Block, tmp_path: Path) -> None:
 def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
     """Run the commands of ``b`` in ``tmp_path`` (made by :func:`scratch`), as a person
     types them, each to its end with exit status 0."""
-    setup = b.options.get("setup")
-    if setup and "groupadd" in setup and os.geteuid() != 0:
-        missing(f"{b.id} makes a group for its example, which only root may do")
-    if setup:
-        done = subprocess.run(["bash", "-ec", _rooted(setup, b, tmp_path)], cwd=tmp_path,
-                              env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, f"setup: {done.stderr}"
+    set_up(b, tmp_path, env)
     commands = [_rooted(c, b, tmp_path) for c in _commands(b)]
     cwd = ROOT if any("metaq_py/share" in c for c in commands) else tmp_path
     if "until-stopped" in b.options:
@@ -170,6 +174,52 @@ def run_block(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
     failed = done.stderr.rpartition(">>> ")[2].split("\n", 1)[0]
     assert done.returncode == 0, (f"{commands[int(failed)]!r} failed:\n{done.stdout}\n"
                                   f"{done.stderr}")
+
+
+def set_up(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
+    """Run the ``setup`` of ``b``: what its example supposes was done before."""
+    setup = b.options.get("setup")
+    if setup and "groupadd" in setup and os.geteuid() != 0:
+        missing(f"{b.id} makes a group for its example, which only root may do")
+    if setup:
+        done = subprocess.run(["bash", "-ec", _rooted(setup, b, tmp_path)], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"setup: {done.stdout}\n{done.stderr}"
+
+
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
+
+
+def normalised(text: str, b: Block, tmp_path: Path) -> str:
+    """``text`` as :func:`test_output_is_what_its_command_prints` compares it (see the
+    module text): no test folder, times as ``<time>``, and as the block's options say."""
+    import getpass
+    import socket
+
+    text = text.replace(f"{tmp_path}/", "")
+    if "host" in b.options:
+        host = socket.gethostname().split(".")[0]
+        text = re.sub(rf"\b{re.escape(host)}\b", b.options["host"], text)
+    if "user" in b.options:
+        text = re.sub(rf"\b{re.escape(getpass.getuser())}\b", b.options["user"], text)
+    text = ISO_TIME.sub("<time>", text)
+    if "numbers" in b.options:
+        text = re.sub(r"\d+(?:\.\d+)?", "0", text)
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
+@pytest.mark.parametrize("b", of("output"), ids=lambda b: b.id)
+def test_output_is_what_its_command_prints(b: Block, tmp_path: Path) -> None:
+    if "unchecked" in b.options:
+        pytest.skip(f"{b.id} is not run: {b.options['unchecked']}")
+    assert b.options.get("run"), f"{b.id}: an output block says run=\"...\" or unchecked=\"why\""
+    env = scratch(tmp_path, b)
+    set_up(b, tmp_path, env)
+    done = subprocess.run(["bash", "-c", _rooted(b.options["run"], b, tmp_path)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    shown = "".join(line for line in b.text.splitlines(keepends=True)
+                    if not line.startswith("$ "))
+    assert normalised(done.stdout + done.stderr, b, tmp_path) == normalised(shown, b, tmp_path)
 
 
 def _until_stopped(line: str, cwd: Path, env: dict[str, str], awaited: str) -> None:

@@ -31,7 +31,6 @@ from metaq_py.cli.shared import (
     reported,
 )
 from metaq_py.cli.task_view import (
-    PeopleIds,
     entry_json,
     print_attempts,
     print_history,
@@ -40,6 +39,7 @@ from metaq_py.cli.task_view import (
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
 from metaq_py.queue.admin import Entry, QueueAdmin
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.finding import STATE_WORDS
 from metaq_py.queue.layout import DONE_STATES, PENDING, REJECTED, STATES
 from metaq_py.queue.logbook import find_logbook

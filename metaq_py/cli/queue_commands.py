@@ -20,6 +20,7 @@ from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
 from metaq_py.directives import miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
 from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
@@ -142,7 +143,6 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
         admin = QueueAdmin(q)
         action = getattr(admin, verb)
         retried: set[str] = set()
-        from metaq_py.cli.task_view import PeopleIds  # not loaded by submit
         named = PeopleIds(q.root)
         for ref in tasks:
             entries = admin.select(ref, states=states or _MOVE_STATES[verb])
@@ -172,7 +172,6 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
 def _warn_failed_dependencies(q: Queue, retried: set[str]) -> None:
     """Say which of the tasks just ``retried`` wait on a dependency that failed for good:
     the next runner would move them back to ``failed/`` at once."""
-    from metaq_py.cli.task_view import PeopleIds
     from metaq_py.queue.campaign.deps import Dependencies
 
     deps = Dependencies(q)

@@ -36,6 +36,7 @@ from metaq_py.errors import QueueError
 from metaq_py.hybrid import Notice
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.arrays import split_ref
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.notices import NodeLimit, NoticeError, cancel_notice, read_notices, write_notice
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
@@ -320,8 +321,6 @@ def explain(
             typer.echo(json.dumps({"task": ex.task, "state": ex.state,
                                    "reasons": list(ex.reasons)}, indent=2))
             return
-        from metaq_py.cli.task_view import PeopleIds
-
         typer.echo(f"{PeopleIds(q.root)(ex.task)}: {ex.state}")
         for reason in ex.reasons:
             typer.echo(f"  - {reason}")

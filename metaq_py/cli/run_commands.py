@@ -23,6 +23,7 @@ from metaq_py.cli.shared import JsonOpt, QueueOpt, app, one_scheduler, open_queu
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import MetaqError
 from metaq_py.policy import MECHANISMS
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.runner.loop import Runner, RunOptions
 from metaq_py.runner.reclaim import view_leases
 
@@ -188,10 +189,11 @@ def running(
         if not rows:
             typer.echo("no task is running")
             return
+        named = PeopleIds(q.root)
         for r in rows:
             alive = {True: "alive", False: "dead", None: "unknown"}[r["alive"]]
             nodes = ",".join(map(str, r["nodes"])) or "not started yet"
-            line = (f"{r['task']}  on {nodes}  job {r['machine']}/{r['job']}  runner on "
+            line = (f"{named(r['task'])}  on {nodes}  job {r['machine']}/{r['job']}  runner on "
                     f"{r['host'] or '?'}  heartbeat {in_units(r['age'])} ago  job {alive}")
             if r["lost"]:
                 line += f"  LOST: {r['lost']}"

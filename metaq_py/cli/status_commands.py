@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -33,6 +33,7 @@ from metaq_py.cli.shared import (
 )
 from metaq_py.durations import format_duration, format_time
 from metaq_py.errors import QueueError
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.layout import FAILED, HOLD, PENDING, STATES, WORKING
 from metaq_py.queue.store import Queue
 from metaq_py.report.status import QueueStatus, read_status
@@ -89,7 +90,7 @@ def status(
             typer.echo(json.dumps(now.json(), indent=2))
             return
         counts = now.counts
-        for table in [*count_tables(q, counts), *live_tables(now)]:
+        for table in [*count_tables(q, counts), *live_tables(now, PeopleIds(q.root))]:
             console.print(table)
         for item in counts.invalid[:INVALID_SHOWN]:
             typer.echo(f"invalid: {printable(item['reason'])}", err=True)
@@ -99,9 +100,10 @@ def status(
         for problem in now.problems:
             typer.echo(f"warning: {printable(problem)}", err=True)
 
-def live_tables(now: QueueStatus) -> list[Table]:
+def live_tables(now: QueueStatus, named: Callable[[str], str]) -> list[Table]:
     """What runs now as tables: running tasks, live allocations, notices and the allocations
-    ``metaq alloc`` made (none for an empty part)."""
+    ``metaq alloc`` made (none for an empty part). Tasks are ``named`` as people write them
+    (:class:`~metaq_py.queue.disk.folders.PeopleIds`)."""
     tables = []
     if now.running:
         t = Table(title="running")
@@ -109,7 +111,7 @@ def live_tables(now: QueueStatus) -> list[Table]:
             t.add_column(col)
         for r in now.running:
             job = f"{r.job} on {r.machine}" + ("" if r.live else " (not live)")
-            t.add_row(cell(r.task), cell(job), ",".join(r.hosts) or "?",
+            t.add_row(cell(named(r.task)), cell(job), ",".join(r.hosts) or "?",
                       format_time(r.start), format_duration(round(r.time_left)))
         tables.append(t)
     if now.allocations:
@@ -119,7 +121,8 @@ def live_tables(now: QueueStatus) -> list[Table]:
         for a in now.allocations:
             left = "no limit" if a.time_left is None else format_duration(round(a.time_left))
             reserved = "; ".join(f"{n}: {','.join(hs)}" for n, hs in a.reserved.items())
-            lent = "; ".join(cell(f"{task} -> {to}: {','.join(hs)}") for task, to, hs in a.lent)
+            lent = "; ".join(cell(f"{named(task)} -> {to}: {','.join(hs)}")
+                             for task, to, hs in a.lent)
             t.add_row(f"{a.job} on {a.machine}", str(a.nodes), str(a.idle), left,
                       a.mechanism or "", reserved, lent)
         tables.append(t)
@@ -214,7 +217,7 @@ def watch_screen(q: Queue, *, now: float) -> Group:
     progress = campaign_table(counts)
     if progress is not None:
         parts.append(progress)
-    parts.extend(live_tables(status))
+    parts.extend(live_tables(status, PeopleIds(q.root)))
     for item in counts.invalid:
         parts.append(Text(f"invalid: {item['reason']}", style="yellow"))
     for problem in status.problems:

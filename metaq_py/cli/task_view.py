@@ -4,14 +4,12 @@
 (:func:`print_spec`), ``ls --json`` and ``show --json`` give an
 :class:`~metaq_py.queue.admin.Entry` as JSON (:func:`entry_json`), and ``show`` prints a task's
 logbook with local times, durations in words and the resources each run used
-(:func:`print_history`). Nothing here reads the queue, but for :class:`PeopleIds`, which reads
-an array's ``.array`` to name its indices as people do: the commands pass in what they read.
+(:func:`print_history`). Nothing here reads the queue: the commands pass in what they read.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,7 +17,6 @@ import typer
 from metaq_py.cli.when import in_units, in_words, iso_local
 from metaq_py.durations import format_duration
 from metaq_py.queue.admin import Entry
-from metaq_py.queue.campaign.arrays import read_array
 from metaq_py.queue.logbook import USAGE_FIELDS
 from metaq_py.task_spec import TaskShape, TaskSpec
 from metaq_py.words import counted
@@ -27,31 +24,8 @@ from metaq_py.words import counted
 if TYPE_CHECKING:
     from metaq_py.report.attempts import Attempt
 
-__all__ = ["PeopleIds", "entry_json", "print_attempts", "print_history", "print_spec", "spec_json",
+__all__ = ["entry_json", "print_attempts", "print_history", "print_spec", "spec_json",
            "usage_words"]
-
-
-class PeopleIds:
-    """Task identities as people write them and every command takes them: an index of an
-    array as ``todo/prop.sh[13]``, not the ``todo/prop.sh/13`` of its file; any other task as
-    its identity. Each array's ``.array`` is read once."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._arrays: dict[str, bool] = {}
-
-    def array_of(self, ident: str) -> str:
-        """The array ``ident`` is an index of, or ``""``."""
-        parent, _, last = ident.rpartition("/")
-        if not last.isdigit() or "/" not in parent:
-            return ""
-        if parent not in self._arrays:
-            self._arrays[parent] = read_array(self.root, parent) is not None
-        return parent if self._arrays[parent] else ""
-
-    def __call__(self, ident: str) -> str:
-        array = self.array_of(ident)
-        return f"{array}[{ident.rpartition('/')[2]}]" if array else ident
 
 
 def spec_json(spec: TaskSpec) -> dict[str, Any]:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import QueueError
-from metaq_py.queue.campaign.arrays import ARRAY_FILE
-from metaq_py.queue.disk.folders import subfolders, task_files
+from metaq_py.queue.disk.folders import ARRAY_FILE, subfolders, task_files
 from metaq_py.queue.layout import (
     CANCELLED,
     FAILED,

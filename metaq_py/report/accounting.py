@@ -229,8 +229,9 @@ DAYS_AGO = {"today": 0, "yesterday": 1}
 
 def parse_since(text: str, *, now: float) -> float:
     """Read ``--since``: an ISO-8601 date (``2025-03-01``, from local midnight) or date-time
-    (``2025-03-01T14:30``), ``today`` or ``yesterday`` (from that day's local midnight), or a
-    duration meaning that long ago (``7d``, ``12h``, ``90m``). Raises
+    (``2025-03-01T14:30``), ``today`` or ``yesterday`` (from that day's local midnight, or
+    its first moment where summer time skips midnight), or a duration meaning that long ago
+    (``7d``, ``12h``, ``90m``). Raises
     :class:`~metaq_py.durations.DurationError` in one sentence."""
     s = text.strip()
     if s.lower() in DAYS_AGO:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from metaq_py.durations import format_duration, format_time
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.fit import fit_problem
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import PENDING, WORKING
@@ -51,14 +52,15 @@ def explain(q: Queue, ref: str, *, now: float) -> Explanation:
         return Explanation(e.id, e.state, tuple(_running(q, e.id, now)))
     found = next((x for x in admin.entries(e.state, specs=False) if x.path == e.path), e)
     why = f": {found.reason}" if found.reason else ""
+    shown = PeopleIds(q.root)(e.id)
     words = {
-        "hold": [f"it is held; 'metaq release {e.id}' lets it wait for a node again"],
+        "hold": [f"it is held; 'metaq release {shown}' lets it wait for a node again"],
         "finished": ["it has already finished (it exited with code 0)"],
-        "failed": [f"it failed{why}", f"'metaq retry {e.id}' sends it back to wait"],
+        "failed": [f"it failed{why}", f"'metaq retry {shown}' sends it back to wait"],
         "rejected": [f"it was rejected as invalid{why}",
                      f"the file is now at {e.path}: fix it there, then 'metaq retry "
-                     f"{e.id}' checks it again and sends it back to wait"],
-        "cancelled": [f"it was cancelled{why}", f"'metaq retry {e.id}' sends it back to wait"],
+                     f"{shown}' checks it again and sends it back to wait"],
+        "cancelled": [f"it was cancelled{why}", f"'metaq retry {shown}' sends it back to wait"],
     }
     return Explanation(e.id, e.state, tuple(_sentence(s) for s in words[e.state]))
 
@@ -112,7 +114,8 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
         reasons.extend(_against_jobs(t, jobs, now))
     reasons.extend(_notice_words(q, t, now))
     if pos > 0:
-        ahead = ", ".join(x.id for x in order[:min(pos, _AHEAD_SHOWN)])
+        named = PeopleIds(q.root)
+        ahead = ", ".join(named(x.id) for x in order[:min(pos, _AHEAD_SHOWN)])
         more = f" and {pos - _AHEAD_SHOWN} more" if pos > _AHEAD_SHOWN else ""
         reasons.append(f"it is number {pos + 1} of {len(order)} waiting tasks, behind "
                        f"those ahead of it in queue order: {ahead}{more}")

@@ -7,6 +7,8 @@ labelled with the task when there is room; idle time as the pale row background 
 hosts held for a notice hatched; a red cross where a task was preempted, a triangle where one
 was shrunk or expanded; a red dashed line at the end of the allocation and a grey dotted one
 where the runner stopped (or, while it runs, at its last event). Failed runs have a red edge.
+A task holding a share of a node (some of its cores) takes that part of the host's row, in
+its cores' place, so shares running side by side on a node are drawn side by side.
 
 By default the chart shows the span of the tasks, so an hour of work in a day's allocation is
 not a sliver; a note at the top right says when the allocation ends past it. ``full=True``
@@ -78,13 +80,19 @@ def gantt_figure(tl: Timeline, *, full: bool = False) -> Figure:
         colour = KIND_COLOURS.get(b.kind or "", OTHER)
         ending = OUTCOME_STYLES.get(b.outcome or "")
         edge, hatch = ending if ending else ("white", None)
-        ax.broken_barh([(x(b.start), x(b.end) - x(b.start))], (row[b.host] - _ROW / 2, _ROW),
-                       facecolors=colour, edgecolors=edge, hatch=hatch,
-                       linewidth=1.6 if ending else 0.8, zorder=2)
-        if (x(b.end) - x(b.start)) > width * 0.07 and (b.task, b.start) not in labelled:
+        parts = tl.parts(b)
+        for low, height in parts:
+            ax.broken_barh([(x(b.start), x(b.end) - x(b.start))],
+                           (row[b.host] - _ROW / 2 + low * _ROW, height * _ROW),
+                           facecolors=colour, edgecolors=edge, hatch=hatch,
+                           linewidth=1.6 if ending else 0.8, zorder=2)
+        low, height = max(parts, key=lambda p: p[1])
+        if (x(b.end) - x(b.start)) > width * 0.07 and height >= 0.5 and \
+                (b.task, b.start) not in labelled:
             labelled.add((b.task, b.start))
-            ax.text(max(x(b.start), left) + width * 0.012, row[b.host], _short(b.task), va="center",
-                    ha="left", fontsize=7, color="white", clip_on=True, zorder=3)
+            ax.text(max(x(b.start), left) + width * 0.012,
+                    row[b.host] - _ROW / 2 + (low + height / 2) * _ROW, _short(b.task),
+                    va="center", ha="left", fontsize=7, color="white", clip_on=True, zorder=3)
     for m in tl.marks:
         if m.host in row:
             style = {"preempt": ("x", "#c0392b"), "shrink": ("v", "#6a3d9a"),

@@ -3,7 +3,10 @@ log. :mod:`metaq_py.report.gantt` draws it; tests and tools can read it as value
 
 A :class:`Bar` is one task on one host for one stretch of time. The ``hosts`` of a ``shrink``
 or ``expand`` event are the task's hosts after the change: a task that is shrunk loses the bars
-of the hosts it lent at that moment, and gets new ones when it is expanded. A
+of the hosts it lent at that moment, and gets new ones when it is expanded. A task holding a
+share of a node (some of its cores, from its ``start`` event's ``cores``) takes that part of
+the host (:meth:`Timeline.parts`), so shares side by side on a node are drawn side by side and
+count for their part of the node's time. A
 :class:`Hold` is a host held for a notice, from ``reserve`` to ``release`` (or to the start
 of the on-demand task that redeems it). A :class:`Mark` is an instant on a host: a
 preemption, a shrink, an expansion.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["Bar", "Hold", "Mark", "Timeline", "build_timeline"]
 
@@ -26,7 +29,8 @@ __all__ = ["Bar", "Hold", "Mark", "Timeline", "build_timeline"]
 class Bar:
     """``task`` ran on ``host`` from ``start`` to ``end``. ``outcome`` is the ``end`` event's
     (``finished``, ``preempted``, ...), ``shrunk`` when the host was lent away, ``None``
-    when the log ends first."""
+    when the log ends first. ``cores`` are the ids of the cores a share of the node held
+    (``None``: the whole node)."""
 
     host: str
     task: str
@@ -34,6 +38,7 @@ class Bar:
     end: float
     kind: str | None = None
     outcome: str | None = None
+    cores: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +66,9 @@ class Mark:
 class Timeline:
     """The history of batch job ``jobid``: its ``hosts`` in allocation order, from ``start``
     (the first ``runner-start``) to ``stop``, the ``runner-stop`` when ``stopped`` is true,
-    else the last event; ``end`` is the end of the allocation (``None``: no limit)."""
+    else the last event; ``end`` is the end of the allocation (``None``: no limit).
+    ``cores_per_node`` is the runner's (its ``runner-start`` says), else, for a log that does
+    not say, one past the highest core a share held (``None`` without shares)."""
 
     jobid: str
     machine: str | None
@@ -74,10 +81,27 @@ class Timeline:
     holds: tuple[Hold, ...]
     marks: tuple[Mark, ...]
     stopped: bool = False
+    cores_per_node: int | None = None
+
+    def parts(self, bar: Bar) -> list[tuple[float, float]]:
+        """The part of its host's row ``bar`` takes, as ``(from, height)`` fractions of the
+        node: ``[(0, 1)]`` for the whole node; for a share, one part per run of neighbouring
+        cores, in its cores' place on the node (core ``c`` of ``n`` from ``c / n``)."""
+        n = self.cores_per_node
+        if bar.cores is None or not bar.cores or not n:
+            return [(0.0, 1.0)]
+        runs: list[list[int]] = []
+        for c in sorted(set(bar.cores)):
+            if runs and c == runs[-1][1]:
+                runs[-1][1] = c + 1
+            else:
+                runs.append([c, c + 1])
+        return [(lo / n, (hi - lo) / n) for lo, hi in runs if lo < n]
 
     def busy_seconds(self, host: str) -> float:
-        """Seconds ``host`` ran a task."""
-        return sum(b.end - b.start for b in self.bars if b.host == host)
+        """Node-seconds ``host`` ran tasks: a share's time counts for its part of the node."""
+        return sum((b.end - b.start) * sum(h for _, h in self.parts(b))
+                   for b in self.bars if b.host == host)
 
     def idle_seconds(self) -> float:
         """Node-seconds with no task between ``start`` and ``stop``, over all hosts."""
@@ -95,6 +119,7 @@ class _Replay:
         self.marks: list[Mark] = []
         self.on: dict[str, dict[str, float]] = {}  # task -> host -> since
         self.kinds: dict[str, str | None] = {}
+        self.cores: dict[str, tuple[int, ...] | None] = {}  # task -> a share's cores
         self.held: dict[str, dict[str, float]] = {}  # notice -> host -> since
         self.head: dict[str, Any] | None = None
         self.stop: float | None = None
@@ -105,7 +130,8 @@ class _Replay:
         for h in list(which):
             since = open_.pop(h, None)
             if since is not None:
-                self.bars.append(Bar(h, task, since, t, self.kinds.get(task), outcome))
+                self.bars.append(Bar(h, task, since, t, self.kinds.get(task), outcome,
+                                     self.cores.get(task)))
         if not open_:
             self.on.pop(task, None)
 
@@ -140,6 +166,9 @@ class _Replay:
             self.stop = t
         elif kind == "start" and isinstance(task, str):
             self.kinds[task] = e.get("kind") if isinstance(e.get("kind"), str) else None
+            cores = e.get("cores")
+            self.cores[task] = tuple(c for c in cores if _count(c)) \
+                if isinstance(cores, list) else None
             self.on.setdefault(task, {}).update({h: t for h in ehosts})
             if e.get("kind") == "ondemand" and isinstance(e.get("notice"), str):
                 self.unhold(e["notice"], t)
@@ -174,9 +203,18 @@ def build_timeline(events: Iterable[dict[str, Any]], *, jobid: str) -> Timeline:
     final = replay.stop if replay.stop is not None else replay.last
     replay.close_all(final)
     end = head.get("end")
+    cores = head.get("cores_per_node")
+    held = [c for b in replay.bars for c in b.cores or ()]
+    per_node = cores if _count(cores) and cores > 0 else (max(held) + 1 if held else None)
     return Timeline(
         jobid=jobid, machine=head.get("machine"), mechanism=head.get("mechanism"),
         hosts=tuple(replay.hosts), start=float(head["time"]), stop=final,
         end=float(end) if isinstance(end, int | float) and not isinstance(end, bool) else None,
         bars=tuple(sorted(replay.bars, key=lambda b: (b.start, b.host))),
-        holds=tuple(replay.holds), marks=tuple(replay.marks), stopped=replay.stop is not None)
+        holds=tuple(replay.holds), marks=tuple(replay.marks), stopped=replay.stop is not None,
+        cores_per_node=per_node)
+
+
+def _count(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is a whole number of the log (a core id, a count), not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -20,8 +20,10 @@ class Context:
     """The surroundings of one :class:`~metaq_py.runner.loop.Runner`, handed to each of its
     parts. ``alloc`` is what the batch system said at start-up; ``end`` is when the allocation
     ends (``math.inf`` without a limit), the one field that changes: it is asked again at each
-    heartbeat, since an operator may move the limit. ``host`` is the batch node's name, and
-    ``say`` tells a person what happens (on standard error)."""
+    heartbeat, since an operator may move the limit. ``host`` is the batch node's name,
+    ``say`` tells a person what happens (on standard error), and ``named`` gives a task's
+    identity as people write it there (``todo/prop.sh[13]`` for an index of an array,
+    :class:`~metaq_py.queue.disk.folders.PeopleIds`)."""
 
     queue: Queue
     batch: BatchSystem
@@ -32,6 +34,7 @@ class Context:
     say: Callable[[str], None]
     host: str
     end: float
+    named: Callable[[str], str]
 
     @property
     def jobid(self) -> str:

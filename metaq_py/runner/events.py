@@ -81,33 +81,38 @@ FAILURES_NAMED = 5
 class Narrator:
     """What a person watching ``metaq run`` is told of its tasks: with ``verbose`` (``-v``,
     or METAQ's ``METAQ_VERBOSITY``), a line per start and per end as the events are
-    written; always, a closing summary (:meth:`summary`) that names the tasks that failed."""
+    written; always, a closing summary (:meth:`summary`) that names the tasks that failed.
+    Tasks are named as people write them (``named``: ``todo/prop.sh[13]`` for an index of an
+    array), while the events keep their identities."""
 
-    def __init__(self, say: Callable[[str], None], *, verbose: bool) -> None:
+    def __init__(self, say: Callable[[str], None], *, verbose: bool,
+                 named: Callable[[str], str]) -> None:
         self.say = say
         self.verbose = verbose
+        self.named = named
         self.ended: Counter[str] = Counter()
         self.failed: list[str] = []
 
     def heard(self, e: dict[str, Any]) -> None:
         """Take note of the event ``e`` as it is written."""
+        if e["event"] not in ("start", "end"):
+            return
+        task = self.named(str(e.get("task")))
         if e["event"] == "start":
             if self.verbose:
                 hosts = ",".join(map(str, e.get("hosts") or ())) or "no host"
-                self.say(f"started {e.get('task')} on {hosts} (attempt {e.get('attempt')})")
-            return
-        if e["event"] != "end":
+                self.say(f"started {task} on {hosts} (attempt {e.get('attempt')})")
             return
         outcome = str(e.get("outcome"))
         self.ended[outcome] += 1
         how = _how_it_ended(e)
         if outcome == "failed":
             cause = _cause(e)
-            self.failed.append(f"{e.get('task')}" + (f" ({cause})" if cause else ""))
+            self.failed.append(task + (f" ({cause})" if cause else ""))
         if self.verbose:
             seconds = e.get("seconds")
             ran = f" after {_short(seconds)}" if isinstance(seconds, int | float) else ""
-            self.say(f"{e.get('task')} {how}{ran}" + {
+            self.say(f"{task} {how}{ran}" + {
                 "retry": "; it goes back to wait for a retry",
                 "requeued": "; it goes back to wait (not a failure)",
                 "preempted": "; it goes back to wait (not a failure)"}.get(outcome, ""))

@@ -51,7 +51,7 @@ from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
 from metaq_py.queue.campaign.deps import RECHECK
-from metaq_py.queue.disk.folders import own_folder
+from metaq_py.queue.disk.folders import PeopleIds, own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
 from metaq_py.runner.decide import Decider
@@ -131,13 +131,14 @@ class Runner:
         if alloc.end_time is not None and alloc.end_time <= clock.now():
             raise RunnerError(f"job {alloc.jobid} ended at {format_time(alloc.end_time)} "
                               f"(so its batch system says); there is no time left to run a task")
-        self.narrator = Narrator(say, verbose=options.verbose)
+        named = PeopleIds(queue.root)
+        self.narrator = Narrator(say, verbose=options.verbose, named=named)
         events = EventWriter(queue.events(alloc.jobid), now=clock.now, warn=say, buffered=True,
                              narrator=self.narrator)
         self.ctx = ctx = Context(
             queue=queue, batch=batch, alloc=alloc, options=options, clock=clock, events=events,
             say=say, host=socket.gethostname(),
-            end=alloc.end_time if alloc.end_time is not None else math.inf)
+            end=alloc.end_time if alloc.end_time is not None else math.inf, named=named)
         self.cluster = cluster = Cluster(alloc.nnodes, shape=NodeShape(
             alloc.cores_per_node, alloc.gpus_per_node, alloc.cores_per_gpu, alloc.gpu_cores))
         self.wakeups = wakeups = wakeups or Wakeups(queue, options, say=say)
@@ -202,7 +203,8 @@ class Runner:
         end = ctx.end
         ctx.events.write(
             "runner-start", jobid=alloc.jobid, machine=alloc.machine, hosts=list(alloc.nodes),
-            gpus_per_node=alloc.gpus_per_node, end=None if math.isinf(end) else end,
+            gpus_per_node=alloc.gpus_per_node, cores_per_node=alloc.cores_per_node,
+            end=None if math.isinf(end) else end,
             mechanism=self.scheduler.name, max_tasks=self.max_tasks,
             launch_pause=self.launch_pause, pid=os.getpid(), host=ctx.host)
         ctx.events.flush()
@@ -306,7 +308,7 @@ class Runner:
         found = self.offers.awaited(self._stop_at() - self.clock.now())
         task_id = None if found is None else found[0].id
         if found is not None and task_id != self.awaiting:
-            self.say(f"staying for {task_id}: {found[1].words}")
+            self.say(f"staying for {self.ctx.named(found[0].id)}: {found[1].words}")
         self.awaiting = task_id
         return found is not None
 

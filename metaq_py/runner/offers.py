@@ -216,7 +216,7 @@ class Offers:
                 skipped[task.id] = ready.words  # so the window is looked at again next time
                 self.blocked[task.id] = (task, ready)
                 if ready.failed is not None and self.deps.fail(task, ready) is not None:
-                    self.ctx.say(f"{task.id} moved to failed/: {ready.failed}")
+                    self.ctx.say(f"{self.ctx.named(task.id)} moved to failed/: {ready.failed}")
                 return
         hit = cache.get(task.id)
         if hit is None or hit[0] is not task:
@@ -225,7 +225,7 @@ class Offers:
                                   shape=self.shape)
             if problem is not None:
                 if self.skipped.get(task.id) != problem:
-                    self.ctx.say(f"skipping {task.id}: {problem}")
+                    self.ctx.say(f"skipping {self.ctx.named(task.id)}: {problem}")
                 self.skipped[task.id] = problem
             hit = (task, None if problem is not None else
                    job_of(task, gpus_per_node=alloc.gpus_per_node, shape=self.shape,

@@ -66,7 +66,7 @@ class Upkeep:
                 continue
             lost = ctx.queue.renew(live.claim)
             if lost is not None:
-                ctx.say(f"{live.id} is no longer ours ({lost}); stopping it")
+                ctx.say(f"{ctx.named(live.id)} is no longer ours ({lost}); stopping it")
                 live.stop(Why.LOST, now=now, grace=0)
                 live.kill_if_due(now)
                 if live.process is None:
@@ -83,7 +83,7 @@ class Upkeep:
         at every pass, so a cancel is acted on at the next wake-up."""
         for live in list(self.roster.live.values()):
             if live.why is None and self.ctx.queue.cancel_requested(live.claim):
-                self.ctx.say(f"{live.id} was cancelled; stopping it")
+                self.ctx.say(f"{self.ctx.named(live.id)} was cancelled; stopping it")
                 live.stop(Why.CANCEL, now=now)
 
     def notice_due(self, now: float) -> bool:
@@ -109,11 +109,13 @@ class Upkeep:
                 key = str(lost.claim.path)
                 if key not in self.unreclaimed:
                     self.unreclaimed.add(key)
-                    ctx.say(f"cannot take back {lost.claim.id} from job {lost.claim.jobid} "
-                            f"({e.strerror or e}); tried again at each heartbeat")
+                    ctx.say(f"cannot take back {ctx.named(lost.claim.id)} from job "
+                            f"{lost.claim.jobid} ({e.strerror or e}); tried again at each "
+                            f"heartbeat")
                 continue
             if moved is not None:
-                ctx.say(f"took back {lost.claim.id} from job {lost.claim.jobid}: {lost.reason}")
+                ctx.say(f"took back {ctx.named(lost.claim.id)} from job {lost.claim.jobid}: "
+                        f"{lost.reason}")
                 ctx.events.write("reclaim", task=lost.claim.id, jobid=lost.claim.jobid,
                                  reason=lost.reason, to=moved.state)
 

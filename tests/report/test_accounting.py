@@ -11,7 +11,7 @@ from datetime import time as dt_time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from metaq_py.durations import DurationError
@@ -178,11 +178,16 @@ _NOWS = st.one_of(st.floats(1_743_200_000.0, 1_743_500_000.0),
 
 
 @given(now=_NOWS)
+@example(now=499_748_400.0)  # 1985-11-02, a day Sao Paulo began at 01:00
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_today_and_yesterday_are_local_midnights(zone: str, now: float) -> None:
+    """Each is its day's first second: its local midnight, or where summer time skips
+    midnight (Sao Paulo until 2019), the moment after the skip, 01:00."""
     today, yesterday = parse_since("today", now=now), parse_since("Yesterday", now=now)
     moments = [datetime.fromtimestamp(t) for t in (today, yesterday)]
-    assert all(m.time() == dt_time(0, 0) for m in moments)  # local midnights
+    assert all(m.time() in (dt_time(0, 0), dt_time(1, 0)) for m in moments)
+    assert all(datetime.fromtimestamp(t - 1).date() == m.date() - timedelta(days=1)
+               for t, m in zip((today, yesterday), moments, strict=True))  # the first second
     assert moments[0].date() == datetime.fromtimestamp(now).date()
     assert moments[0].date() - moments[1].date() == timedelta(days=1)
     assert yesterday < today <= now

@@ -12,7 +12,9 @@ from matplotlib.colors import to_rgb
 
 from metaq_py.durations import format_duration
 from metaq_py.report.gantt import IDLE, KIND_COLOURS, draw_gantt, gantt_figure, view
+from metaq_py.report.joblog import read_job_log
 from metaq_py.report.timeline import Bar, Hold, build_timeline
+from tests.cli.test_queue import metaq as cli
 from tests.job_logs import end, runner_start, start
 
 T0 = 1_750_000_000.0
@@ -197,3 +199,77 @@ def test_failed_and_cancelled_runs_are_drawn_and_named_in_the_legend() -> None:
     calm = build_timeline(_events(), jobid="42")
     texts = [t.get_text() for t in gantt_figure(calm).axes[0].get_legend().get_texts()]
     assert not any(t.startswith(("failed", "cancelled")) for t in texts)
+
+
+def test_a_share_takes_its_part_of_the_node_in_the_timeline() -> None:
+    """A share's bar takes its cores' part of its host: one part per run of neighbouring
+    cores, and its time counts for that part of the node (two halves side by side fill it)."""
+    events = [
+        {**runner_start(T0, HOSTS[:2], end=T0 + 3600), "cores_per_node": 8},
+        {**start(T0, "todo/a.sh", ["n1"]), "cores": [0, 1, 2, 3]},
+        {**start(T0, "todo/b.sh", ["n1"]), "cores": [4, 6, 7]},
+        start(T0, "todo/whole.sh", ["n2"]),
+        end(T0 + 600, "todo/a.sh", ["n1"], seconds=600),
+        end(T0 + 600, "todo/b.sh", ["n1"], seconds=600),
+        end(T0 + 600, "todo/whole.sh", ["n2"], seconds=600),
+        {"time": T0 + 600, "event": "runner-stop", "reason": "nothing left"},
+    ]
+    tl = build_timeline(events, jobid="9")
+    parts = {b.task: tl.parts(b) for b in tl.bars}
+    assert parts == {"todo/a.sh": [(0.0, 0.5)], "todo/b.sh": [(0.5, 0.125), (0.75, 0.25)],
+                     "todo/whole.sh": [(0.0, 1.0)]}
+    assert tl.busy_seconds("n1") == pytest.approx(600 * 7 / 8)
+    assert tl.busy_seconds("n2") == pytest.approx(600)
+    assert tl.idle_seconds() == pytest.approx(600 / 8)
+    # A log whose runner-start does not give the node's cores: the highest core held says.
+    older = build_timeline([{k: v for k, v in e.items() if k != "cores_per_node"}
+                            for e in events], jobid="9")
+    assert older.cores_per_node == 8
+    assert {b.task: older.parts(b) for b in older.bars} == parts
+
+
+def _bar_spans(fig, y: float) -> list[tuple[float, float]]:
+    """The vertical extents (data units) of the task bars drawn in the row at ``y``."""
+    ax = fig.axes[0]
+    spans = []
+    for c in ax.collections:
+        if c.get_zorder() != 2:
+            continue
+        for path in c.get_paths():
+            lo, hi = path.vertices[:, 1].min(), path.vertices[:, 1].max()
+            if y - 0.5 < lo < y + 0.5:
+                spans.append((round(lo - y, 6), round(hi - y, 6)))
+    return sorted(spans)
+
+
+def test_shares_run_by_the_runner_are_drawn_as_shares(tmp_path: Path) -> None:
+    """Two tasks of 2 CPUs each run at once on one node of 4 cores (each waits until both
+    have started): the chart draws each on its half of the node's row, not both on all of
+    it; a whole-node task fills its row."""
+    q = tmp_path / "q"
+    assert cli("init", str(q)).returncode == 0
+    for name in ("a", "b"):
+        other = "b" if name == "a" else "a"
+        task = tmp_path / f"{name}.sh"
+        task.write_text(f"#!/bin/sh\n#METAQ CPUS 2\n#METAQ MIN_WC_TIME 5:00\n"
+                        f"touch {tmp_path}/{name}.on\n"
+                        f"while [ ! -e {tmp_path}/{other}.on ]; do sleep 0.05; done\n")
+        task.chmod(0o755)
+        assert cli("submit", str(task), "--queue", str(q)).returncode == 0
+    ran = cli("run", "--queue", str(q), "--batch", "local", "--nodes", "1",
+              "--cores-per-node", "4", "--jobid", "S1")
+    assert ran.returncode == 0, ran.stderr
+    log = read_job_log(q / "jobs" / "S1" / "events.jsonl", jobid="S1")
+    tl = build_timeline(log.events, jobid="S1")
+    assert tl.cores_per_node == 4
+    assert sorted(p for b in tl.bars for p in tl.parts(b)) == [(0.0, 0.5), (0.5, 0.5)]
+    fig = gantt_figure(tl, full=True)
+    [y] = [t.get_position()[1] for t in fig.axes[0].get_yticklabels()]
+    half = 0.8 / 2
+    assert _bar_spans(fig, y) == [(-half, 0.0), (0.0, half)]
+    whole = build_timeline([runner_start(T0, ["n1"], end=None),
+                            start(T0, "todo/w.sh", ["n1"]),
+                            end(T0 + 60, "todo/w.sh", ["n1"], seconds=60)], jobid="W")
+    wfig = gantt_figure(whole, full=True)
+    [wy] = [t.get_position()[1] for t in wfig.axes[0].get_yticklabels()]
+    assert _bar_spans(wfig, wy) == [(-half, half)]

@@ -3,6 +3,7 @@ and a closing summary that names the tasks that failed."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -61,6 +62,30 @@ def test_a_quiet_runner_still_names_its_failures(tmp_path: Path, env: dict) -> N
     assert lines[-1] == "stopped: nothing left to run"
 
 
+def test_the_runner_names_an_index_of_an_array_as_people_write_it(tmp_path: Path) -> None:
+    """Its lines and summary say ``todo/prop.sh[1]``, as every command does; the event log
+    keeps the identity of the index's file, ``todo/prop.sh/1``, for the readers of its
+    format (docs/events.md)."""
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    task = tmp_path / "prop.sh"
+    task.write_text('#!/bin/sh\n#METAQ MIN_WC_TIME 5:00\nexit "$METAQ_ARRAY_INDEX"\n')
+    task.chmod(0o755)
+    assert metaq("submit", "--array", "0-1", str(task), "--queue", str(q)).returncode == 0
+    ran = metaq("run", "--queue", str(q), "--batch", "local", "--jobid", "J1", "-v")
+    assert ran.returncode == 0, ran.stderr
+    lines = _lines(ran.stderr)
+    assert "started todo/prop.sh[0] on local0 (attempt 1)" in lines
+    assert any(line.startswith("todo/prop.sh[1] failed (exit code 1) after ")
+               for line in lines), lines
+    assert "Failed: todo/prop.sh[1] (exit code 1)" in lines[-2]
+    assert "todo/prop.sh/" not in ran.stderr
+    events = [json.loads(line) for line in
+              (q / "jobs" / "J1" / "events.jsonl").read_text().splitlines()]
+    assert sorted(e["task"] for e in events if e["event"] == "end") == \
+        ["todo/prop.sh/0", "todo/prop.sh/1"]
+
+
 def test_a_bad_verbosity_is_one_sentence(tmp_path: Path) -> None:
     q = _campaign(tmp_path)
     ran = metaq("run", "--queue", str(q), "--batch", "local",
@@ -71,7 +96,7 @@ def test_a_bad_verbosity_is_one_sentence(tmp_path: Path) -> None:
 
 def test_the_summary_names_a_few_failures_and_counts_the_rest() -> None:
     said: list[str] = []
-    n = Narrator(said.append, verbose=False)
+    n = Narrator(said.append, verbose=False, named=str)
     assert n.summary() is None
     for i in range(FAILURES_NAMED + 2):
         n.heard({"time": 0.0, "event": "end", "task": f"todo/t{i}.sh", "outcome": "failed",

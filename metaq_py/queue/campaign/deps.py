@@ -34,6 +34,7 @@ from pathlib import Path
 from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
 from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
+from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import (
     CANCELLED,
@@ -74,6 +75,8 @@ class Resolver:
         self.q = queue
         self.coming = dict(coming or {})
         self._arrays: dict[str, ArrayInfo | None] = {}
+        self.named = PeopleIds(queue.root)
+        """An identity as people write it (an index of an array as ``todo/prop.sh[13]``)."""
 
     def array(self, ident: str) -> tuple[int, ...] | None:
         """The indices of the array ``ident``, or ``None`` if it is not one."""
@@ -273,12 +276,14 @@ class Readiness:
     """Whether a waiting task may start. ``ready`` false: ``waits_for`` names the first
     dependency not yet met and ``state`` says where it is (``waiting``, ``running``, ...,
     or for an array how many of its indices are done); ``failed`` is set, with the reason,
-    when a dependency failed for good."""
+    when a dependency failed for good. ``named`` is ``waits_for`` as people write it
+    (``todo/prop.sh[13]``), when that differs."""
 
     ready: bool
     waits_for: str | None = None
     state: str | None = None
     failed: str | None = None
+    named: str | None = None
 
     @property
     def words(self) -> str:
@@ -287,7 +292,8 @@ class Readiness:
             return self.failed
         if self.ready:
             return "its dependencies are met"
-        return f"it waits for its dependency {self.waits_for}, which is {self.state}"
+        return f"it waits for its dependency {self.named or self.waits_for}, which is " \
+            f"{self.state}"
 
 
 READY = Readiness(True)
@@ -378,13 +384,12 @@ class Dependencies:
             state = look.where(ident) or "missing"
             if state in need:
                 return READY
+            shown = look.named(ident)
             if state in _ENDED_BADLY and need == (FINISHED,):
-                array, _, index = ident.rpartition("/")
-                shown = f"{array}[{index}]" if index.isdigit() and "/" in array and \
-                    look.array(array) is not None else ident  # as people name an index
-                return Readiness(False, ident, _WORDS[state],
-                                 failed=f"dependency {shown} {_ENDED_BADLY[state]}")
-            return Readiness(False, ident, _WORDS[state])
+                return Readiness(False, ident, _WORDS[state], failed=f"dependency {shown} "
+                                 f"{_ENDED_BADLY[state]}")
+            return Readiness(False, ident, _WORDS[state],
+                             named=shown if shown != ident else None)
         names = {str(i) for i in indices}
         done = 0
         for state in DONE_STATES:

@@ -5,7 +5,8 @@ imports anything of metaq_py's above the floor (``docs/architecture.md``, "Layer
 - :mod:`~metaq_py.queue.disk.fileio`: the one safe reader (regular files only, no links,
   capped sizes) and the writes that never follow a link;
 - :mod:`~metaq_py.queue.disk.folders`: the files kept beside a task, how folders are listed,
-  and folders made once and remembered;
+  folders made once and remembered, and an array's indices as people name them
+  (``todo/prop.sh[13]``, for the commands, the runner and the reports alike);
 - :mod:`~metaq_py.queue.disk.lock`: the lock of a multi-file update, never through a link;
 - :mod:`~metaq_py.queue.disk.logfile`: where a task's ``LOG`` may go, opened without
   following a link.

@@ -8,6 +8,11 @@ A task file never travels alone. Beside ``<relpath>`` may sit:
 - ``.<name>.lease``: while claimed, its lease (:mod:`metaq_py.queue.lease`);
 - ``.<name>.cancel``: while claimed, a person's request to cancel it.
 
+A folder below a task folder holding an ``.array`` is an array (:data:`ARRAY_FILE`,
+:mod:`metaq_py.queue.campaign.arrays`), its index ``13`` the task ``todo/prop.sh/13``, which
+people write ``todo/prop.sh[13]`` (:class:`PeopleIds`, for every line a person reads: the
+commands', the runner's, ``status``'s).
+
 The task folders themselves are walked by the index (:mod:`metaq_py.queue.walk`); the helpers
 here list the other folders (``hold/``, ``working/``, the done states), where every file
 that is neither hidden nor a ``.reason`` beside its task is a task (in ``working/``, which
@@ -26,13 +31,16 @@ from pathlib import Path
 from metaq_py.queue.disk.fileio import Refused, read_regular, umask
 
 __all__ = [
+    "ARRAY_FILE",
     "CANCEL_SUFFIX",
     "PLANTED",
     "REASON_LIMIT",
     "REASON_SUFFIX",
     "MadeFolders",
+    "PeopleIds",
     "companion",
     "free_name",
+    "is_array",
     "make_folders",
     "own_folder",
     "read_reason",
@@ -51,6 +59,42 @@ REASON_LIMIT = 64 * 1024
 
 REASON_SUFFIX = ".reason"
 CANCEL_SUFFIX = ".cancel"
+
+ARRAY_FILE = ".array"
+"""The file that makes a folder below a task folder an array (what the array is, as JSON)."""
+
+
+def is_array(root: Path, ident: str) -> bool:
+    """Whether ``ident`` (``todo/prop.sh``) names an array of the queue at ``root``: its
+    folder holds an ``.array`` (not followed if it is a link)."""
+    return os.path.lexists(os.path.join(root, ident, ARRAY_FILE))
+
+
+class PeopleIds:
+    """Task identities as people write them and every command takes them: an index of an
+    array as ``todo/prop.sh[13]``, not the ``todo/prop.sh/13`` of its file; any other task as
+    its identity. Called with an identity, gives its people's form. An array found is
+    remembered (a long-lived runner asks about the same arrays again); a folder that is not
+    one is asked again, as an array may be submitted there later."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._arrays: set[str] = set()
+
+    def array_of(self, ident: str) -> str:
+        """The array ``ident`` is an index of, or ``""``."""
+        parent, _, last = ident.rpartition("/")
+        if not last.isdigit() or "/" not in parent:
+            return ""
+        if parent not in self._arrays:
+            if not is_array(self.root, parent):
+                return ""
+            self._arrays.add(parent)
+        return parent
+
+    def __call__(self, ident: str) -> str:
+        array = self.array_of(ident)
+        return f"{array}[{ident.rpartition('/')[2]}]" if array else ident
 
 
 def companion(task: Path, suffix: str) -> Path:

@@ -80,12 +80,13 @@ class Settler:
         except OSError as e:
             if live not in self.unsettled:
                 self.unsettled.append(live)
-                self.ctx.say(f"cannot move {live.id} after its exit ({e.strerror}); it stays "
-                             f"claimed and is tried again at every heartbeat")
+                self.ctx.say(f"cannot move {self.ctx.named(live.id)} after its exit "
+                             f"({e.strerror}); it stays claimed and is tried again at every "
+                             f"heartbeat")
             return False
         if live in self.unsettled:
             self.unsettled.remove(live)
-            self.ctx.say(f"{live.id} is settled now: {outcome}")
+            self.ctx.say(f"{self.ctx.named(live.id)} is settled now: {outcome}")
         self._write_end(live, outcome)
         return True
 

@@ -298,7 +298,7 @@ class Launcher:
         """Give back the hosts of a task that could not be started and requeue it with the
         attempt counted (to ``failed/`` once ``caps.attempts`` are used up)."""
         ctx = self.ctx
-        ctx.say(f"cannot start {live.id}: {why}")
+        ctx.say(f"cannot start {ctx.named(live.id)}: {why}")
         # The decision that started it no longer holds (the task is back in its folder, or
         # gone, and its hosts are free): decide again before concluding nothing fits. No
         # watcher event is needed, and none may come.
@@ -308,7 +308,7 @@ class Launcher:
             moved = ctx.queue.requeue(live.claim, reason=f"could not start: {why}",
                                       count_attempt=True)
         except OSError as e:
-            ctx.say(f"cannot requeue {live.id} ({e.strerror}); it stays claimed in "
+            ctx.say(f"cannot requeue {ctx.named(live.id)} ({e.strerror}); it stays claimed in "
                     f"{live.claim.path} for the next runner to reclaim")
             return
         outcome = "failed" if moved is not None and moved.state == FAILED else "retry"

@@ -65,7 +65,7 @@ class Resizer:
                 self.roster.let_go(live, rs.released)
                 live.resizing = None
             elif now >= rs.deadline:
-                self.ctx.say(f"{live.id} did not confirm its {rs.verb} within "
+                self.ctx.say(f"{self.ctx.named(live.id)} did not confirm its {rs.verb} within "
                              f"{format_duration(live.grace)}; restarting it on "
                              f"{','.join(live.hosts)}")
                 live.resizing = None

@@ -11,9 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metaq_py.queue.disk.folders import (
+    ARRAY_FILE,
     PLANTED,
     REASON_LIMIT,
     MadeFolders,
+    PeopleIds,
     make_folders,
     read_reason,
     relative_parts,
@@ -132,3 +134,19 @@ def test_relative_parts_of_a_path_below_the_root_are_its_names() -> None:
     assert relative_parts("/q/todo/sub/x.sh", "/q") == ["todo", "sub", "x.sh"]
     assert relative_parts("/q/todo", "/q") == ["todo"]
     assert relative_parts("/qq/todo", "/q") == ["..", "qq", "todo"]
+
+
+def test_people_name_an_index_of_an_array_with_brackets_and_nothing_else(tmp_path: Path) -> None:
+    """``todo/prop.sh/13`` is ``todo/prop.sh[13]`` once ``todo/prop.sh`` holds an
+    ``.array``, asked again until then; a task named ``13`` in a plain folder keeps its name."""
+    (tmp_path / "todo" / "prop.sh").mkdir(parents=True)
+    (tmp_path / "todo" / "plain").mkdir()
+    named = PeopleIds(tmp_path)
+    assert named("todo/prop.sh/13") == "todo/prop.sh/13"
+    (tmp_path / "todo" / "prop.sh" / ARRAY_FILE).write_text("{}")
+    assert named("todo/prop.sh/13") == "todo/prop.sh[13]"
+    assert named("todo/batch2/prop.sh/7") == "todo/batch2/prop.sh/7"
+    assert named("todo/plain/13") == "todo/plain/13"
+    assert named("todo/prop.sh/x13") == "todo/prop.sh/x13"
+    assert named("todo/13") == "todo/13"
+    assert named.array_of("todo/prop.sh/0") == "todo/prop.sh"
