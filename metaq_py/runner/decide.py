@@ -214,9 +214,12 @@ class Decider:
         grace = spec.signal.before if spec.signal else ctx.options.grace
         ondemand = job.kind is Kind.ONDEMAND
         instant = self.offers.arrived_now(task.id) if ondemand else None
+        limit = spec.time_limit if spec.time_limit is not None \
+            else ctx.queue.config.defaults.time_limit
         return LiveTask(claim=claim, job=job, node_ids=(), hosts=(), gpu_ids=None,
                         attempt=history.runs + 1, resume=history.resume, grace=grace,
-                        stop_signal=sig, instant=instant, notice=job.notice)
+                        stop_signal=sig, instant=instant, notice=job.notice,
+                        time_limit=limit)
 
     def _started(self, live: LiveTask, node_ids: tuple[int, ...],
                  lenders: Iterable[str]) -> None:

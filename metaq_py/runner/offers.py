@@ -89,6 +89,10 @@ class Offers:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.count = 0
+        self.delayed: dict[str, Task] = {}
+        """Each waiting task that the last look did not offer because it waits for its retry
+        delay (:attr:`Task.not_before <metaq_py.queue.index.Task.not_before>`)."""
+        self._now = 0.0
         self.blocked: dict[str, tuple[Task, Readiness]] = {}
         """Each waiting task that the last look did not offer because it waits for a
         dependency, with the verdict saying which and where it is."""
@@ -114,6 +118,8 @@ class Offers:
         pending = self.ctx.queue.settled_scan().tasks  # pending() without its copy of the list
         self.deps.new_look()
         self.blocked = {}
+        self.delayed = {}
+        self._now = self.ctx.clock.now()
         self._sync(pending)
         jobs: list[Job] = []
         skipped: dict[str, str] = {}
@@ -145,7 +151,8 @@ class Offers:
             for task in sorted(later, key=_queue_order):
                 self._offer(task, jobs, skipped)
         # Tasks waiting for a dependency may run here later: they are not skipped for good.
-        self.skipped = {k: v for k, v in skipped.items() if k not in self.blocked}
+        self.skipped = {k: v for k, v in skipped.items()
+                        if k not in self.blocked and k not in self.delayed}
         self.count = len(jobs)
         return jobs
 
@@ -209,6 +216,11 @@ class Offers:
         """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
         its reason to ``skipped`` (said once, when it is first found)."""
         cache, alloc = self.cache, self.ctx.alloc
+        if task.not_before > self._now:
+            # Never cached as a job while it waits: the window is looked at again next time.
+            skipped[task.id] = f"it waits for its retry delay until {task.not_before}"
+            self.delayed[task.id] = task
+            return
         if task.spec.after or task.spec.after_any:
             # Never cached as a job until its dependencies are met (they stay met then).
             ready = self.deps.check(task)

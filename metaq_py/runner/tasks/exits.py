@@ -17,8 +17,8 @@ from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
+from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED
 from metaq_py.queue.fit import gpu_ids_for
-from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask, Why
@@ -149,7 +149,7 @@ class Settler:
         q, claim, why = self.ctx.queue, live.claim, live.why
         used = usage.fields() if usage is not None else None
         if why is Why.LOST:
-            return "reclaimed"
+            return RECLAIMED
         if why is Why.CANCEL:
             q.cancelled(claim)
             return "cancelled"
@@ -170,12 +170,11 @@ class Settler:
                 reason = f"killed by {signal.Signals(-returncode).name}"
             except ValueError:
                 reason = f"killed by signal {-returncode}"
-        moved = q.finish(claim, exit_code=code, reason=reason, usage=used)
+        moved = q.finish(claim, exit_code=code, reason=reason, usage=used,
+                         timed_out=why is Why.TIMEOUT)
         if moved is None:
-            return "reclaimed"  # the claim was taken from us meanwhile
-        if moved.state == FINISHED:
-            return "finished"
-        return "failed" if moved.state == FAILED else "retry"
+            return RECLAIMED  # the claim was taken from us meanwhile
+        return moved.outcome or (FINISHED if moved.state == FINISHED else FAILED)
 
     def _relaunch(self, live: LiveTask) -> None:
         """Put ``live``, stopped for a restart, on the roster again to launch on the nodes
@@ -186,7 +185,7 @@ class Settler:
             claim=live.claim, job=live.job, node_ids=new_ids, hosts=self.ctx.hosts(new_ids),
             gpu_ids=None, attempt=live.attempt + 1, resume=True, grace=live.grace,
             stop_signal=live.stop_signal, instant=live.instant, notice=live.notice,
-            lenders=live.lenders)
+            lenders=live.lenders, time_limit=live.time_limit)
         restarted.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(new_ids),
                                         self.ctx.alloc.gpu_ids)
         self.roster.add(restarted)
