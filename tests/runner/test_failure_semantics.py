@@ -1,0 +1,141 @@
+"""A campaign's failure semantics in the live loop, with real task processes (issue 31):
+exit-code classes (``REQUEUE_ON``, ``SOFT_FAIL_ON``), the retry delay, ``TIME_LIMIT``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from metaq_py.queue.logbook import read_logbook
+from tests.runner_helpers import SETTINGS, events, make_queue, of, runner, task, where
+
+
+def _outcomes(q, name: str) -> list[str]:
+    return [e["outcome"] for e in of(events(q), "end", task=f"todo/{name}")]
+
+
+def test_exit_75_requeues_once_with_no_retry_spent(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    count = tmp_path / "count"
+    # No RETRIES at all: a failure would be final, a requeue is not a failure.
+    task(q, "temp.sh", f"""
+        echo "$METAQ_ATTEMPT $METAQ_RESUME" >> {count}
+        [ "$(wc -l < {count})" -ge 2 ] || exit 75
+    """)
+    runner(q).run()
+    assert where(q, "temp.sh") == "finished"
+    assert _outcomes(q, "temp.sh") == ["requeued", "finished"]
+    assert count.read_text().splitlines() == ["1 0", "2 1"]  # resumes, as after a requeue
+    book = read_logbook(q.root / "finished/todo/temp.sh",
+                        (q.root / "finished/todo/temp.sh").stat().st_ino)
+    assert book is not None and book.attempts == 0
+    requeued = [h for h in book.history if h["event"] == "requeued"]
+    assert requeued[0]["exit_code"] == 75 and "REQUEUE_ON" in requeued[0]["reason"]
+
+
+def test_soft_fail_finishes_with_its_code_and_a_warning(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "warn.sh", "exit 3", SOFT_FAIL_ON="3 7")
+    task(q, "bad.sh", "exit 4", SOFT_FAIL_ON="3 7")
+    runner(q).run()
+    assert where(q, "warn.sh") == "finished"
+    assert where(q, "bad.sh") == "failed"
+    end = of(events(q), "end", task="todo/warn.sh")[0]
+    assert (end["outcome"], end["exit_code"]) == ("soft-failed", 3)
+    path = q.root / "finished/todo/warn.sh"
+    book = read_logbook(path, path.stat().st_ino)
+    assert book is not None
+    last = book.history[-1]
+    assert (last["event"], last["exit_code"]) == ("soft-failed", 3)
+    assert "warning" in last["reason"]
+
+
+def test_requeue_on_none_makes_75_a_failure(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "plain.sh", "exit 75", REQUEUE_ON="none")
+    runner(q).run()
+    assert _outcomes(q, "plain.sh") == ["failed"]
+
+
+def test_a_task_that_always_asks_for_later_ends_at_caps_requeues(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q", SETTINGS.replace("  attempts: 5\n",
+                                                    "  attempts: 5\n  requeues: 3\n"))
+    task(q, "again.sh", "exit 75")
+    runner(q).run()
+    assert _outcomes(q, "again.sh") == ["requeued", "requeued", "failed"]
+    assert "caps.requeues" in (q.root / "failed/todo/again.sh.reason").read_text()
+
+
+def test_a_retry_waits_its_delay_without_blocking_others(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    stamps = tmp_path / "stamps"
+    task(q, "flaky.sh", f"""
+        date +%s.%N >> {stamps}
+        [ "$(wc -l < {stamps})" -ge 3 ]
+    """, RETRIES=2, RETRY_DELAY="1s 10s", PRIORITY=10)
+    for i in range(3):
+        task(q, f"other{i}.sh", "true")
+    runner(q, nodes=1).run()
+    assert _outcomes(q, "flaky.sh") == ["retry", "retry", "finished"]
+    t = [float(x) for x in stamps.read_text().split()]
+    assert t[1] - t[0] >= 1.0  # the first delay
+    assert t[2] - t[1] >= 2.0  # doubled
+    evs = events(q)
+    # The others ran while the flaky one waited: on one node, before its second start.
+    starts = [e for e in of(evs, "start")]
+    second = [e for e in starts if e["task"] == "todo/flaky.sh"][1]
+    others = [e for e in starts if e["task"].startswith("todo/other")]
+    assert len(others) == 3 and all(e["time"] < second["time"] for e in others)
+
+
+def test_a_delay_past_the_allocation_hands_the_task_on(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    task(q, "later.sh", "exit 1", RETRIES=1, RETRY_DELAY="1h")
+    r = runner(q, walltime=600)
+    r.run()
+    assert _outcomes(q, "later.sh") == ["retry"]
+    assert where(q, "later.sh") == "pending"
+    stop = of(events(q), "runner-stop")[0]["reason"]
+    assert "retry delay" in stop and "next allocation" in stop
+    path = q.root / "todo/later.sh"
+    book = read_logbook(path, path.stat().st_ino)
+    assert book is not None and book.not_before > book.history[-1]["time"] + 3500
+
+
+def test_time_limit_warns_then_kills_with_outcome_timeout(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    warned = tmp_path / "warned"
+    task(q, "hang.sh", f"""
+        trap 'echo warned > {warned}' USR1
+        while true; do sleep 0.1; done
+    """, TIME_LIMIT="1s", SIGNAL="USR1@1")
+    runner(q).run()
+    assert warned.read_text().strip() == "warned"
+    end = of(events(q), "end", task="todo/hang.sh")[0]
+    assert end["outcome"] == "timeout" and end["signal"] == "SIGKILL"
+    assert where(q, "hang.sh") == "failed"
+    assert "TIME_LIMIT" in (q.root / "failed/todo/hang.sh.reason").read_text()
+
+
+def test_a_timeout_listed_in_requeue_on_is_requeued(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    count = tmp_path / "count"
+    task(q, "slow.sh", f"""
+        echo x >> {count}
+        [ "$(wc -l < {count})" -ge 2 ] && exit 0
+        exec sleep 60
+    """, TIME_LIMIT="1s", REQUEUE_ON="75 timeout")
+    runner(q).run()
+    assert _outcomes(q, "slow.sh") == ["requeued", "finished"]
+
+
+def test_outcome_words_are_the_same_in_report_json(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    q = make_queue(tmp_path / "q")
+    task(q, "warn.sh", "exit 3", SOFT_FAIL_ON="3")
+    runner(q).run()
+    out = subprocess.run([sys.executable, "-m", "metaq_py", "report", "--json", "-q",
+                          str(q.root)], capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    assert data["outcomes"] == {"soft-failed": 1}
