@@ -350,7 +350,8 @@ class QueueAdmin:
         if state == PENDING:
             scan = q.scan()
             for t in scan.tasks:
-                yield Entry(PENDING, t.folder, t.relpath, t.path, t.spec, attempts=t.attempts)
+                yield Entry(PENDING, t.folder, t.relpath, t.path, t.spec, attempts=t.attempts,
+                            not_before=t.not_before)
             for bad in scan.invalid:
                 yield Entry(PENDING, bad.folder, bad.relpath, bad.path, None, reason=bad.reason)
             return

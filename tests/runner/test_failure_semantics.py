@@ -139,3 +139,24 @@ def test_outcome_words_are_the_same_in_report_json(tmp_path: Path) -> None:
                           str(q.root)], capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert data["outcomes"] == {"soft-failed": 1}
+
+
+def test_status_and_explain_say_when_a_delayed_task_becomes_eligible(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    q = make_queue(tmp_path / "q")
+    task(q, "later.sh", "exit 1", RETRIES=1, RETRY_DELAY="1h")
+    runner(q, walltime=600).run()
+    path = q.root / "todo/later.sh"
+    book = read_logbook(path, path.stat().st_ino)
+    assert book is not None
+
+    def metaq(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "metaq_py", *args, "-q", str(q.root)],
+                              capture_output=True, text=True, check=True).stdout
+
+    data = json.loads(metaq("status", "--json"))
+    assert data["delayed"] == [{"task": "todo/later.sh", "eligible": book.not_before}]
+    assert "waiting for a retry delay" in metaq("status")
+    said = metaq("explain", "later.sh")
+    assert "retry delay" in said and "eligible at" in said and "exit code 1" in said
