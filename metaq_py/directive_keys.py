@@ -318,7 +318,7 @@ def set_retry_delay(spec: dict, key: str, words: list[str]) -> None:
     after each one after it, never more than the cap (the queue's when not given)."""
     if len(words) not in (1, 2):
         raise BadValue(f"{key} takes the first delay and, if you like, the cap of its "
-                       f"doubling (e.g. {key} 30s 1h)")
+                       f"doubling, such as {key} 30s 1h")
     first = _duration(key, words[0], positive=False, most=MAX_RETRY_DELAY)
     cap = _duration(key, words[1], positive=False, most=MAX_RETRY_DELAY) if len(words) == 2 \
         else None

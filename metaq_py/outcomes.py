@@ -16,6 +16,7 @@ failure, doubled at each one after, never more than the cap (:func:`retry_delay`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -113,9 +114,11 @@ def retry_delay(n: int, first: float, cap: float) -> float:
     1): ``first`` doubled ``n - 1`` times, never more than ``cap``. Never negative."""
     if n < 1 or first <= 0:
         return 0.0
-    if n > 64:  # 2**64 times any delay is past every cap
-        return max(0.0, cap)
-    return max(0.0, min(cap, first * 2.0 ** (n - 1)))
+    try:
+        doubled = math.ldexp(first, min(n - 1, 4096))
+    except OverflowError:
+        doubled = math.inf
+    return max(0.0, min(cap, doubled))
 
 
 @dataclass(frozen=True, slots=True)
