@@ -185,6 +185,12 @@ def _set_header_only(spec: dict, key: str, words: list[str]) -> None:
     spec["header_only"] = True
 
 
+def _set_force(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise BadValue(f"{key} takes no value")
+    spec["force"] = True
+
+
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
     spec["min_wc_time"] = _duration(key, _one(key, words, "a duration"), positive=True)
 
@@ -476,6 +482,7 @@ KEYS: dict[str, _Setter] = {
     "TIME_LIMIT": set_time_limit,
     "MEM": set_mem,
     "CREATES": set_creates,
+    "FORCE": _set_force,
     # The header is all: #METAQ lines below the first command belong to the script's body.
     "HEADER_ONLY": _set_header_only,
 }

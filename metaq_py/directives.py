@@ -470,6 +470,8 @@ def _failure_lines(spec: TaskSpec) -> list[tuple[str, str]]:
                     or u == "K")
         out.append(("MEM", f"{spec.mem // (1 << (10 * ('KMGT'.index(unit) + 1)))}{unit}"))
     out.extend(("CREATES", path) for path in spec.creates)
+    if spec.force:
+        out.append(("FORCE", ""))
     return out
 
 

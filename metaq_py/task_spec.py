@@ -99,7 +99,8 @@ class TaskSpec:
     :mod:`metaq_py.outcomes`); ``max_fails`` is an array's ``MAX_FAILS``; ``time_limit`` the
     seconds after which a running task is warned and stopped (``TIME_LIMIT``); ``mem`` the
     bytes of memory per node (``MEM``); ``creates`` the outputs (paths or globs in their last
-    part, ``{index}`` allowed) whose presence makes the task done before it runs. ``shapes`` are
+    part, ``{index}`` allowed) whose presence makes the task done before it runs, unless
+    ``force`` (``FORCE``, which ``metaq submit --force`` writes). ``shapes`` are
     the other sizes the task accepts (``SHAPE`` lines, in the order written): the policy picks,
     among the header's own shape and these, the one that starts soonest. ``lines`` maps
     each directive key given to its line number, for error messages; it takes no part in
@@ -137,6 +138,7 @@ class TaskSpec:
     time_limit: float | None = None
     mem: int | None = None
     creates: tuple[str, ...] = ()
+    force: bool = False
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -349,6 +349,13 @@ class Queue(Layout):
                               reason=plan.note, attempts=plan.attempts, usage=usage)
         return None if moved is None else replace(moved, outcome=plan.outcome)
 
+    def skip(self, claim: Claim, *, reason: str) -> Moved | None:
+        """Move a claimed task that was not run, since every output it ``CREATES`` exists,
+        to ``finished/`` (its logbook says ``skipped`` and why). ``None``: the claim was
+        gone."""
+        moved = self._end(claim, FINISHED, event="skipped", reason=reason)
+        return None if moved is None else replace(moved, outcome="skipped")
+
     def requeue(self, claim: Claim, *, reason: str, count_attempt: bool = True,
                 usage: Mapping[str, object] | None = None,
                 started: bool = True) -> Moved | None:

@@ -160,3 +160,46 @@ def test_status_and_explain_say_when_a_delayed_task_becomes_eligible(tmp_path: P
     assert "waiting for a retry delay" in metaq("status")
     said = metaq("explain", "later.sh")
     assert "retry delay" in said and "eligible at" in said and "exit code 1" in said
+
+
+def test_a_task_whose_outputs_exist_is_skipped_and_counted(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    out = q.root / "out"
+    out.mkdir()
+    (out / "a.h5").write_text("data")
+    (out / "b_1.dat").write_text("data")
+    (out / "empty.h5").write_text("")
+    ran = tmp_path / "ran"
+    task(q, "done.sh", f"echo done >> {ran}", CREATES="out/a.h5")
+    task(q, "globbed.sh", f"echo globbed >> {ran}", CREATES="out/b_*.dat")
+    task(q, "empty.sh", f"echo empty >> {ran}", CREATES="out/empty.h5")
+    (q.root / "todo/two.sh").write_text(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n"
+                                        f"#METAQ CREATES out/a.h5\n#METAQ CREATES out/c.h5\n"
+                                        f"echo two >> {ran}\n")
+    (q.root / "todo/two.sh").chmod(0o755)
+    runner(q).run()
+    assert sorted(ran.read_text().split()) == ["empty", "two"]
+    for name in ("done.sh", "globbed.sh", "empty.sh", "two.sh"):
+        assert where(q, name) == "finished"
+    assert _outcomes(q, "done.sh") == ["skipped"] == _outcomes(q, "globbed.sh")
+    assert _outcomes(q, "empty.sh") == ["finished"]
+    path = q.root / "finished/todo/done.sh"
+    book = read_logbook(path, path.stat().st_ino)
+    assert book is not None and book.history[-1]["event"] == "skipped"
+
+
+def test_a_link_or_fifo_output_is_said_and_the_task_runs(tmp_path: Path) -> None:
+    import os
+    q = make_queue(tmp_path / "q")
+    out = q.root / "out"
+    out.mkdir()
+    (tmp_path / "real.h5").write_text("data")
+    (out / "linked.h5").symlink_to(tmp_path / "real.h5")
+    os.mkfifo(out / "pipe.h5")
+    said: list[str] = []
+    task(q, "link.sh", "true", CREATES="out/linked.h5")
+    task(q, "fifo.sh", "true", CREATES="out/pipe.h5")
+    runner(q, say=said.append).run()
+    assert _outcomes(q, "link.sh") == ["finished"] == _outcomes(q, "fifo.sh")
+    assert any("todo/link.sh, line 2: CREATES out/linked.h5: it is a link" in s for s in said)
+    assert any("todo/fifo.sh, line 2: CREATES out/pipe.h5: it is a FIFO" in s for s in said)
