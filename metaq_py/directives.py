@@ -32,7 +32,7 @@ import os
 import re
 import stat
 
-from metaq_py.directive_keys import INDEX, KEYS, REPEATABLE, BadValue
+from metaq_py.directive_keys import KEYS, REPEATABLE, BadValue
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError, TaskVanished
 from metaq_py.hybrid import Kind
@@ -221,13 +221,7 @@ def _checked(values: dict, seen: dict[str, int], path: str,
                                                  f"or CPUS")
     if nodes == 0:
         _gpu_share(values, seen, path, kind)
-    if "ARRAY" not in seen:
-        if "MAX_FAILS" in seen:
-            raise TaskError(path, seen["MAX_FAILS"], "MAX_FAILS applies only to a task array; "
-                                                     "add an ARRAY line or remove it")
-        if any(INDEX in c for c in values.get("creates", ())):
-            raise TaskError(path, seen["CREATES"], f"CREATES uses {INDEX}, which only a task "
-                                                   f"array has; add an ARRAY line")
+
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")

@@ -170,15 +170,6 @@ def test_bad_values_get_one_sentence_naming_the_line(line: str, words: str) -> N
     assert text.count(". ") == 0 and text.endswith(".")  # one sentence
 
 
-@pytest.mark.parametrize("lines, words", [
-    (("MAX_FAILS 3",), "only to a task array"),
-    (("CREATES out/{index}.h5",), "only a task array has"),
-])
-def test_array_keys_without_an_array_are_refused(lines: tuple[str, ...], words: str) -> None:
-    with pytest.raises(TaskError, match=words):
-        parse_header(_header(*lines), path="t.sh")
-
-
 def test_the_new_keys_round_trip_through_format_directives() -> None:
     spec = parse_header(_header("ARRAY 0-9", "RETRY_DELAY 30s 1h", "REQUEUE_ON 75 timeout",
                                 "SOFT_FAIL_ON 3,7-9", "MAX_FAILS 2", "TIME_LIMIT 10m",

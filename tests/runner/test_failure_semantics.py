@@ -203,3 +203,56 @@ def test_a_link_or_fifo_output_is_said_and_the_task_runs(tmp_path: Path) -> None
     assert _outcomes(q, "link.sh") == ["finished"] == _outcomes(q, "fifo.sh")
     assert any("todo/link.sh, line 2: CREATES out/linked.h5: it is a link" in s for s in said)
     assert any("todo/fifo.sh, line 2: CREATES out/pipe.h5: it is a FIFO" in s for s in said)
+
+
+def test_submit_force_runs_a_task_whose_outputs_exist(tmp_path: Path) -> None:
+    from metaq_py.queue.admin import QueueAdmin
+    q = make_queue(tmp_path / "q")
+    (q.root / "out").mkdir()
+    (q.root / "out/a.h5").write_text("data")
+    ran = tmp_path / "ran"
+    script = tmp_path / "make.sh"
+    script.write_text(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ CREATES out/a.h5\n"
+                      f"echo ran >> {ran}\n")
+    script.chmod(0o755)
+    dst = QueueAdmin(q).submit(script, force=True)
+    assert "#METAQ FORCE\n" in dst.read_text()
+    runner(q).run()
+    assert ran.read_text() == "ran\n"
+    assert _outcomes(q, "make.sh") == ["finished"]
+
+
+def test_an_array_skips_the_indices_whose_outputs_exist(tmp_path: Path) -> None:
+    from metaq_py.queue.admin import QueueAdmin
+    q = make_queue(tmp_path / "q")
+    (q.root / "out").mkdir()
+    for i in (0, 2):
+        (q.root / f"out/cfg_{i}.h5").write_text("data")
+    script = tmp_path / "gen.sh"
+    script.write_text("#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-3\n"
+                      "#METAQ CREATES out/cfg_{index}.h5\n"
+                      'echo made > "$METAQ_QUEUE_ROOT_OUT/cfg_$METAQ_ARRAY_INDEX.h5"\n'
+                      .replace("$METAQ_QUEUE_ROOT_OUT", str(q.root / "out")))
+    script.chmod(0o755)
+    QueueAdmin(q).submit(script)
+    runner(q).run()
+    ends = {e["task"]: e["outcome"] for e in of(events(q), "end")}
+    assert ends == {"todo/gen.sh/0": "skipped", "todo/gen.sh/1": "finished",
+                    "todo/gen.sh/2": "skipped", "todo/gen.sh/3": "finished"}
+    assert (q.root / "out/cfg_3.h5").read_text() == "made\n"
+
+
+def test_array_keys_without_an_array_are_refused_at_submit(tmp_path: Path) -> None:
+    import pytest
+
+    from metaq_py.errors import TaskError
+    from metaq_py.queue.admin import QueueAdmin
+    q = make_queue(tmp_path / "q")
+    for line, words in (("MAX_FAILS 3", "only to a task array"),
+                        ("CREATES out/{index}.h5", "only a task array has")):
+        script = tmp_path / "one.sh"
+        script.write_text(f"#!/bin/bash\n#METAQ {line}\ntrue\n")
+        script.chmod(0o755)
+        with pytest.raises(TaskError, match=words) as e:
+            QueueAdmin(q).submit(script)
+        assert str(e.value).startswith(f"{script}, line 2: ")
