@@ -25,7 +25,7 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +61,6 @@ class Outputs:
     def __init__(self, root: Path) -> None:
         self.root = str(root)
         self._listings: dict[str, tuple[tuple[int, int], list[str]]] = {}
-        self._patterns: dict[str, re.Pattern[str]] = {}
 
     def look(self, spec: TaskSpec, env: Mapping[str, str] | None = None) -> Look:
         """Whether every output ``spec`` names exists (``env`` gives an array index its
@@ -91,15 +90,13 @@ class Outputs:
             return _is_output(path)
         names = self._listing(folder)
         head = _WILD.split(name, maxsplit=1)[0]
-        regex = self._patterns.get(name)
-        if regex is None:
-            regex = self._patterns[name] = re.compile(fnmatch.translate(name))
-        start = bisect.bisect_left(names, head)
+        match = _matcher(name)
         matched = 0
-        for n in names[start:]:
+        for i in range(bisect.bisect_left(names, head), len(names)):
+            n = names[i]
             if not n.startswith(head):
                 break
-            if regex.match(n) is None:
+            if not match(n):
                 continue
             matched += 1
             if matched > MAX_MATCHES:
@@ -114,6 +111,8 @@ class Outputs:
             st = os.stat(folder)
         except FileNotFoundError:
             return []
+        except PermissionError:
+            raise _Unreadable("the runner may not read its folder") from None
         except OSError as e:
             raise _Unreadable(f"its folder cannot be looked at ({e.strerror})") from None
         if not stat.S_ISDIR(st.st_mode):
@@ -138,6 +137,31 @@ class Outputs:
         names.sort()
         self._listings[folder] = (key, names)
         return names
+
+
+def _matcher(pattern: str) -> Callable[[str], bool]:
+    """A test of a name against ``pattern``: the pieces between ``*`` found in order for a
+    pattern of ``*`` alone (no compiling: each task's patterns differ, and compiling one
+    costs more than the whole look), else :func:`fnmatch.fnmatchcase`."""
+    if "?" in pattern or "[" in pattern:
+        return lambda n: fnmatch.fnmatchcase(n, pattern)
+    if "*" not in pattern:
+        return lambda n: n == pattern
+    first, *middle, last = pattern.split("*")
+
+    def match(n: str) -> bool:
+        if not (n.startswith(first) and n.endswith(last)
+                and len(n) >= len(first) + len(last)):
+            return False
+        at, end = len(first), len(n) - len(last)
+        for piece in middle:
+            at = n.find(piece, at, end)
+            if at < 0:
+                return False
+            at += len(piece)
+        return True
+
+    return match
 
 
 class _Unreadable(Exception):
