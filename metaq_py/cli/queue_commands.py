@@ -62,6 +62,9 @@ def submit(
     force: Annotated[bool, typer.Option(
         "--force", help="Run it even when every output its #METAQ CREATES names exists "
                         "(as #METAQ FORCE).")] = False,
+    max_fails: Annotated[int | None, typer.Option(
+        "--max-fails", min=1, help="For an array: after this many failed indices, hold the "
+                                   "rest (as #METAQ MAX_FAILS).")] = None,
     again: Annotated[bool, typer.Option(
         "--again", help="Queue it even when a task of the same content is already waiting, "
                         "held or running.")] = False,
@@ -84,7 +87,7 @@ def submit(
         admin = QueueAdmin(q)
         made = admin.submit_all(scripts, folder=target, sub=folder, hold=hold, array=array,
                                 after=tuple(after or ()), header_only=header_only,
-                                force=force, again=again)
+                                force=force, again=again, max_fails=max_fails)
         for script, dst in zip(scripts, made, strict=True):
             rel = dst.relative_to(q.root)
             info = admin.array_of(str(rel)) if dst.is_dir() else None

@@ -100,16 +100,17 @@ class QueueAdmin:
     def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
                sub: str | None = None, hold: bool = False, array: str | None = None,
                after: tuple[str, ...] = (), header_only: bool = False, force: bool = False,
-               again: bool = True) -> Path:
+               again: bool = True, max_fails: int | None = None) -> Path:
         """Submit one script (see :meth:`submit_all`)."""
         return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
                                after=after, header_only=header_only, force=force,
-                               again=again)[0]
+                               again=again, max_fails=max_fails)[0]
 
     def submit_all(self, scripts: Sequence[str | os.PathLike[str]], *, folder: str | None = None,
                    sub: str | None = None, hold: bool = False, array: str | None = None,
                    after: tuple[str, ...] = (), header_only: bool = False,
-                   force: bool = False, again: bool = True) -> list[Path]:
+                   force: bool = False, again: bool = True,
+                   max_fails: int | None = None) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
         (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
         ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
@@ -136,7 +137,7 @@ class QueueAdmin:
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
-        plans = [self._plan(Path(s), folder, sub, array, after, header_only, force)
+        plans = [self._plan(Path(s), folder, sub, array, after, header_only, force, max_fails)
                  for s in scripts]
         if not again:
             self._refuse_twins(plans)
@@ -158,7 +159,8 @@ class QueueAdmin:
         return [self._write(p, resolver, hold) for p in plans]
 
     def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
-              after: tuple[str, ...], header_only: bool, force: bool) -> _Plan:
+              after: tuple[str, ...], header_only: bool, force: bool,
+              max_fails: int | None = None) -> _Plan:
         q = self.queue
         data, head = _read_whole(src)
         original = data
@@ -171,7 +173,8 @@ class QueueAdmin:
             shebang, _, rest = data.partition(b"\n")
             data = b"%s\n#METAQ FORCE\n%s" % (shebang, rest)
             spec = replace(spec, force=True)
-        spec = replace(spec, after=(*spec.after, *after), array=array or spec.array)
+        spec = replace(spec, after=(*spec.after, *after), array=array or spec.array,
+                       max_fails=max_fails or spec.max_fails)
         rel = _relpath(sub, src.name)
         too_long = name_problem(src.name, path=q.root / folder / rel)
         if too_long is not None:
@@ -280,6 +283,29 @@ class QueueAdmin:
         """Park a waiting task in ``hold/``."""
         e = self.find(ref, states=(PENDING,))
         return self._relocate(e, HOLD, HOLD)
+
+    def hold_rest(self, array_id: str, *, max_fails: int) -> int:
+        """After ``max_fails`` failed indices of the array ``array_id`` (``MAX_FAILS``), park
+        its indices still waiting in ``hold/``, each with one sentence saying why; how many
+        were parked (0 while fewer have failed). ``metaq release`` lets them wait again."""
+        try:
+            failed = len(self.select(f"{array_id}[*]", states=(FAILED,)))
+        except QueueError:
+            return 0
+        if failed < max_fails:
+            return 0
+        try:
+            waiting = self.select(f"{array_id}[*]", states=(PENDING,))
+        except QueueError:
+            return 0
+        why = (f"held: {failed} indices of the array {array_id} failed, which reaches its "
+               f"MAX_FAILS {max_fails}; 'metaq release {array_id}' runs the rest")
+        held = 0
+        for e in waiting:
+            with contextlib.suppress(QueueError):
+                self._relocate(e, HOLD, HOLD, reason=why)
+                held += 1
+        return held
 
     def release(self, ref: str) -> Moved:
         """Let a held task wait in its folder again."""

@@ -256,3 +256,49 @@ def test_array_keys_without_an_array_are_refused_at_submit(tmp_path: Path) -> No
         with pytest.raises(TaskError, match=words) as e:
             QueueAdmin(q).submit(script)
         assert str(e.value).startswith(f"{script}, line 2: ")
+
+
+def test_an_array_past_max_fails_holds_its_waiting_indices(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from metaq_py.queue.admin import QueueAdmin
+    q = make_queue(tmp_path / "q")
+    script = tmp_path / "bad.sh"
+    script.write_text("#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-9\n"
+                      "#METAQ MAX_FAILS 3\nexit 1\n")
+    script.chmod(0o755)
+    QueueAdmin(q).submit(script)
+    runner(q, nodes=1, max_tasks=1).run()
+    ends = [e for e in of(events(q), "end") if e["task"].startswith("todo/bad.sh/")]
+    assert [e["outcome"] for e in ends] == ["failed"] * 3  # no hours past MAX_FAILS
+    held = sorted(p.name for p in (q.root / "hold/todo/bad.sh").iterdir()
+                  if not p.name.startswith(".") and not p.name.endswith(".reason"))
+    assert len(held) == 7
+    reason = next((q.root / "hold/todo/bad.sh").glob("*.reason")).read_text()
+    assert "MAX_FAILS 3" in reason and "metaq release" in reason
+    r = subprocess.run([sys.executable, "-m", "metaq_py", "release", "bad.sh", "-q",
+                        str(q.root)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len([t for t in q.scan().tasks if t.id.startswith("todo/bad.sh/")]) == 7
+
+
+def test_submit_max_fails_is_the_directive(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    q = make_queue(tmp_path / "q")
+    script = tmp_path / "arr.sh"
+    script.write_text("#!/bin/bash\n#METAQ MIN_WC_TIME 1m\nexit 1\n")
+    script.chmod(0o755)
+    r = subprocess.run([sys.executable, "-m", "metaq_py", "submit", "--array", "0-3",
+                        "--max-fails", "2", str(script), "-q", str(q.root)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "#METAQ MAX_FAILS 2\n" in (q.root / "todo/arr.sh/0").read_text()
+    runner(q, nodes=1, max_tasks=1).run()
+    assert len(of(events(q), "end", outcome="failed")) == 2
+    r = subprocess.run([sys.executable, "-m", "metaq_py", "submit", "--max-fails", "2",
+                        str(script), "--again", "--folder", "x", "-q", str(q.root)],
+                       capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "MAX_FAILS applies only to a task array" in r.stderr

@@ -17,7 +17,7 @@ from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
-from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED
+from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED, TIMEOUT
 from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
@@ -84,7 +84,28 @@ class Settler:
             self.unsettled.remove(live)
             self.ctx.say(f"{live.id} is settled now: {outcome}")
         self._write_end(live, outcome)
+        if outcome in (FAILED, TIMEOUT) and live.claim.spec.max_fails is not None:
+            self._max_fails(live)
         return True
+
+    def _max_fails(self, live: LiveTask) -> None:
+        """An index of an array with ``MAX_FAILS`` failed: once that many have, the indices
+        still waiting go to ``hold/``, so that no more hours are burnt on them."""
+        from metaq_py.queue.admin import QueueAdmin  # only an array that fails needs it
+        program = live.claim.program
+        array_id = program.env.get("METAQ_ARRAY_ID") if program is not None else None
+        max_fails = live.claim.spec.max_fails
+        if array_id is None or max_fails is None:
+            return
+        try:
+            held = QueueAdmin(self.ctx.queue).hold_rest(array_id, max_fails=max_fails)
+        except OSError as e:
+            self.ctx.say(f"cannot hold the rest of {array_id} after MAX_FAILS ({e.strerror})")
+            return
+        if held:
+            self.ctx.say(f"{array_id} reached its MAX_FAILS {max_fails}: {held} waiting "
+                         f"indices moved to hold/ ('metaq release {array_id}' runs them)")
+
 
     def park(self) -> list[str]:
         """At the runner's stop: try once more to settle each task that could not be moved,
