@@ -63,6 +63,9 @@ class Allocation:
     cores_per_node: int = 1
     cores_per_gpu: int = 0
     gpu_cores: tuple[tuple[int, ...], ...] = ()
+    mem_per_node: int | None = None
+    """Bytes of memory a node has (SLURM's ``RealMemory``, PBS's ``resources_available.mem``,
+    else the runner's own node's ``MemTotal``); ``None``: not known."""
 
     @property
     def gpus_per_node(self) -> int:
@@ -175,7 +178,21 @@ class BatchSystem(ABC):
             cores_per_node=self.overrides.cores_per_node or node_cores(self.env),
             cores_per_gpu=self.overrides.cores_per_gpu or 0,
             gpu_cores=near,
+            mem_per_node=self._node_memory(nodes[0]) if nodes else None,
         )
+
+    def _node_memory(self, host: str) -> int | None:
+        """Bytes of memory of ``host`` as the batch system knows it; this base reads the
+        runner's own node (``MemTotal`` of ``/proc/meminfo``), which adapters call when their
+        batch system does not say."""
+        try:
+            with open("/proc/meminfo", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("MemTotal:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
 
     def blocks(self, nodes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
         """The indexes of ``nodes`` grouped into blocks of neighbouring nodes: by the batch

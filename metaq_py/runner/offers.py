@@ -169,7 +169,8 @@ class Offers:
             if ready.failed is None and _may_finish(ready, forever) \
                     and task.walltime <= time_left \
                     and fit_problem(task, nnodes=alloc.nnodes, gpus_per_node=alloc.gpus_per_node,
-                                    machine=alloc.machine, shape=self.shape) is None:
+                                    machine=alloc.machine, shape=self.shape,
+                                    mem_per_node=alloc.mem_per_node) is None:
                 return task, ready
         return None
 
@@ -234,7 +235,7 @@ class Offers:
         if hit is None or hit[0] is not task:
             problem = fit_problem(task, nnodes=alloc.nnodes,
                                   gpus_per_node=alloc.gpus_per_node, machine=alloc.machine,
-                                  shape=self.shape)
+                                  shape=self.shape, mem_per_node=alloc.mem_per_node)
             if problem is not None:
                 if self.skipped.get(task.id) != problem:
                     self.ctx.say(f"skipping {task.id}: {problem}")

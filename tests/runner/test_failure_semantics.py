@@ -302,3 +302,32 @@ def test_submit_max_fails_is_the_directive(tmp_path: Path) -> None:
                        capture_output=True,
                        text=True)
     assert r.returncode == 1 and "MAX_FAILS applies only to a task array" in r.stderr
+
+
+def test_a_mem_larger_than_a_node_is_skipped_with_one_sentence(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    said: list[str] = []
+    task(q, "huge.sh", "true", MEM="900T")
+    task(q, "small.sh", "true", MEM="1M")
+    r = runner(q, say=said.append)
+    assert r.ctx.alloc.mem_per_node is not None  # MemTotal of this node
+    r.run()
+    assert where(q, "huge.sh") == "pending" and where(q, "small.sh") == "finished"
+    assert any("skipping todo/huge.sh: its MEM on line 2 asks for 943718400 MiB per node, "
+               "and a node here has" in s for s in said), said
+
+
+def test_node_memory_is_read_as_the_batch_systems_print_it() -> None:
+    from metaq_py.batch.pbs import parse_pbs_mem
+    from metaq_py.batch.slurm import parse_real_memory
+    # `scontrol show node n1` of the local SLURM (tests/slurm) and a PBS Pro `pbsnodes`.
+    slurm = ("NodeName=n1 Arch=x86_64 CoresPerSocket=1 \n   CPUAlloc=0 CPUEfctv=2 CPUTot=2\n"
+             "   RealMemory=4000 AllocMem=0 FreeMem=18098 Sockets=2 Boards=1\n")
+    assert parse_real_memory(slurm) == 4000 << 20
+    assert parse_real_memory(slurm.replace("RealMemory=4000", "RealMemory=1")) == 1 << 20
+    assert parse_real_memory("NodeName=n1 RealMemory=0 AllocMem=0") is None
+    pbs = ("node01\n     Mom = node01\n     ntype = PBS\n     state = free\n"
+           "     resources_available.mem = 196608kb\n     resources_available.ncpus = 32\n")
+    assert parse_pbs_mem(pbs) == 196608 << 10
+    assert parse_pbs_mem(pbs.replace("196608kb", "192gb")) == 192 << 30
+    assert parse_pbs_mem("node01\n     state = free\n") is None
