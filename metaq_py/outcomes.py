@@ -96,10 +96,11 @@ def exit_class(code: int, *, requeue_on: Iterable[int], soft_fail_on: Iterable[i
                timed_out: bool = False, requeue_timeout: bool = False) -> str:
     """The class of a run that ended with exit ``code`` (0-255): :data:`SUCCESS`,
     :data:`SOFT_FAIL`, :data:`REQUEUE` or :data:`FAILURE`. A run stopped at its time limit
-    (``timed_out``) is a failure whatever its code, unless ``requeue_timeout``; a code listed
-    in both classes is a requeue, the kinder reading."""
+    (``timed_out``) is a failure whatever its code, unless ``requeue_timeout`` or the task
+    answered its warning with a ``REQUEUE_ON`` code (it saved its work and asks to go on
+    later); a code listed in both classes is a requeue, the kinder reading."""
     if timed_out:
-        return REQUEUE if requeue_timeout else FAILURE
+        return REQUEUE if requeue_timeout or code in requeue_on else FAILURE
     if code == 0:
         return SUCCESS
     if code in requeue_on:

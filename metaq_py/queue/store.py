@@ -331,7 +331,7 @@ class Queue(Layout):
                 else f"exited with code {exit_code} in job {claim.jobid} on {host}")
         if reason:
             what += f" ({reason})"
-        requeues = code_requeues(self._history(claim, "").history) \
+        requeues = code_requeues(logbook_of(claim.path, now=self.clock.now()).history) \
             if claim.has_logbook and exit_code != 0 else 0
         plan = plan_end(claim.spec, policy, exit_code=exit_code, attempts=claim.attempts,
                         requeues=requeues, what=what, timed_out=timed_out)

@@ -331,3 +331,18 @@ def test_node_memory_is_read_as_the_batch_systems_print_it() -> None:
     assert parse_pbs_mem(pbs) == 196608 << 10
     assert parse_pbs_mem(pbs.replace("196608kb", "192gb")) == 192 << 30
     assert parse_pbs_mem("node01\n     state = free\n") is None
+
+
+def test_a_task_that_answers_its_time_limit_with_75_is_requeued(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    count = tmp_path / "count"
+    task(q, "saver.sh", f"""
+        echo x >> {count}
+        [ "$(wc -l < {count})" -ge 2 ] && exit 0
+        trap 'exit 75' USR1
+        while true; do sleep 0.1; done
+    """, TIME_LIMIT="1s", SIGNAL="USR1@5")
+    runner(q).run()
+    ends = of(events(q), "end", task="todo/saver.sh")
+    assert [e["outcome"] for e in ends] == ["requeued", "finished"]
+    assert ends[0]["exit_code"] == 75
