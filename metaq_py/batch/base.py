@@ -63,9 +63,6 @@ class Allocation:
     cores_per_node: int = 1
     cores_per_gpu: int = 0
     gpu_cores: tuple[tuple[int, ...], ...] = ()
-    mem_per_node: int | None = None
-    """Bytes of memory a node has (SLURM's ``RealMemory``, PBS's ``resources_available.mem``,
-    else the runner's own node's ``MemTotal``); ``None``: not known."""
 
     @property
     def gpus_per_node(self) -> int:
@@ -178,8 +175,14 @@ class BatchSystem(ABC):
             cores_per_node=self.overrides.cores_per_node or node_cores(self.env),
             cores_per_gpu=self.overrides.cores_per_gpu or 0,
             gpu_cores=near,
-            mem_per_node=self._node_memory(nodes[0]) if nodes else None,
         )
+
+    def node_memory(self, host: str) -> int | None:
+        """Bytes of memory of ``host`` (SLURM's ``RealMemory``, PBS's
+        ``resources_available.mem``, else the runner's own node's ``MemTotal``); ``None``: not
+        known. Asked by the runner once, when a waiting task first gives a ``MEM``, so that
+        a campaign without one costs no query."""
+        return self._node_memory(host)
 
     def _node_memory(self, host: str) -> int | None:
         """Bytes of memory of ``host`` as the batch system knows it; this base reads the

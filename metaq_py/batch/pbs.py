@@ -88,8 +88,11 @@ class PbsBatch(BatchSystem):
 
     def _node_memory(self, host: str) -> int | None:
         """``resources_available.mem`` of ``pbsnodes``, else the node's own."""
-        reply = run_query(["pbsnodes", host], timeout=20)
-        if reply.returncode == 0:
+        try:
+            reply = run_query(["pbsnodes", host], timeout=20)
+        except BatchError:
+            reply = None  # not installed here: the node's own
+        if reply is not None and reply.returncode == 0:
             mem = parse_pbs_mem(reply.stdout)
             if mem is not None:
                 return mem

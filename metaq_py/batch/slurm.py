@@ -125,8 +125,11 @@ class SlurmBatch(BatchSystem):
 
     def _node_memory(self, host: str) -> int | None:
         """``RealMemory`` (megabytes) of ``scontrol show node``, else the node's own."""
-        reply = run_query(["scontrol", "show", "node", host], timeout=20)
-        if reply.returncode == 0:
+        try:
+            reply = run_query(["scontrol", "show", "node", host], timeout=20)
+        except BatchError:
+            reply = None  # not installed here: the node's own
+        if reply is not None and reply.returncode == 0:
             mem = parse_real_memory(reply.stdout)
             if mem is not None:
                 return mem

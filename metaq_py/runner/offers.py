@@ -93,6 +93,8 @@ class Offers:
         """Each waiting task that the last look did not offer because it waits for its retry
         delay (:attr:`Task.not_before <metaq_py.queue.index.Task.not_before>`)."""
         self._now = 0.0
+        self._mem_asked = False
+        self._mem: int | None = None
         self.blocked: dict[str, tuple[Task, Readiness]] = {}
         """Each waiting task that the last look did not offer because it waits for a
         dependency, with the verdict saying which and where it is."""
@@ -170,9 +172,20 @@ class Offers:
                     and task.walltime <= time_left \
                     and fit_problem(task, nnodes=alloc.nnodes, gpus_per_node=alloc.gpus_per_node,
                                     machine=alloc.machine, shape=self.shape,
-                                    mem_per_node=alloc.mem_per_node) is None:
+                                    mem_per_node=self.mem_per_node(task)) is None:
                 return task, ready
         return None
+
+    def mem_per_node(self, task: Task) -> int | None:
+        """The memory of a node here, asked of the batch system the first time a task gives
+        a ``MEM`` (``None`` before, and where it is not known)."""
+        if task.spec.mem is None and not self._mem_asked:
+            return None
+        if not self._mem_asked:
+            self._mem_asked = True
+            nodes = self.ctx.alloc.nodes
+            self._mem = self.ctx.batch.node_memory(nodes[0]) if nodes else None
+        return self._mem
 
     def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:
         """Put in ``jobs`` what the last window still says of ``pending``; how many tasks of
@@ -235,7 +248,7 @@ class Offers:
         if hit is None or hit[0] is not task:
             problem = fit_problem(task, nnodes=alloc.nnodes,
                                   gpus_per_node=alloc.gpus_per_node, machine=alloc.machine,
-                                  shape=self.shape, mem_per_node=alloc.mem_per_node)
+                                  shape=self.shape, mem_per_node=self.mem_per_node(task))
             if problem is not None:
                 if self.skipped.get(task.id) != problem:
                     self.ctx.say(f"skipping {task.id}: {problem}")

@@ -310,7 +310,7 @@ def test_a_mem_larger_than_a_node_is_skipped_with_one_sentence(tmp_path: Path) -
     task(q, "huge.sh", "true", MEM="900T")
     task(q, "small.sh", "true", MEM="1M")
     r = runner(q, say=said.append)
-    assert r.ctx.alloc.mem_per_node is not None  # MemTotal of this node
+    assert r.ctx.batch.node_memory("localhost") is not None  # MemTotal of this node
     r.run()
     assert where(q, "huge.sh") == "pending" and where(q, "small.sh") == "finished"
     assert any("skipping todo/huge.sh: its MEM on line 2 asks for 943718400 MiB per node, "
