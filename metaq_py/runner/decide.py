@@ -16,6 +16,7 @@ import signal
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.outcomes import SKIPPED as SKIPPED_WORD
@@ -37,10 +38,12 @@ from metaq_py.queue.lease import Claim
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import Offers, past_runs
 from metaq_py.runner.tasks.live_task import LiveTask, Why
-from metaq_py.runner.tasks.outputs import Outputs
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:
+    from metaq_py.runner.tasks.outputs import Outputs
 
 __all__ = ["Decider"]
 
@@ -80,8 +83,9 @@ class Decider:
         """No claim is tried before this time: the last one could not write the queue."""
         self.claims_paused = False
         """Whether that was said (once, until a claim goes through again)."""
-        self.outputs = Outputs(ctx.queue.root)
-        """The look at a claimed task's outputs (``CREATES``), its folders' listings kept."""
+        self.outputs: Outputs | None = None
+        """The look at a claimed task's outputs (``CREATES``), its folders' listings kept;
+        made for the first task that names outputs (a campaign without loads none of it)."""
         self.skips = 0
         """Tasks this runner skipped, their outputs all there."""
 
@@ -250,6 +254,9 @@ class Decider:
         """Whether ``claim`` was skipped, every output it ``CREATES`` existing (moved to
         ``finished/``, its ``end`` event saying ``skipped``); a look that cannot be made is
         said, and the task runs."""
+        if self.outputs is None:
+            from metaq_py.runner.tasks.outputs import Outputs
+            self.outputs = Outputs(self.ctx.queue.root)
         look = self.outputs.look(claim.spec, claim.program.env if claim.program else None)
         if look.problem is not None:
             self.ctx.say(f"{claim.id}, {look.problem}; it runs, its outputs unknown")
