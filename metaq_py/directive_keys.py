@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.hybrid import Kind
+from metaq_py.ranges import MAX_ARRAY, parse_indices
 from metaq_py.task_spec import Checkpoint, Resize, ResizeMode, Signal
 
 __all__ = [
@@ -30,9 +31,13 @@ __all__ = [
     "MAX_WALL_CLOCK",
     "REPEATABLE",
     "SHAPE_KEYS",
+    "TIMEOUT_WORD",
     "WARNING_SIGNALS",
     "BadValue",
+    "codes_of",
+    "exit_codes",
     "parse_indices",
+    "parse_mem",
 ]
 
 _UNCATCHABLE = {"KILL", "STOP"}
@@ -58,10 +63,7 @@ MAX_RETRIES = 100
 MAX_WALL_CLOCK = 366 * 86400.0
 """The longest ``MIN_WC_TIME``, ``SETUP`` and ``CHECKPOINT`` interval: a year."""
 
-MAX_ARRAY = 100_000
-"""The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
-
-REPEATABLE = ("AFTER", "AFTER_ANY", "SHAPE")
+REPEATABLE = ("AFTER", "AFTER_ANY", "SHAPE", "CREATES")
 """The keys that may be given on several lines: each line adds names (or a shape)."""
 
 MAX_SHAPES = 16
@@ -70,15 +72,31 @@ MAX_SHAPES = 16
 SHAPE_KEYS = ("NODES", "GPUS", "CPUS", "MIN_WC_TIME")
 """The keys a ``SHAPE`` line may set; the rest of the header holds for every shape."""
 
-INDEX = "{index}"
-"""In an ``AFTER`` name of an array task, the task's own index (``AFTER prop.sh[{index}]``)."""
-
 MAX_SIGNAL_LEAD = 2 * 3600.0
 """The longest warning a ``SIGNAL`` may ask for (seconds): two hours. The runner waits this
 long for a task to save its work when it must stop, so a task cannot hold it for ever."""
 
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
+
+INDEX = "{index}"
+"""In a name of an array task (``AFTER prop.sh[{index}]``, ``CREATES``), its own index."""
+
+TIMEOUT_WORD = "timeout"
+"""The word ``REQUEUE_ON`` takes to requeue a task stopped at its ``TIME_LIMIT``."""
+
+MAX_RETRY_DELAY = 7 * 86400.0
+"""The longest ``RETRY_DELAY`` and its cap: a week. A longer wait is a task on hold."""
+
+MAX_MEM = 1 << 50
+"""The most ``MEM`` a task may ask for: a pebibyte, more than any node has."""
+
+MAX_CREATES = 64
+"""The most ``CREATES`` lines one task may have."""
+
+_GLOB = re.compile(r"[*?\[]")
+_MEM = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTP]?)(I?B)?$", re.IGNORECASE)
+_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 class BadValue(Exception):
@@ -165,6 +183,12 @@ def _set_header_only(spec: dict, key: str, words: list[str]) -> None:
     if words:
         raise BadValue(f"{key} takes no value")
     spec["header_only"] = True
+
+
+def _set_force(spec: dict, key: str, words: list[str]) -> None:
+    if words:
+        raise BadValue(f"{key} takes no value")
+    spec["force"] = True
 
 
 def _set_wc(spec: dict, key: str, words: list[str]) -> None:
@@ -269,29 +293,6 @@ def _set_array(spec: dict, key: str, words: list[str]) -> None:
     spec["array"] = text
 
 
-def parse_indices(text: str) -> tuple[int, ...]:
-    """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
-    items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
-    ``ValueError`` with one sentence saying what is wrong."""
-    out: dict[int, None] = {}
-    for item in text.split(","):
-        rng, _, step_text = item.partition(":")
-        first, dash, last = rng.partition("-")
-        if not first.isdigit() or (dash and not last.isdigit()) or \
-                (step_text and not (dash and step_text.isdigit())):
-            raise ValueError(f"{item!r} is not an index list item; write N, A-B or A-B:STEP "
-                             f"(e.g. 0-999, 1-99:2, 1,5,7)")
-        lo = int(first)
-        hi = int(last) if dash else lo
-        step = int(step_text) if step_text else 1
-        if hi < lo or step < 1:
-            raise ValueError(f"{item!r} counts down or steps by 0; write the smaller index first")
-        if len(out) + (hi - lo) // step + 1 > MAX_ARRAY:
-            raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
-        out.update(dict.fromkeys(range(lo, hi + 1, step)))
-    return tuple(out)
-
-
 def _set_shape(spec: dict, key: str, words: list[str]) -> None:
     """One ``SHAPE`` line: pairs of a key and its value (``SHAPE NODES 8 MIN_WC_TIME 1h``),
     each read as the key itself reads it. What the line leaves out comes from the header, and
@@ -313,6 +314,135 @@ def _set_shape(spec: dict, key: str, words: list[str]) -> None:
             raise BadValue(f"{key} sets {name} twice")
         KEYS[name](values, name, [value])
     shapes.append(values)
+
+
+# --- a campaign's failure semantics (metaq_py.outcomes) ---------------------------------
+
+
+def set_retry_delay(spec: dict, key: str, words: list[str]) -> None:
+    """``RETRY_DELAY 30s`` or ``RETRY_DELAY 30s 1h``: the wait after a first failure, doubled
+    after each one after it, never more than the cap (the queue's when not given)."""
+    if len(words) not in (1, 2):
+        raise BadValue(f"{key} takes the first delay and, if you like, the cap of its "
+                       f"doubling, such as {key} 30s 1h")
+    first = _duration(key, words[0], positive=False, most=MAX_RETRY_DELAY)
+    cap = _duration(key, words[1], positive=False, most=MAX_RETRY_DELAY) if len(words) == 2 \
+        else None
+    if cap is not None and cap < first:
+        raise BadValue(f"{key}'s cap {words[1]!r} is shorter than its first delay "
+                       f"{words[0]!r}; write the shorter one first")
+    spec["retry_delay"] = (first, cap)
+
+
+def exit_codes(key: str, words: list[str], *, timeout: bool) -> tuple[str, ...]:
+    """The exit codes ``words`` list, each a code from 1 to 255 or a range ``A-B`` (and
+    ``timeout`` where ``timeout`` is true), normalised; ``none`` alone is the empty list."""
+    if not words:
+        raise BadValue(f"{key} needs exit codes, such as {key} 75, or none")
+    if [w.lower() for w in words] == ["none"]:
+        return ()
+    out: list[str] = []
+    for word in (w for item in words for w in item.split(",") if w):
+        if timeout and word.lower() == TIMEOUT_WORD:
+            out.append(TIMEOUT_WORD)
+            continue
+        lo, dash, hi = word.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()) or len(word) > 9:
+            extra = " or timeout" if timeout else ""
+            raise BadValue(f"{key} {word!r} is not an exit code; write codes from 1 to 255, "
+                           f"ranges such as 64-78{extra}")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        for code in (a, b):
+            if not 1 <= code <= 255:
+                why = "0 is success" if code == 0 else "an exit code is at most 255"
+                raise BadValue(f"{key} {word!r} is outside the exit codes 1-255 ({why})")
+        if b < a:
+            raise BadValue(f"{key} {word!r} counts down; write the smaller code first")
+        out.append(str(a) if a == b else f"{a}-{b}")
+    return tuple(dict.fromkeys(out))
+
+
+def set_requeue_on(spec: dict, key: str, words: list[str]) -> None:
+    spec["requeue_on"] = exit_codes(key, words, timeout=True)
+
+
+def set_soft_fail_on(spec: dict, key: str, words: list[str]) -> None:
+    spec["soft_fail_on"] = exit_codes(key, words, timeout=False)
+
+
+def codes_of(items: tuple[str, ...]) -> frozenset[int]:
+    """The codes a normalised list of :func:`exit_codes` names (``timeout`` aside)."""
+    out: set[int] = set()
+    for item in items:
+        if item == TIMEOUT_WORD:
+            continue
+        lo, _, hi = item.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
+
+
+def set_max_fails(spec: dict, key: str, words: list[str]) -> None:
+    spec["max_fails"] = _integer(key, words, least=1, most=MAX_ARRAY)
+
+
+def set_time_limit(spec: dict, key: str, words: list[str]) -> None:
+    spec["time_limit"] = _duration(key, _one(key, words, "a duration"), positive=True)
+
+
+def parse_mem(text: str) -> int:
+    """Bytes from a size as ``sbatch --mem`` writes it: a number with ``K``, ``M``, ``G``,
+    ``T`` or ``P`` (powers of 1024, ``B``/``iB`` allowed after), megabytes without a unit.
+    Raises ``ValueError`` with one sentence."""
+    m = _MEM.match(text.strip())
+    if m is None:
+        raise ValueError(f"{text[:40]!r} is not a size; write a number with K, M, G or T, "
+                         f"such as 4G (megabytes without a unit, as sbatch --mem)")
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value < 1 or value > MAX_MEM:
+        raise ValueError(f"{text[:40]!r} is {'zero' if value < 1 else 'more than any node has'}")
+    return int(value)
+
+
+def set_mem(spec: dict, key: str, words: list[str]) -> None:
+    if len(words) != 1:
+        raise BadValue(f"{key} takes one size, such as {key} 4G")
+    try:
+        spec["mem"] = parse_mem(words[0])
+    except ValueError as e:
+        raise BadValue(f"{key} {e}") from None
+
+
+def set_creates(spec: dict, key: str, words: list[str]) -> None:
+    """One output (``CREATES out/cfg_{index}.h5``, ``CREATES out/run7_*.dat``): a path,
+    absolute or relative to the queue root, with wildcards in its last part only."""
+    if len(words) != 1:
+        raise BadValue(f"{key} takes one path or glob per line (no spaces); give several "
+                       f"{key} lines for several outputs")
+    path = words[0]
+    made = spec.setdefault("creates", ())
+    if len(made) >= MAX_CREATES:
+        raise BadValue(f"{key} is given more than {MAX_CREATES} times")
+    if any(c in path for c in "$`") or path.startswith("~"):
+        raise BadValue(f"{key} is a plain path, never expanded by a shell: no $, ` or ~")
+    parts = path.split("/")
+    if ".." in parts:
+        raise BadValue(f"{key} {path!r} may not go up with ..")
+    head, last = parts[:-1], parts[-1]
+    if not last:
+        raise BadValue(f"{key} {path!r} names a folder; name the files it holds")
+    if any(_GLOB.search(p) for p in head):
+        raise BadValue(f"{key} {path!r} has a wildcard in a folder's name; wildcards may be "
+                       f"used in the file's name only, so each output is one folder's look")
+    if "**" in last:
+        raise BadValue(f"{key} {path!r} uses **; outputs are matched in one folder, without "
+                       f"descending")
+    bare = last.replace(INDEX, "")
+    if "{" in path.replace(INDEX, "") or "}" in path.replace(INDEX, ""):
+        raise BadValue(f"{key} {path!r} has a brace that is not {INDEX}")
+    if bare and bare.strip("*?") == "" and _GLOB.search(last):
+        raise BadValue(f"{key} {path!r} would match every file of its folder; name the "
+                       f"outputs more closely")
+    spec["creates"] = (*made, path)
 
 
 _Setter = Callable[[dict, str, list[str]], None]
@@ -344,6 +474,15 @@ KEYS: dict[str, _Setter] = {
     "ARRAY": _set_array,
     "AFTER": _set_after,
     "AFTER_ANY": _set_after,
+    # A campaign's failure semantics (Merlin, HyperQueue, SLURM; metaq_py.outcomes).
+    "RETRY_DELAY": set_retry_delay,
+    "REQUEUE_ON": set_requeue_on,
+    "SOFT_FAIL_ON": set_soft_fail_on,
+    "MAX_FAILS": set_max_fails,
+    "TIME_LIMIT": set_time_limit,
+    "MEM": set_mem,
+    "CREATES": set_creates,
+    "FORCE": _set_force,
     # The header is all: #METAQ lines below the first command belong to the script's body.
     "HEADER_ONLY": _set_header_only,
 }

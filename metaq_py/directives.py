@@ -221,6 +221,7 @@ def _checked(values: dict, seen: dict[str, int], path: str,
                                                  f"or CPUS")
     if nodes == 0:
         _gpu_share(values, seen, path, kind)
+
     if values.get("min_nodes", 0) > nodes:
         raise TaskError(path, seen["MIN_NODES"], f"MIN_NODES {values['min_nodes']} is more than "
                                                  f"NODES {nodes}; NODES is the maximum")
@@ -440,7 +441,32 @@ def format_directives(spec: TaskSpec) -> str:
         out.append(("AFTER_ANY", " ".join(spec.after_any)))
     if spec.header_only:
         out.append(("HEADER_ONLY", ""))
+    out.extend(_failure_lines(spec))
     return "".join(f"{PREFIX} {key} {value}".rstrip() + "\n" for key, value in out)
+
+
+def _failure_lines(spec: TaskSpec) -> list[tuple[str, str]]:
+    """The lines of a spec's failure semantics (:mod:`metaq_py.outcomes`)."""
+    out: list[tuple[str, str]] = []
+    if spec.retry_delay is not None:
+        first, cap = spec.retry_delay
+        out.append(("RETRY_DELAY", format_duration(first) if cap is None
+                    else f"{format_duration(first)} {format_duration(cap)}"))
+    for key, codes in (("REQUEUE_ON", spec.requeue_on), ("SOFT_FAIL_ON", spec.soft_fail_on)):
+        if codes is not None:
+            out.append((key, " ".join(codes) or "none"))
+    if spec.max_fails is not None:
+        out.append(("MAX_FAILS", str(spec.max_fails)))
+    if spec.time_limit is not None:
+        out.append(("TIME_LIMIT", format_duration(spec.time_limit)))
+    if spec.mem is not None:
+        unit = next(u for u in "TGMK" if spec.mem % (1 << (10 * ("KMGT".index(u) + 1))) == 0
+                    or u == "K")
+        out.append(("MEM", f"{spec.mem // (1 << (10 * ('KMGT'.index(unit) + 1)))}{unit}"))
+    out.extend(("CREATES", path) for path in spec.creates)
+    if spec.force:
+        out.append(("FORCE", ""))
+    return out
 
 
 def _shape_words(shape: TaskShape) -> str:

@@ -11,7 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-__all__ = ["cpu_list", "format_indices", "machine_cpus", "parse_cpu_list"]
+__all__ = ["MAX_ARRAY", "cpu_list", "format_indices", "machine_cpus", "parse_cpu_list",
+           "parse_indices"]
+
+MAX_ARRAY = 100_000
+"""The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
 
 
 def format_indices(values: Iterable[int]) -> str:
@@ -59,3 +63,26 @@ def machine_cpus() -> tuple[int, ...]:
         return tuple(sorted(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return tuple(range(os.cpu_count() or 1))
+
+
+def parse_indices(text: str) -> tuple[int, ...]:
+    """The indices an ``ARRAY`` list names, in order and without repeats: comma-separated
+    items, each ``N``, ``A-B`` (both included) or ``A-B:STEP``, as ``sbatch --array``. Raises
+    ``ValueError`` with one sentence saying what is wrong."""
+    out: dict[int, None] = {}
+    for item in text.split(","):
+        rng, _, step_text = item.partition(":")
+        first, dash, last = rng.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or \
+                (step_text and not (dash and step_text.isdigit())):
+            raise ValueError(f"{item!r} is not an index list item; write N, A-B or A-B:STEP "
+                             f"(e.g. 0-999, 1-99:2, 1,5,7)")
+        lo = int(first)
+        hi = int(last) if dash else lo
+        step = int(step_text) if step_text else 1
+        if hi < lo or step < 1:
+            raise ValueError(f"{item!r} counts down or steps by 0; write the smaller index first")
+        if len(out) + (hi - lo) // step + 1 > MAX_ARRAY:
+            raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
+        out.update(dict.fromkeys(range(lo, hi + 1, step)))
+    return tuple(out)

@@ -92,7 +92,15 @@ class TaskSpec:
     index list, as written, for a script that is to be queued once per index. ``header_only``
     (``HEADER_ONLY``) says that ``#METAQ`` lines below the first command are the script's own
     text (a heredoc that writes another task, say), which the parser then leaves alone rather
-    than refusing them as directives written too late. ``shapes`` are
+    than refusing them as directives written too late. ``retry_delay`` is ``RETRY_DELAY``:
+    the wait after a first failure and the cap its doubling stops at (``None``: the queue's);
+    ``requeue_on`` and ``soft_fail_on`` are the exit-code classes as written (codes, ``A-B``
+    ranges, and ``timeout`` in ``requeue_on``; ``None``: the queue's, see
+    :mod:`metaq_py.outcomes`); ``max_fails`` is an array's ``MAX_FAILS``; ``time_limit`` the
+    seconds after which a running task is warned and stopped (``TIME_LIMIT``); ``mem`` the
+    bytes of memory per node (``MEM``); ``creates`` the outputs (paths or globs in their last
+    part, ``{index}`` allowed) whose presence makes the task done before it runs, unless
+    ``force`` (``FORCE``, which ``metaq submit --force`` writes). ``shapes`` are
     the other sizes the task accepts (``SHAPE`` lines, in the order written): the policy picks,
     among the header's own shape and these, the one that starts soonest. ``lines`` maps
     each directive key given to its line number, for error messages; it takes no part in
@@ -123,6 +131,14 @@ class TaskSpec:
     array: str | None = None
     shapes: tuple[TaskShape, ...] = ()
     header_only: bool = False
+    retry_delay: tuple[float, float | None] | None = None
+    requeue_on: tuple[str, ...] | None = None
+    soft_fail_on: tuple[str, ...] | None = None
+    max_fails: int | None = None
+    time_limit: float | None = None
+    mem: int | None = None
+    creates: tuple[str, ...] = ()
+    force: bool = False
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -120,7 +120,7 @@ def scratch(tmp_path: Path, b: Block) -> dict[str, str]:
     if "no-queue" not in b.options:
         assert metaq("init", str(tmp_path / "queue")).returncode == 0
     for name in filter(None, b.options.get("files", "").split(",")):
-        (tmp_path / name).write_text(TASK)
+        (tmp_path / name).write_text(TASK + f"# {name}\n")  # each its own (submit refuses twins)
         (tmp_path / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("METAQ_QUEUE", "METAQ")}
     for name in [k for k in env if k.startswith(("SLURM_", "PBS_"))]:

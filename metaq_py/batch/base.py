@@ -177,6 +177,26 @@ class BatchSystem(ABC):
             gpu_cores=near,
         )
 
+    def node_memory(self, host: str) -> int | None:
+        """Bytes of memory of ``host`` (SLURM's ``RealMemory``, PBS's
+        ``resources_available.mem``, else the runner's own node's ``MemTotal``); ``None``: not
+        known. Asked by the runner once, when a waiting task first gives a ``MEM``, so that
+        a campaign without one costs no query."""
+        return self._node_memory(host)
+
+    def _node_memory(self, host: str) -> int | None:
+        """Bytes of memory of ``host`` as the batch system knows it; this base reads the
+        runner's own node (``MemTotal`` of ``/proc/meminfo``), which adapters call when their
+        batch system does not say."""
+        try:
+            with open("/proc/meminfo", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("MemTotal:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
     def blocks(self, nodes: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
         """The indexes of ``nodes`` grouped into blocks of neighbouring nodes: by the batch
         system's switches where it knows them, else by hostname order (asked when the runner

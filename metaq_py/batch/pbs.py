@@ -86,6 +86,18 @@ class PbsBatch(BatchSystem):
             raise BatchError(f"qstat -f gives Resource_List.ngpus = {total!r}, not a number")
         return int(total) // max(1, len(self._nodes()))
 
+    def _node_memory(self, host: str) -> int | None:
+        """``resources_available.mem`` of ``pbsnodes``, else the node's own."""
+        try:
+            reply = run_query(["pbsnodes", host], timeout=20)
+        except BatchError:
+            reply = None  # not installed here: the node's own
+        if reply is not None and reply.returncode == 0:
+            mem = parse_pbs_mem(reply.stdout)
+            if mem is not None:
+                return mem
+        return super()._node_memory(host)
+
     def _machine(self) -> str:
         _, _, server = self.jobid.partition(".")
         server = server or self.env.get("PBS_SERVER", "")
@@ -202,3 +214,17 @@ def _checked_jobid(jobid: str, where: str) -> str:
     if not _JOBID.match(jobid):
         raise BatchError(f"{where} is {jobid!r}, not a PBS job id such as 1234.server")
     return jobid
+
+
+_PBS_UNITS = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40, "pb": 1 << 50}
+
+
+def parse_pbs_mem(text: str) -> int | None:
+    """Bytes from the ``resources_available.mem = <size>`` line of ``pbsnodes``'s output (a
+    PBS size: a whole number with ``b``, ``kb``, ``mb``, ``gb``, ``tb`` or ``pb``; kilobytes
+    without a unit, as PBS reads a bare ``mem``); ``None`` when it is missing."""
+    m = re.search(r"resources_available\.mem\s*=\s*(\d+)([kmgtp]?b)?\s*$", text,
+                  re.MULTILINE | re.IGNORECASE)
+    if m is None:
+        return None
+    return int(m.group(1)) * _PBS_UNITS[(m.group(2) or "kb").lower()]

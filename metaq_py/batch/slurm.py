@@ -123,6 +123,18 @@ class SlurmBatch(BatchSystem):
         except BatchError:
             return []
 
+    def _node_memory(self, host: str) -> int | None:
+        """``RealMemory`` (megabytes) of ``scontrol show node``, else the node's own."""
+        try:
+            reply = run_query(["scontrol", "show", "node", host], timeout=20)
+        except BatchError:
+            reply = None  # not installed here: the node's own
+        if reply is not None and reply.returncode == 0:
+            mem = parse_real_memory(reply.stdout)
+            if mem is not None:
+                return mem
+        return super()._node_memory(host)
+
     def _machine(self) -> str:
         return self.env.get("SLURM_CLUSTER_NAME") or "slurm"
 
@@ -160,6 +172,13 @@ class SlurmBatch(BatchSystem):
                     f"`{reply.command}` printed {state!r}, not a job state such as RUNNING"
                 )
         return any(state not in DEAD_STATES for state in states)
+
+
+def parse_real_memory(text: str) -> int | None:
+    """Bytes from the ``RealMemory=<MB>`` of ``scontrol show node``'s output; ``None`` when
+    it is missing or 0 (SLURM's default when a node's memory is not configured)."""
+    m = re.search(r"\bRealMemory=(\d+)\b", text)
+    return int(m.group(1)) << 20 if m is not None and int(m.group(1)) > 0 else None
 
 
 def parse_end_time(text: str) -> float | None:

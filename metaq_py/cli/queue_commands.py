@@ -60,6 +60,15 @@ def submit(
         "--after", help="Wait until this task, array or glob has finished "
                         "(as #METAQ AFTER; repeatable).")] = None,
     header_only: HeaderOnlyOpt = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Run it even when every output its #METAQ CREATES names exists "
+                        "(as #METAQ FORCE).")] = False,
+    max_fails: Annotated[int | None, typer.Option(
+        "--max-fails", min=1, help="For an array: after this many failed indices, hold the "
+                                   "rest (as #METAQ MAX_FAILS).")] = None,
+    again: Annotated[bool, typer.Option(
+        "--again", help="Queue it even when a task of the same content is already waiting, "
+                        "held or running.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Check each script and copy it into the queue, all or nothing.
@@ -67,7 +76,9 @@ def submit(
     If any script is bad, or names an unknown task or a cycle in AFTER, none is submitted.
     A #METAQ line below the first command makes a script bad (METAQ read it; here the
     header ends at the first command), unless --header-only says it belongs to the script.
-    An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX."""
+    An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX. A script
+    whose content already waits, is held or runs in the queue is refused (--again queues it
+    once more)."""
     with reported():
         q = open_queue(queue)
         target = "priority" if priority else None
@@ -76,7 +87,8 @@ def submit(
                              f"{', '.join(q.config.folders)}")
         admin = QueueAdmin(q)
         made = admin.submit_all(scripts, folder=target, sub=folder, hold=hold, array=array,
-                                after=tuple(after or ()), header_only=header_only)
+                                after=tuple(after or ()), header_only=header_only,
+                                force=force, again=again, max_fails=max_fails)
         for script, dst in zip(scripts, made, strict=True):
             rel = dst.relative_to(q.root)
             info = admin.array_of(str(rel)) if dst.is_dir() else None

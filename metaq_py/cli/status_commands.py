@@ -114,6 +114,13 @@ def live_tables(now: QueueStatus, named: Callable[[str], str]) -> list[Table]:
             t.add_row(cell(named(r.task)), cell(job), ",".join(r.hosts) or "?",
                       format_time(r.start), format_duration(round(r.time_left)))
         tables.append(t)
+    if now.delayed:
+        t = Table(title="waiting for a retry delay")
+        for col in ("task", "eligible at", "in"):
+            t.add_column(col)
+        for task, at in now.delayed:
+            t.add_row(cell(task), format_time(at), format_duration(round(at - now.now)))
+        tables.append(t)
     if now.allocations:
         t = Table(title="live allocations")
         for col in ("job", "nodes", "idle", "time left", "mechanism", "reserved", "lent"):

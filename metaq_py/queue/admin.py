@@ -25,9 +25,22 @@ from pathlib import Path
 from metaq_py.directive_keys import INDEX, parse_indices
 from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.campaign.arrays import ArrayInfo, make_array, read_array, split_ref
+from metaq_py.queue.campaign.arrays import (
+    SCRIPT_FILE,
+    ArrayInfo,
+    make_array,
+    read_array,
+    split_ref,
+)
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
-from metaq_py.queue.disk.fileio import NAME_MAX, name_problem, replace_file, write_all
+from metaq_py.queue.disk.fileio import (
+    NAME_MAX,
+    Refused,
+    name_problem,
+    read_regular,
+    replace_file,
+    write_all,
+)
 from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
 from metaq_py.queue.finding import (
     NAMED_SHOWN,
@@ -72,6 +85,8 @@ class _Plan:
     rel: str
     indices: tuple[int, ...] | None
     extra: tuple[str, ...]
+    original: bytes = b""
+    """The script's bytes as submitted, which :meth:`QueueAdmin._refuse_twins` compares."""
 
     @property
     def ident(self) -> str:
@@ -92,14 +107,18 @@ class QueueAdmin:
 
     def submit(self, script: str | os.PathLike[str], *, folder: str | None = None,
                sub: str | None = None, hold: bool = False, array: str | None = None,
-               after: tuple[str, ...] = (), header_only: bool = False) -> Path:
+               after: tuple[str, ...] = (), header_only: bool = False, force: bool = False,
+               again: bool = True, max_fails: int | None = None) -> Path:
         """Submit one script (see :meth:`submit_all`)."""
         return self.submit_all([script], folder=folder, sub=sub, hold=hold, array=array,
-                               after=after, header_only=header_only)[0]
+                               after=after, header_only=header_only, force=force,
+                               again=again, max_fails=max_fails)[0]
 
     def submit_all(self, scripts: Sequence[str | os.PathLike[str]], *, folder: str | None = None,
                    sub: str | None = None, hold: bool = False, array: str | None = None,
-                   after: tuple[str, ...] = (), header_only: bool = False) -> list[Path]:
+                   after: tuple[str, ...] = (), header_only: bool = False,
+                   force: bool = False, again: bool = True,
+                   max_fails: int | None = None) -> list[Path]:
         """Validate ``scripts`` and copy them into the queue, all or nothing: into ``folder``
         (default ``todo``, or the last task folder), below sub-folder ``sub``, or into
         ``hold/`` with ``hold``. ``array`` (or the script's ``ARRAY``) queues one task per index
@@ -109,7 +128,11 @@ class QueueAdmin:
         refuses them all. A ``#METAQ`` line below a script's first command refuses it, unless
         ``header_only`` (``--header-only``) says such lines are the script's own: its queued
         copy then says ``#METAQ HEADER_ONLY`` right after the shebang, so that every later
-        judgement of it agrees.
+        judgement of it agrees. ``force`` (``--force``) does the same with ``#METAQ FORCE``:
+        the task runs even when every output it ``CREATES`` exists. A script whose content is
+        already waiting, held or running in the queue is refused, saying where, unless
+        ``again``: ``metaq submit`` refuses it unless told ``--again``; from Python, as
+        always, a script is queued as often as it is submitted.
 
         A plain task is written under a hidden temporary name in its folder and then linked to
         its real name, so no scan ever sees half a file and an existing task is never
@@ -122,7 +145,10 @@ class QueueAdmin:
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
-        plans = [self._plan(Path(s), folder, sub, array, after, header_only) for s in scripts]
+        plans = [self._plan(Path(s), folder, sub, array, after, header_only, force, max_fails)
+                 for s in scripts]
+        if not again:
+            self._refuse_twins(plans)
         coming = {p.ident: p.indices for p in plans}
         if len(coming) < len(plans):
             raise QueueError("two of the scripts would have the same name in the queue; "
@@ -142,15 +168,22 @@ class QueueAdmin:
         return [self._write(p, resolver, hold) for p in plans]
 
     def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
-              after: tuple[str, ...], header_only: bool) -> _Plan:
+              after: tuple[str, ...], header_only: bool, force: bool,
+              max_fails: int | None = None) -> _Plan:
         q = self.queue
         data, head = _read_whole(src)
+        original = data
         spec = judge(src, root=q.root, config=q.config, head=head,
                      header_only=header_only).accepted()
         if header_only and spec.line_of("HEADER_ONLY") is None:
             shebang, _, rest = data.partition(b"\n")
             data = b"%s\n#METAQ HEADER_ONLY\n%s" % (shebang, rest)
-        spec = replace(spec, after=(*spec.after, *after), array=array or spec.array)
+        if force and not spec.force:
+            shebang, _, rest = data.partition(b"\n")
+            data = b"%s\n#METAQ FORCE\n%s" % (shebang, rest)
+            spec = replace(spec, force=True)
+        spec = replace(spec, after=(*spec.after, *after), array=array or spec.array,
+                       max_fails=max_fails or spec.max_fails)
         rel = _relpath(sub, src.name)
         too_long = name_problem(src.name, path=q.root / folder / rel)
         if too_long is not None:
@@ -170,7 +203,46 @@ class QueueAdmin:
         elif any(INDEX in n for n in (*spec.after, *spec.after_any)):
             raise TaskError(str(src), spec.line_of("AFTER"), f"{INDEX} stands for the index "
                             f"of an array task, and this script is not an array")
-        return _Plan(src, data, spec, folder, rel, indices, after)
+        elif any(INDEX in n for n in spec.creates):
+            raise TaskError(str(src), spec.line_of("CREATES"), f"CREATES uses {INDEX}, which "
+                            f"only a task array has; add an ARRAY line or --array")
+        elif spec.max_fails is not None:
+            raise TaskError(str(src), spec.line_of("MAX_FAILS"), "MAX_FAILS applies only to "
+                            "a task array; add an ARRAY line or --array")
+        return _Plan(src, data, spec, folder, rel, indices, after, original)
+
+    def _refuse_twins(self, plans: list[_Plan]) -> None:
+        """Refuse the submission when a script's content is already waiting, held or
+        running in the queue (a generator run twice), saying where: files of another size
+        are never read, and an array's script is read once."""
+        sizes: dict[int, list[_Plan]] = {}
+        for p in plans:
+            sizes.setdefault(len(p.original), []).append(p)
+        q = self.queue
+        paths = [t.path for t in q.scan().tasks] + \
+            [path for _f, _r, path in files_in(q, HOLD)] + [c.path for c in q.leases()]
+        arrays: dict[Path, bool] = {}
+        for path in paths:
+            parent = path.parent
+            if parent not in arrays:
+                arrays[parent] = os.path.lexists(parent / SCRIPT_FILE)
+            elif arrays[parent]:
+                continue  # an array's script is read once
+            if arrays[parent]:
+                path = parent / SCRIPT_FILE
+            try:
+                size = os.lstat(path).st_size
+                if size not in sizes:
+                    continue
+                data = read_regular(path, limit=size + 1)[0]
+            except (OSError, Refused):
+                continue
+            for p in sizes[size]:
+                if data == p.original:
+                    shown = parent if arrays[parent] else path
+                    raise QueueError(f"{p.src} is already in the queue, with the same content, "
+                                     f"at {shown.relative_to(q.root)}; submit it with --again "
+                                     f"to queue it once more")
 
     def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
         q = self.queue
@@ -223,6 +295,29 @@ class QueueAdmin:
         """Park a waiting task in ``hold/``."""
         e = self.find(ref, states=(PENDING,))
         return self._relocate(e, HOLD, HOLD)
+
+    def hold_rest(self, array_id: str, *, max_fails: int) -> int:
+        """After ``max_fails`` failed indices of the array ``array_id`` (``MAX_FAILS``), park
+        its indices still waiting in ``hold/``, each with one sentence saying why; how many
+        were parked (0 while fewer have failed). ``metaq release`` lets them wait again."""
+        try:
+            failed = len(self.select(f"{array_id}[*]", states=(FAILED,)))
+        except QueueError:
+            return 0
+        if failed < max_fails:
+            return 0
+        try:
+            waiting = self.select(f"{array_id}[*]", states=(PENDING,))
+        except QueueError:
+            return 0
+        why = (f"held: {failed} indices of the array {array_id} failed, which reaches its "
+               f"MAX_FAILS {max_fails}; 'metaq release {array_id}' runs the rest")
+        held = 0
+        for e in waiting:
+            with contextlib.suppress(QueueError):
+                self._relocate(e, HOLD, HOLD, reason=why)
+                held += 1
+        return held
 
     def release(self, ref: str) -> Moved:
         """Let a held task wait in its folder again."""
@@ -372,7 +467,8 @@ class QueueAdmin:
         if state == PENDING:
             scan = q.scan()
             for t in scan.tasks:
-                yield Entry(PENDING, t.folder, t.relpath, t.path, t.spec, attempts=t.attempts)
+                yield Entry(PENDING, t.folder, t.relpath, t.path, t.spec, attempts=t.attempts,
+                            not_before=t.not_before)
             for bad in scan.invalid:
                 yield Entry(PENDING, bad.folder, bad.relpath, bad.path, None, reason=bad.reason)
             return

@@ -61,6 +61,8 @@ class Entry:
     machine: str | None = None
     jobid: str | None = None
     attempts: int = 0
+    not_before: float = 0.0
+    """For a waiting task, the end of its retry delay (0: none)."""
 
     @property
     def id(self) -> str:

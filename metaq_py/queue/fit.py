@@ -27,13 +27,17 @@ __all__ = ["fit_problem", "gpu_ids_for", "job_of", "share_cores"]
 
 
 def fit_problem(task: Task, *, nnodes: int, gpus_per_node: int, machine: str,
-                shape: NodeShape | None = None) -> str | None:
+                shape: NodeShape | None = None, mem_per_node: int | None = None) -> str | None:
     """Why this allocation can never run ``task`` (one sentence), or ``None`` if it could in
     one of its shapes (``SHAPE``). ``shape`` is what a node offers shares (``None``: not known,
-    so no share fits)."""
+    so no share fits); ``mem_per_node`` the bytes of a node (``None``: not known, so any
+    ``MEM`` may fit)."""
     spec = task.spec
     if spec.machine is not None and spec.machine != machine:
         return f"it must run on machine {spec.machine}, and this is {machine}"
+    if spec.mem is not None and mem_per_node is not None and spec.mem > mem_per_node:
+        return (f"its MEM on line {spec.line_of('MEM')} asks for {spec.mem >> 20} MiB per "
+                f"node, and a node here has {mem_per_node >> 20} MiB")
     problem = _shape_problem(spec, nnodes=nnodes, gpus_per_node=gpus_per_node, shape=shape)
     if problem is None or not spec.shapes:
         return problem

@@ -80,6 +80,8 @@ class Task:
     order: tuple = field(compare=False, repr=False, default=())
     logbook: bool = field(compare=False, repr=False, default=True)
     """Whether the scan saw a logbook beside it (``False`` spares a claim looking for one)."""
+    not_before: float = 0.0
+    """Before this time the task waits for its retry delay (0: it may run now)."""
     id: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -450,9 +452,9 @@ class Index:
             if known is not None and entry.lkey is None and known.rank == rank:
                 return known
             lkey = None
-            submit, attempts = entry.mtime, 0
+            submit, attempts, not_before = entry.mtime, 0, 0.0
         else:
-            submit, attempts = entry.mtime, 0
+            submit, attempts, not_before = entry.mtime, 0, 0.0
             logbook_file = os.path.join(os.path.dirname(path),
                                        f".{os.path.basename(path)}{LOGBOOK_SUFFIX}")
             try:
@@ -467,14 +469,14 @@ class Index:
                 # have moved since (another writer), and its logbook must match that read.
                 rec = read_logbook(path, entry.key[0])
                 if rec is not None:
-                    submit, attempts = rec.submit, rec.attempts
+                    submit, attempts, not_before = rec.submit, rec.attempts, rec.not_before
         entry.lkey = lkey
         wc = spec.min_wc_time if spec.min_wc_time is not None else self.config.defaults.min_wc_time
         return Task(folder=folder, relpath=rel, file=path, spec=spec, rank=rank,
                     submit=submit, attempts=attempts, walltime=wc,
                     order=order_key(rank, spec, submit, f"{folder}/{rel}",
                                     largest_first=self.largest_first),
-                    logbook=lkey is not None)
+                    logbook=lkey is not None, not_before=not_before)
 
 
 def _too_deep(path: str, prefix: str, folder: str) -> Invalid:

@@ -84,12 +84,15 @@ class Logbook:
     a preemption is not one. ``submit``: the original submit time, kept across every move.
     ``history``: one entry per state change, newest last, each with ``time``, ``event`` and
     where known ``job``, ``reason`` and ``exit_code``; an entry that ends a run carries what
-    the run used, where it is known (:data:`USAGE_FIELDS`)."""
+    the run used, where it is known (:data:`USAGE_FIELDS`). ``not_before``: the time (on the
+    queue's clock, seconds since the epoch) before which a task sent back after a failure may
+    not run again, its retry delay (0: none)."""
 
     inode: int
     submit: float
     attempts: int = 0
     history: tuple[dict[str, Any], ...] = ()
+    not_before: float = 0.0
 
 
 def logbook_path(task: str | os.PathLike[str]) -> Path:
@@ -116,13 +119,15 @@ def parse_logbook(data: object, inode: int) -> Logbook | None:
             return None
         submit = float(data["submit"])
         attempts = int(data.get("attempts", 0))
-        if not (math.isfinite(submit) and 0 <= attempts < 2**31):
+        not_before = float(data.get("not_before", 0.0))
+        if not (math.isfinite(submit) and 0 <= attempts < 2**31 and math.isfinite(not_before)):
             return None
         return Logbook(
             inode=inode,
             submit=submit,
             attempts=attempts,
             history=tuple(h for h in data.get("history", ()) if isinstance(h, dict)),
+            not_before=not_before,
         )
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return None
@@ -133,7 +138,9 @@ def stage_logbook(task: str | os.PathLike[str], logbook: Logbook) -> Path:
     beside it; :func:`publish_logbook` makes it the task's logbook. Staging lets only the
     process that wins a race for the task publish its logbook."""
     data = json.dumps({"inode": logbook.inode, "submit": logbook.submit,
-                       "attempts": logbook.attempts, "history": list(logbook.history)}).encode()
+                       "attempts": logbook.attempts, "history": list(logbook.history),
+                       **({"not_before": logbook.not_before} if logbook.not_before else {})
+                       }).encode()
     path = logbook_path(task)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,

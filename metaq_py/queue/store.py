@@ -84,6 +84,9 @@ class Moved:
 
     state: str
     path: Path
+    outcome: str | None = None
+    """For the end of a run (:meth:`Queue.finish`), the ``end`` event's word for it
+    (:data:`~metaq_py.outcomes.OUTCOMES`)."""
 
 
 # Over 300 lines, because every move a runner makes on the queue (claim, finish, requeue, reclaim,
@@ -333,30 +336,52 @@ class Queue(Layout):
         return self._end(claim, CANCELLED, event="cancelled", reason=why)
 
     def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None,
-               usage: Mapping[str, object] | None = None) -> Moved | None:
-        """Settle the end of a run. Exit code 0 goes to ``finished/``. Otherwise the task goes
-        back to its folder while it has retries left (``RETRIES``, or the queue's default),
-        and else to ``failed/`` with a ``.reason`` file. ``None``: the claim was already gone.
-        ``usage``: the run's resource use, added to its logbook entry
-        (:data:`~metaq_py.queue.logbook.USAGE_FIELDS`).
-        """
-        if exit_code == 0:
-            return self._end(claim, FINISHED, event="finished", exit_code=0, reason=reason,
-                             usage=usage)
+               usage: Mapping[str, object] | None = None,
+               timed_out: bool = False) -> Moved | None:
+        """Settle the end of a run by its exit code's class (:mod:`metaq_py.queue.failure`):
+        0 goes to ``finished/``, a ``SOFT_FAIL_ON`` code too with its warning; a
+        ``REQUEUE_ON`` code back to its folder with no retry spent; any other back to its
+        folder while it has retries left (``RETRIES``, or the queue's default), and else to
+        ``failed/`` with a ``.reason`` file. A task sent back waits its retry delay.
+        ``timed_out``: the run was stopped at its ``TIME_LIMIT``. ``None``: the claim was
+        already gone. ``usage``: the run's resource use, added to its logbook entry
+        (:data:`~metaq_py.queue.logbook.USAGE_FIELDS`). :attr:`Moved.outcome` is the word
+        for the run's ``end`` event."""
+        # Only runners settle ends: submit and status never load this.
+        from metaq_py.outcomes import FINISHED as DONE
+        from metaq_py.outcomes import REQUEUED, SOFT_FAILED, Policy, code_requeues, plan_end
+        d, caps = self.config.defaults, self.config.caps
+        policy = Policy(d.retries, d.retry_delay, d.retry_delay_cap, d.requeue_on,
+                        d.soft_fail_on, caps.attempts, caps.requeues)
         host = claim.host or "an unknown host"
-        what = f"exited with code {exit_code} in job {claim.jobid} on {host}"
+        what = (f"stopped at its TIME_LIMIT in job {claim.jobid} on {host}" if timed_out
+                else f"exited with code {exit_code} in job {claim.jobid} on {host}")
         if reason:
             what += f" ({reason})"
-        retries = self.config.defaults.retries
-        if claim.spec is not None and claim.spec.retries is not None:
-            retries = claim.spec.retries
-        attempts = claim.attempts + 1
-        if attempts <= retries and attempts < self.config.caps.attempts:
-            return self._back(claim, attempts=attempts, event="failed", reason=what,
-                              exit_code=exit_code, usage=usage)
-        note = f"{what}; gave up after {attempts} run{'s' if attempts > 1 else ''}"
-        return self._end(claim, FAILED, event="failed", exit_code=exit_code, reason=note,
-                         attempts=attempts, usage=usage)
+        requeues = code_requeues(logbook_of(claim.path, now=self.clock.now()).history) \
+            if claim.has_logbook and exit_code != 0 else 0
+        plan = plan_end(claim.spec, policy, exit_code=exit_code, attempts=claim.attempts,
+                        requeues=requeues, what=what, timed_out=timed_out)
+        event = plan.outcome if plan.outcome in (SOFT_FAILED, REQUEUED) else \
+            DONE if plan.outcome == DONE else "failed"
+        if plan.back:
+            moved = self._back(claim, attempts=plan.attempts, event=event,
+                               reason=plan.note or what, exit_code=exit_code, usage=usage,
+                               not_before=self.clock.now() + plan.delay if plan.delay else 0.0)
+        elif plan.outcome in (DONE, SOFT_FAILED):
+            moved = self._end(claim, FINISHED, event=event, exit_code=exit_code,
+                              reason=plan.note or reason, usage=usage)
+        else:
+            moved = self._end(claim, FAILED, event=event, exit_code=exit_code,
+                              reason=plan.note, attempts=plan.attempts, usage=usage)
+        return None if moved is None else replace(moved, outcome=plan.outcome)
+
+    def skip(self, claim: Claim, *, reason: str) -> Moved | None:
+        """Move a claimed task that was not run, since every output it ``CREATES`` exists,
+        to ``finished/`` (its logbook says ``skipped`` and why). ``None``: the claim was
+        gone."""
+        moved = self._end(claim, FINISHED, event="skipped", reason=reason)
+        return None if moved is None else replace(moved, outcome="skipped")
 
     def requeue(self, claim: Claim, *, reason: str, count_attempt: bool = True,
                 usage: Mapping[str, object] | None = None,
@@ -455,8 +480,8 @@ class Queue(Layout):
         return replace(logbook, submit=claim.submit, history=(*logbook.history, entry))
 
     def _back(self, claim: Claim, *, attempts: int, event: str, reason: str,
-              exit_code: int | None = None,
-              usage: Mapping[str, object] | None = None) -> Moved | None:
+              exit_code: int | None = None, usage: Mapping[str, object] | None = None,
+              not_before: float = 0.0) -> Moved | None:
         if self.cancel_requested(claim) or claim.folder not in self.config.folders:
             # A cancel outlives every way back (a requeue, a retry, a reclaim of a dead
             # job's claim); a claim naming no task folder of this queue has no way back.
@@ -465,7 +490,8 @@ class Queue(Layout):
             return self._end(claim, FAILED, event=event, reason=f"{reason}; its folder "
                              f"{claim.folder!r} is not a task folder of this queue")
         logbook = replace(self._history(claim, event, usage, reason=reason,
-                                        exit_code=exit_code), attempts=attempts)
+                                        exit_code=exit_code, not_before=not_before or None),
+                          attempts=attempts, not_before=not_before)
         moved = self.move(claim.path, self.path_of(PENDING, claim.folder, claim.relpath),
                           logbook=logbook, claim=claim)
         if moved is None:

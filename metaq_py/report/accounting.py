@@ -5,9 +5,11 @@ Node-hours and GPU-hours come from ``end`` events (``node_seconds``, ``gpu_secon
 the outcome: a failed or preempted run used its nodes too. A task without ``PROJECT`` counts
 under ``-``, and so does a run whose event does not name its ``user`` (the owner of the task
 file; event logs written before runners named it). Outcomes are counted per run:
-``finished``, ``failed`` (no retries left), ``retry`` (failed, run again), ``requeued``
-(interrupted by the end of the allocation), ``preempted`` (for on-demand work) and
-``reclaimed`` (its job died).
+``finished``, ``soft-failed`` (finished with a warning), ``skipped`` (its outputs existed),
+``failed`` (no retries left), ``retry`` (failed, run again), ``timeout`` (stopped at its
+``TIME_LIMIT``), ``oom``, ``requeued`` (a ``REQUEUE_ON`` code, or interrupted by the end of
+the allocation), ``preempted`` (for on-demand work), ``reclaimed`` (its job died) and
+``cancelled`` (see :mod:`metaq_py.outcomes`).
 
 The on-demand section: the instant-start rate is the share of on-demand starts the runner
 marked ``instant`` (started at once on arrival), counted over starts where it said either way.
@@ -34,13 +36,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from metaq_py.durations import DurationError, parse_duration
+from metaq_py.outcomes import OUTCOMES as ALL_OUTCOMES
 from metaq_py.report.joblog import JobLog
 
 __all__ = ["OUTCOMES", "UNNAMED", "OnDemand", "Report", "Use", "build_report", "cpu_seconds",
            "event_seconds", "named", "parse_since"]
 
-OUTCOMES = ("finished", "failed", "retry", "requeued", "preempted", "reclaimed")
-"""The outcomes an ``end`` event may carry, in the order reports show them."""
+OUTCOMES = ALL_OUTCOMES
+"""The outcomes an ``end`` event may carry, in the order reports show them
+(:data:`metaq_py.outcomes.OUTCOMES`)."""
 
 UNNAMED = "-"
 """The project of a task without ``PROJECT``, and the user of a run whose event names none."""

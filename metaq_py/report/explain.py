@@ -12,6 +12,7 @@ told which one, and where that one is.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from metaq_py.durations import format_duration, format_time
@@ -21,6 +22,7 @@ from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.fit import fit_problem
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import PENDING, WORKING
+from metaq_py.queue.logbook import read_logbook
 from metaq_py.queue.notices import read_notices
 from metaq_py.queue.store import Queue
 from metaq_py.report.allocations import JobView, live_jobs
@@ -93,6 +95,11 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
         why = bad.reason if bad else "it could not be read"
         return [_sentence(f"it is not a valid task and will be moved to rejected/: {why}")]
     t = order[pos]
+    if t.not_before > now:
+        last = _last_end(q, t)
+        return [_sentence(f"it waits for its retry delay after {last}: it becomes eligible at "
+                          f"{format_time(t.not_before)}, in {format_duration(t.not_before - now)}"
+                          f", and other tasks run meanwhile")]
     if t.spec.after or t.spec.after_any:
         ready = Dependencies(q).check(t)
         if not ready.ready:
@@ -122,6 +129,16 @@ def _waiting(q: Queue, task: str, now: float) -> list[str]:
     else:
         reasons.append(f"it is first of {len(order)} waiting tasks in pick order")
     return [_sentence(s) for s in reasons]
+
+
+def _last_end(q: Queue, t: Task) -> str:
+    """How the last run of the waiting task ``t`` ended, from its logbook."""
+    book = read_logbook(t.path, os.lstat(t.path).st_ino) if os.path.lexists(t.path) else None
+    last = book.history[-1] if book is not None and book.history else {}
+    code, event = last.get("exit_code"), last.get("event", "ended")
+    how = f"exit code {code}, {event}" if code is not None else str(event)
+    return f"its last run ({how}; {counted(book.attempts if book else 0, 'failed run')} " \
+           f"so far)"
 
 
 def _against_jobs(t: Task, jobs: list[JobView], now: float) -> list[str]:

@@ -96,6 +96,8 @@ class QueueStatus:
     notices: tuple[NoticeNow, ...]
     alloc: tuple[Mapping[str, Any], ...]
     problems: tuple[str, ...]
+    delayed: tuple[tuple[str, float], ...] = ()
+    """The waiting tasks still in their retry delay, each with when it becomes eligible."""
 
     def json(self) -> dict[str, Any]:
         """The value as ``metaq status --json`` prints it."""
@@ -121,6 +123,7 @@ class QueueStatus:
                          "state": n.state} for n in self.notices],
             "alloc": [dict(a) for a in self.alloc],
             "problems": list(self.problems),
+            "delayed": [{"task": t, "eligible": at} for t, at in self.delayed],
         }
 
 
@@ -136,9 +139,12 @@ def read_status(q: Queue, *, now: float) -> QueueStatus:
     records, bad = read_notices(q.root)
     notices = tuple(_notice(r, _released(digests), now) for r in records)
     problems = tuple([p for d in digests for p in d.problems] + bad)
-    return QueueStatus(queue=str(q.root), now=now, counts=queue_counts(q), running=running,
+    counts = queue_counts(q)
+    return QueueStatus(queue=str(q.root), now=now, counts=counts, running=running,
                        allocations=tuple(_allocation(j, now) for j in jobs.values()),
-                       notices=notices, alloc=tuple(alloc_made(q.root)), problems=problems)
+                       notices=notices, alloc=tuple(alloc_made(q.root)), problems=problems,
+                       delayed=tuple(sorted(((t, at) for t, at in counts.delayed if at > now),
+                                            key=lambda d: d[1])))
 
 
 def _running(q: Queue, c: Claim, job: JobView | None, now: float) -> RunningNow:

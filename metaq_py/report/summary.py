@@ -37,6 +37,8 @@ class QueueCounts:
     campaigns: dict[str, Counter[str]]
     invalid: list[dict[str, Any]] = field(default_factory=list)
     source: str = "summary"
+    delayed: list[tuple[str, float]] = field(default_factory=list)
+    """The waiting tasks with a retry delay, and when each one ends (past or not)."""
 
     def totals(self) -> dict[str, int]:
         return {s: sum(c.values()) for s, c in self.states.items()}
@@ -69,6 +71,7 @@ def queue_counts(q: Queue) -> QueueCounts:
     projects: dict[str, Counter[str]] = defaultdict(Counter)
     campaigns: dict[str, Counter[str]] = defaultdict(Counter)
     invalid = []
+    delayed: list[tuple[str, float]] = []
     admin = QueueAdmin(q)
     for state in (PENDING, HOLD, WORKING):
         for e in admin.entries(state):
@@ -77,12 +80,14 @@ def queue_counts(q: Queue) -> QueueCounts:
             campaigns[_campaign(e.folder, e.relpath.rpartition("/")[0])][state] += 1
             if state == PENDING and e.spec is None:
                 invalid.append({"task": e.id, "reason": e.reason})
+            if state == PENDING and e.not_before:
+                delayed.append((e.id, e.not_before))
     done, source = done_counts(q)
     for k, n in done.items():
         states[k.state][k.folder] += n
         projects[k.project][k.state] += n
         campaigns[_campaign(k.folder, k.campaign)][k.state] += n
-    return QueueCounts(states, dict(projects), dict(campaigns), invalid, source)
+    return QueueCounts(states, dict(projects), dict(campaigns), invalid, source, delayed)
 
 
 def _campaign(folder: str, sub: str) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from metaq_py.outcomes import DONE_OUTCOMES
 from metaq_py.report.accounting import cpu_seconds, event_seconds
 from metaq_py.report.joblog import JobLog
 
@@ -101,7 +102,7 @@ class _Tally:
 
     def row(self, name: str, tasks: int) -> TaskUse:
         outcome = self.last[1] if self.last is not None else None
-        return TaskUse(name, tasks, self.runs, int(outcome == "finished"),
+        return TaskUse(name, tasks, self.runs, int(outcome in DONE_OUTCOMES),
                        int(outcome == "failed"), self.node_seconds / 3600.0,
                        self.gpu_seconds / 3600.0, self.cpu_seconds / 3600.0,
                        self.core_seconds / 3600.0, self.measured)

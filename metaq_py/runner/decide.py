@@ -16,8 +16,10 @@ import signal
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from metaq_py.cluster import Cluster, ClusterError
+from metaq_py.outcomes import SKIPPED as SKIPPED_WORD
 from metaq_py.policy import (
     Expand,
     Job,
@@ -32,12 +34,16 @@ from metaq_py.policy import (
 )
 from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.index import Task
+from metaq_py.queue.lease import Claim
 from metaq_py.runner.context import Context
 from metaq_py.runner.offers import Offers, past_runs
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.placing import in_one_block, named_nodes, usable_for
 from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:
+    from metaq_py.runner.tasks.outputs import Outputs
 
 __all__ = ["Decider"]
 
@@ -48,6 +54,14 @@ class CannotClaim(Exception):
 
 _MAX_REDECIDE = 8
 """Decisions made again in one pass after a lost claim, at most."""
+
+
+class _Skipped:
+    """The kind of :data:`SKIPPED`."""
+
+
+SKIPPED = _Skipped()
+"""What :meth:`Decider.claim` gives for a task it skipped, its outputs all there."""
 
 
 class Decider:
@@ -69,6 +83,11 @@ class Decider:
         """No claim is tried before this time: the last one could not write the queue."""
         self.claims_paused = False
         """Whether that was said (once, until a claim goes through again)."""
+        self.outputs: Outputs | None = None
+        """The look at a claimed task's outputs (``CREATES``), its folders' listings kept;
+        made for the first task that names outputs (a campaign without loads none of it)."""
+        self.skips = 0
+        """Tasks this runner skipped, their outputs all there."""
 
     def decide(self, now: float, pass_no: int) -> None:
         """Decide at ``now`` and apply the decision; again, on a fresh view, after a lost
@@ -114,6 +133,10 @@ class Decider:
                     ahead = claimed.get(action.job) or self.claim(task, job)
                     if ahead is None:
                         return self._give_back(claimed)
+                    if isinstance(ahead, _Skipped):
+                        slots += job.kind is not Kind.ONDEMAND
+                        self.wake = now  # its nodes are free: decide again at once
+                        continue
                     claimed[action.job] = ahead
                     notice = job.notice if job.notice in self.cluster.notices else None
                 else:
@@ -124,6 +147,8 @@ class Decider:
                         ahead = self.claim(*self.offers.offered(for_job))
                         if ahead is None:
                             return self._give_back(claimed)
+                        if isinstance(ahead, _Skipped):
+                            continue
                         claimed[for_job] = ahead
                 r = self.cluster.apply(action, now=now, job=job)
             except CannotClaim as e:
@@ -191,8 +216,9 @@ class Decider:
         claimed.clear()
         return False
 
-    def claim(self, task: Task, job: Job) -> LiveTask | None:
-        """Claim ``task`` in the queue; ``None`` when another runner took it first."""
+    def claim(self, task: Task, job: Job) -> LiveTask | _Skipped | None:
+        """Claim ``task`` in the queue; ``None`` when another runner took it first,
+        :data:`SKIPPED` when its outputs were all there (it is in ``finished/`` now)."""
         ctx = self.ctx
         try:
             claim = ctx.queue.claim(task, machine=ctx.machine, jobid=ctx.jobid, host=ctx.host,
@@ -205,6 +231,9 @@ class Decider:
         if claim is None:
             self.offers.claim_lost(task.id)
             return None
+        if claim.spec.creates and not claim.spec.force and self._skipped(claim):
+            self.offers.claim_lost(task.id)
+            return SKIPPED
         if claim.spec.shapes and job.shape <= len(claim.spec.shapes):
             # the claim runs in the shape the policy chose (see metaq_py.policy.shapes)
             claim = replace(claim, spec=claim.spec.in_shape(job.shape))
@@ -214,9 +243,34 @@ class Decider:
         grace = spec.signal.before if spec.signal else ctx.options.grace
         ondemand = job.kind is Kind.ONDEMAND
         instant = self.offers.arrived_now(task.id) if ondemand else None
+        limit = spec.time_limit if spec.time_limit is not None \
+            else ctx.queue.config.defaults.time_limit
         return LiveTask(claim=claim, job=job, node_ids=(), hosts=(), gpu_ids=None,
                         attempt=history.runs + 1, resume=history.resume, grace=grace,
-                        stop_signal=sig, instant=instant, notice=job.notice)
+                        stop_signal=sig, instant=instant, notice=job.notice,
+                        time_limit=limit)
+
+    def _skipped(self, claim: Claim) -> bool:
+        """Whether ``claim`` was skipped, every output it ``CREATES`` existing (moved to
+        ``finished/``, its ``end`` event saying ``skipped``); a look that cannot be made is
+        said, and the task runs."""
+        if self.outputs is None:
+            from metaq_py.runner.tasks.outputs import Outputs
+            self.outputs = Outputs(self.ctx.queue.root)
+        look = self.outputs.look(claim.spec, claim.program.env if claim.program else None)
+        if look.problem is not None:
+            self.ctx.say(f"{claim.id}, {look.problem}; it runs, its outputs unknown")
+        if not look.done:
+            return False
+        self.skips += 1
+        moved = self.ctx.queue.skip(claim, reason="every output it CREATES exists")
+        if moved is not None:
+            self.ctx.events.write(
+                "end", task=claim.id, attempt=0, hosts=[], outcome=SKIPPED_WORD,
+                exit_code=None, signal=None, seconds=0.0, node_seconds=0.0, gpu_seconds=0.0,
+                core_seconds=0.0, project=claim.spec.project, user=claim.user,
+                kind=str(claim.spec.type))
+        return True
 
     def _started(self, live: LiveTask, node_ids: tuple[int, ...],
                  lenders: Iterable[str]) -> None:

@@ -60,7 +60,7 @@ from metaq_py.runner.offers import Offers
 from metaq_py.runner.options import RunnerError, RunOptions
 from metaq_py.runner.tasks.exits import Settler
 from metaq_py.runner.tasks.launching import Launcher, StartProcess
-from metaq_py.runner.tasks.live_task import Why
+from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.resizing import Resizer
 from metaq_py.runner.tasks.roster import Roster
 from metaq_py.runner.upkeep import Upkeep
@@ -284,6 +284,8 @@ class Runner:
             return False  # a reservation waits for its on-demand task, due soon
         if self._await_dependency():
             return False
+        if self._await_delay(now):
+            return False
         if self.offers.count:
             n = self.offers.count
             self.stop_reason = (f"nothing left that fits: {counted(n, 'waiting task')} "
@@ -293,6 +295,13 @@ class Runner:
             self.stop_reason = (f"nothing left that fits: "
                                 f"{counted(len(self.offers.skipped), 'waiting task')} can "
                                 f"never run in this allocation")
+        elif self.offers.delayed:
+            one = len(self.offers.delayed) == 1
+            self.stop_reason = (f"nothing left to run here: "
+                                f"{counted(len(self.offers.delayed), 'waiting task')} "
+                                f"{'waits' if one else 'wait'} for a retry delay past this "
+                                f"allocation's end; the next allocation runs "
+                                f"{'it' if one else 'them'}")
         elif self.offers.blocked:
             self.stop_reason = (f"nothing left to run here: "
                                 f"{counted(len(self.offers.blocked), 'waiting task')} "
@@ -301,6 +310,12 @@ class Runner:
         else:
             self.stop_reason = "nothing left to run"
         return True
+
+    def _await_delay(self, now: float) -> bool:
+        """Whether to stay for a task waiting for its retry delay that could still run here
+        before the allocation ends; a longer delay hands it to the next allocation."""
+        stop_at = self._stop_at()
+        return any(t.not_before + t.walltime <= stop_at for t in self.offers.delayed.values())
 
     def _await_dependency(self) -> bool:
         """Whether to stay for a waiting task that could run here once a dependency waiting
@@ -322,11 +337,15 @@ class Runner:
             times.append(self.clock.now())
         if self.decider.wake is not None:
             times.append(self.decider.wake)
+        if self.offers.delayed:
+            times.append(min(t.not_before for t in self.offers.delayed.values()))
         if self.awaiting is not None and not self.roster.live:
             times.append(self.clock.now() + RECHECK)
         for t in self.roster.live.values():
             if t.kill_at is not None:
                 times.append(t.kill_at)
+            elif (up := t.time_up_at) is not None:
+                times.append(up)
             if t.resizing is not None:
                 times.append(t.resizing.deadline)
         if self.roster.ready() is not None:
@@ -334,6 +353,17 @@ class Runner:
             # after the victim's exit, which wakes the loop (else it would spin until then).
             times.append(self.launcher.next_launch)
         return min(times)
+
+    def _time_up(self, t: LiveTask, now: float) -> None:
+        """Warn a task that ran past its ``TIME_LIMIT`` with its ``SIGNAL``, and kill it a
+        grace later (:attr:`Why.TIMEOUT`)."""
+        up = t.time_up_at
+        if up is None or now < up or t.kill_at is not None or not t.running:
+            return
+        self.say(f"{t.id} ran past its TIME_LIMIT of {format_duration(t.time_limit or 0)}: "
+                 f"sent SIG{t.stop_signal.name.removeprefix('SIG')}, killed in "
+                 f"{t.grace:g}s if still running")
+        t.stop(Why.TIMEOUT, now=now)
 
     def _stop_at(self) -> float:
         graces = [self.options.grace, *(t.grace for t in self.roster.live.values())]
@@ -348,6 +378,7 @@ class Runner:
             self._lose_queue()
             return
         for t in list(self.roster.live.values()):
+            self._time_up(t, now)
             t.kill_if_due(now)
         self.decider.resizer.check(now)
         looks = now >= self._look_at

@@ -89,6 +89,12 @@ class Offers:
         self.arrived: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
         self.count = 0
+        self.delayed: dict[str, Task] = {}
+        """Each waiting task that the last look did not offer because it waits for its retry
+        delay (:attr:`Task.not_before <metaq_py.queue.index.Task.not_before>`)."""
+        self._now = 0.0
+        self._mem_asked = False
+        self._mem: int | None = None
         self.blocked: dict[str, tuple[Task, Readiness]] = {}
         """Each waiting task that the last look did not offer because it waits for a
         dependency, with the verdict saying which and where it is."""
@@ -114,6 +120,8 @@ class Offers:
         pending = self.ctx.queue.settled_scan().tasks  # pending() without its copy of the list
         self.deps.new_look()
         self.blocked = {}
+        self.delayed = {}
+        self._now = self.ctx.clock.now()
         self._sync(pending)
         jobs: list[Job] = []
         skipped: dict[str, str] = {}
@@ -145,7 +153,8 @@ class Offers:
             for task in sorted(later, key=_queue_order):
                 self._offer(task, jobs, skipped)
         # Tasks waiting for a dependency may run here later: they are not skipped for good.
-        self.skipped = {k: v for k, v in skipped.items() if k not in self.blocked}
+        self.skipped = {k: v for k, v in skipped.items()
+                        if k not in self.blocked and k not in self.delayed}
         self.count = len(jobs)
         return jobs
 
@@ -162,9 +171,21 @@ class Offers:
             if ready.failed is None and _may_finish(ready, forever) \
                     and task.walltime <= time_left \
                     and fit_problem(task, nnodes=alloc.nnodes, gpus_per_node=alloc.gpus_per_node,
-                                    machine=alloc.machine, shape=self.shape) is None:
+                                    machine=alloc.machine, shape=self.shape,
+                                    mem_per_node=self.mem_per_node(task)) is None:
                 return task, ready
         return None
+
+    def mem_per_node(self, task: Task) -> int | None:
+        """The memory of a node here, asked of the batch system the first time a task gives
+        a ``MEM`` (``None`` before, and where it is not known)."""
+        if task.spec.mem is None and not self._mem_asked:
+            return None
+        if not self._mem_asked:
+            self._mem_asked = True
+            nodes = self.ctx.alloc.nodes
+            self._mem = self.ctx.batch.node_memory(nodes[0]) if nodes else None
+        return self._mem
 
     def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:
         """Put in ``jobs`` what the last window still says of ``pending``; how many tasks of
@@ -209,6 +230,11 @@ class Offers:
         """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
         its reason to ``skipped`` (said once, when it is first found)."""
         cache, alloc = self.cache, self.ctx.alloc
+        if task.not_before > self._now:
+            # Never cached as a job while it waits: the window is looked at again next time.
+            skipped[task.id] = f"it waits for its retry delay until {task.not_before}"
+            self.delayed[task.id] = task
+            return
         if task.spec.after or task.spec.after_any:
             # Never cached as a job until its dependencies are met (they stay met then).
             ready = self.deps.check(task)
@@ -222,7 +248,7 @@ class Offers:
         if hit is None or hit[0] is not task:
             problem = fit_problem(task, nnodes=alloc.nnodes,
                                   gpus_per_node=alloc.gpus_per_node, machine=alloc.machine,
-                                  shape=self.shape)
+                                  shape=self.shape, mem_per_node=self.mem_per_node(task))
             if problem is not None:
                 if self.skipped.get(task.id) != problem:
                     self.ctx.say(f"skipping {self.ctx.named(task.id)}: {problem}")

@@ -40,7 +40,8 @@ def test_submit_after_refuses_unknown_names_and_resolves_known(tmp_path: Path) -
     assert bad.returncode == 1 and "names no task" in bad.stderr
     assert not (q / "todo/a.sh").exists()
     metaq("submit", "--queue", str(q), str(script(tmp_path / "b.sh")))
-    ok = metaq("submit", "--queue", str(q), "--after", "b.sh", str(script(tmp_path / "a.sh")))
+    ok = metaq("submit", "--queue", str(q), "--again", "--after", "b.sh",
+               str(script(tmp_path / "a.sh")))
     assert ok.returncode == 0, ok.stderr
     assert "#METAQ AFTER todo/b.sh\n" in (q / "todo/a.sh").read_text()
     why = metaq("explain", "--queue", str(q), "todo/a.sh")

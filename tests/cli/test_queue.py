@@ -93,6 +93,8 @@ def test_submit_flow(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert (q / "todo/alice/a.sh").exists() and (q / "todo/alice/b.sh").exists()
     r = metaq("submit", str(a), "--priority", "--hold", "--queue", str(q))
+    assert r.returncode == 1 and "already in the queue, with the same content" in r.stderr
+    r = metaq("submit", str(a), "--priority", "--hold", "--again", "--queue", str(q))
     assert r.returncode == 0 and (q / "hold/priority/a.sh").exists()
     listing = json.loads(metaq("ls", "--json", "--queue", str(q)).stdout)
     assert [e["task"] for e in listing] == ["todo/alice/a.sh", "todo/alice/b.sh"]
@@ -177,7 +179,8 @@ def test_submit_refuses_a_late_directive_unless_told_the_line_is_the_scripts(
     marked = tmp_path / "marked.sh"
     marked.write_text(queued.read_text())
     marked.chmod(0o755)
-    r = metaq("submit", str(marked), "--header-only", "--array", "0-1", "--queue", str(q))
+    r = metaq("submit", str(marked), "--header-only", "--array", "0-1", "--again",
+              "--queue", str(q))
     assert r.returncode == 0, r.stderr
     assert (q / "todo/marked.sh/.script").read_text() == queued.read_text()
     assert "#METAQ HEADER_ONLY\n" in (q / "todo/marked.sh/1").read_text()

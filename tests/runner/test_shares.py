@@ -37,7 +37,7 @@ def _run_shares(tmp_path: Path, text: str, count: int,
         task = tmp_path / f"t{i}.sh"
         task.write_text(text.format(seen=seen))
         task.chmod(0o755)
-        done = metaq("submit", str(task), "--queue", str(q))
+        done = metaq("submit", str(task), "--again", "--queue", str(q))  # copies
         assert done.returncode == 0, done.stderr
     ran = metaq("run", "--queue", str(q), "--batch", "local", "--launch-pause", "0", *run_args)
     assert ran.returncode == 0, ran.stderr

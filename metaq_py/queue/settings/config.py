@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from metaq_py.directive_keys import MAX_RETRY_DELAY, BadValue, exit_codes
 from metaq_py.durations import DurationError, parse_duration
 from metaq_py.errors import ConfigError
 from metaq_py.queue.disk.fileio import Refused, read_regular
@@ -55,10 +56,21 @@ STATE_FOLDERS = ("hold", "working", "finished", "failed", "rejected", "cancelled
 
 @dataclass(frozen=True, slots=True)
 class Defaults:
-    """What a task gets when it does not say: its wall clock and how often it is retried."""
+    """What a task gets when it does not say: its wall clock, how often it is retried and
+    how long after a failure (``retry_delay``, doubled after each failure in a row up to
+    ``retry_delay_cap``), which exit codes requeue it or finish it with a warning
+    (``requeue_on``, ``soft_fail_on``, as :func:`~metaq_py.directive_keys.exit_codes` writes
+    them), and
+    when a running task is stopped (``time_limit``; ``None``: never before its allocation
+    ends)."""
 
     min_wc_time: float = 3600.0
     retries: int = 0
+    retry_delay: float = 0.0
+    retry_delay_cap: float = 3600.0
+    requeue_on: tuple[str, ...] = ("75",)
+    soft_fail_on: tuple[str, ...] = ()
+    time_limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,10 @@ class Caps:
     tasks: int = 64
     """At most this many tasks run at once in one batch job (``metaq run --max-tasks``): each is
     a process on the batch node, which is shared with other users."""
+    requeues: int = 20
+    """A task that exits with a ``REQUEUE_ON`` code this many times in all goes to
+    ``failed/``: a requeue spends no retry, so this is the guard against one that always
+    asks to be run later."""
     launch_pause: float = 0.05
     """Seconds a batch job waits between two launches (``metaq run --launch-pause``), so a
     burst of starts never floods the batch node or the batch system's controller."""
@@ -226,6 +242,11 @@ log_roots: []
 defaults:
   min_wc_time: "1:00:00"   # wall clock of a task without #METAQ MIN_WC_TIME
   retries: 0               # extra runs of a task that fails, without #METAQ RETRIES
+  retry_delay: 0s          # wait after a failure before a retry (#METAQ RETRY_DELAY) ...
+  retry_delay_cap: 1h      # ... doubled after each failure in a row, up to this
+  requeue_on: [75]         # exit codes that requeue a task, no retry spent (EX_TEMPFAIL)
+  soft_fail_on: []         # exit codes that finish a task with a warning
+  time_limit:              # a running task is warned and stopped after this (#METAQ TIME_LIMIT)
 
 # Upper limits: a task asking for more is rejected. Empty means no limit.
 caps:
@@ -233,6 +254,7 @@ caps:
   gpus:
   min_wc_time:
   attempts: 5              # runs ended without success before a task goes to failed/
+  requeues: 20             # REQUEUE_ON exits before a task goes to failed/
   tasks: 64                # tasks one batch job runs at once (metaq run --max-tasks)
   launch_pause: 0.05s      # pause between two launches (metaq run --launch-pause)
 
@@ -474,9 +496,35 @@ def _defaults(r: _Reader, node: yaml.Node, key: str) -> Defaults:
             values[name] = r.duration(v, full, optional=False)
         elif name == "retries":
             values[name] = r.integer(v, full, least=0, optional=False)
+        elif name in ("retry_delay", "retry_delay_cap"):
+            values[name] = _delay(r, v, full)
+        elif name == "time_limit":
+            values[name] = r.duration(v, full, optional=True)
+        elif name in ("requeue_on", "soft_fail_on"):
+            single = isinstance(v, yaml.ScalarNode) and not v.tag.endswith(":null")
+            words = [str(v.value)] if single else [*r.words(v, full)] or ["none"]
+            try:
+                values[name] = exit_codes(full, words, timeout=name == "requeue_on")
+            except BadValue as e:
+                raise r.fail(v, full, str(e).removeprefix(full + " ")) from None
         else:
-            raise r.fail(k, full, "is unknown; known defaults are min_wc_time and retries")
-    return Defaults(**values)
+            raise r.fail(k, full, "is unknown; known defaults are min_wc_time, retries, "
+                                  "retry_delay, retry_delay_cap, requeue_on, soft_fail_on "
+                                  "and time_limit")
+    d = Defaults(**values)
+    if d.retry_delay > d.retry_delay_cap:
+        raise r.fail(node, f"{key}.retry_delay", "is longer than retry_delay_cap; the cap "
+                                                 "must be at least the first delay")
+    return d
+
+
+def _delay(r: _Reader, node: yaml.Node, key: str) -> float:
+    zero = isinstance(node, yaml.ScalarNode) and node.value.strip() in ("0", "0s", "0.0")
+    value = 0.0 if zero else r.duration(node, key, optional=False)
+    if value > MAX_RETRY_DELAY:
+        raise r.fail(node, key, f"is longer than the {MAX_RETRY_DELAY / 86400:.0f} days a "
+                                f"retry delay may be")
+    return value
 
 
 def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
@@ -487,7 +535,7 @@ def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
             values[name] = r.integer(v, full, least=0 if name == "gpus" else 1, optional=True)
         elif name == "min_wc_time":
             values[name] = r.duration(v, full, optional=True)
-        elif name in ("attempts", "tasks"):
+        elif name in ("attempts", "tasks", "requeues"):
             values[name] = r.integer(v, full, least=1, optional=False)
         elif name == "launch_pause":
             # 0 turns the pause off; any other value is a duration like every other one.
@@ -495,7 +543,7 @@ def _caps(r: _Reader, node: yaml.Node, key: str) -> Caps:
             values[name] = 0.0 if zero else r.duration(v, full, optional=False)
         else:
             raise r.fail(k, full, "is unknown; known caps are nodes, gpus, min_wc_time, "
-                                  "attempts, tasks and launch_pause")
+                                  "attempts, requeues, tasks and launch_pause")
     return Caps(**values)
 
 

@@ -17,8 +17,8 @@ from metaq_py.launch import TaskProcess
 from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
+from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED, TIMEOUT
 from metaq_py.queue.fit import gpu_ids_for
-from metaq_py.queue.layout import FAILED, FINISHED
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask, Why
@@ -88,7 +88,28 @@ class Settler:
             self.unsettled.remove(live)
             self.ctx.say(f"{self.ctx.named(live.id)} is settled now: {outcome}")
         self._write_end(live, outcome)
+        if outcome in (FAILED, TIMEOUT) and live.claim.spec.max_fails is not None:
+            self._max_fails(live)
         return True
+
+    def _max_fails(self, live: LiveTask) -> None:
+        """An index of an array with ``MAX_FAILS`` failed: once that many have, the indices
+        still waiting go to ``hold/``, so that no more hours are burnt on them."""
+        from metaq_py.queue.admin import QueueAdmin  # only an array that fails needs it
+        program = live.claim.program
+        array_id = program.env.get("METAQ_ARRAY_ID") if program is not None else None
+        max_fails = live.claim.spec.max_fails
+        if array_id is None or max_fails is None:
+            return
+        try:
+            held = QueueAdmin(self.ctx.queue).hold_rest(array_id, max_fails=max_fails)
+        except OSError as e:
+            self.ctx.say(f"cannot hold the rest of {array_id} after MAX_FAILS ({e.strerror})")
+            return
+        if held:
+            self.ctx.say(f"{array_id} reached its MAX_FAILS {max_fails}: {held} waiting "
+                         f"indices moved to hold/ ('metaq release {array_id}' runs them)")
+
 
     def park(self) -> list[str]:
         """At the runner's stop: try once more to settle each task that could not be moved,
@@ -153,7 +174,7 @@ class Settler:
         q, claim, why = self.ctx.queue, live.claim, live.why
         used = usage.fields() if usage is not None else None
         if why is Why.LOST:
-            return "reclaimed"
+            return RECLAIMED
         if why is Why.CANCEL:
             q.cancelled(claim)
             return "cancelled"
@@ -174,12 +195,11 @@ class Settler:
                 reason = f"killed by {signal.Signals(-returncode).name}"
             except ValueError:
                 reason = f"killed by signal {-returncode}"
-        moved = q.finish(claim, exit_code=code, reason=reason, usage=used)
+        moved = q.finish(claim, exit_code=code, reason=reason, usage=used,
+                         timed_out=why is Why.TIMEOUT)
         if moved is None:
-            return "reclaimed"  # the claim was taken from us meanwhile
-        if moved.state == FINISHED:
-            return "finished"
-        return "failed" if moved.state == FAILED else "retry"
+            return RECLAIMED  # the claim was taken from us meanwhile
+        return moved.outcome or (FINISHED if moved.state == FINISHED else FAILED)
 
     def _relaunch(self, live: LiveTask) -> None:
         """Put ``live``, stopped for a restart, on the roster again to launch on the nodes
@@ -190,7 +210,7 @@ class Settler:
             claim=live.claim, job=live.job, node_ids=new_ids, hosts=self.ctx.hosts(new_ids),
             gpu_ids=None, attempt=live.attempt + 1, resume=True, grace=live.grace,
             stop_signal=live.stop_signal, instant=live.instant, notice=live.notice,
-            lenders=live.lenders)
+            lenders=live.lenders, time_limit=live.time_limit)
         restarted.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(new_ids),
                                         self.ctx.alloc.gpu_ids)
         self.roster.add(restarted)

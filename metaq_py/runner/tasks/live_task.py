@@ -56,6 +56,8 @@ class Why(str, Enum):
     """Its claim is gone (another job reclaimed it): the queue is not touched."""
     CANCEL = "cancel"
     """Someone ran ``metaq cancel`` on it: it goes to ``cancelled/``."""
+    TIMEOUT = "timeout"
+    """It ran past its ``TIME_LIMIT``: settled as a failure (or a requeue) by the queue."""
 
     def __str__(self) -> str:
         return self.value
@@ -114,6 +116,17 @@ class LiveTask:
     resizing: Resizing | None = None
     checkpoint_seen: float = 0.0
     cores: tuple[int, ...] | None = None  # a share's core ids on its node (None: whole nodes)
+    time_limit: float | None = None
+    """``TIME_LIMIT`` (or the queue's default): seconds after its start at which the task is
+    warned and, a grace later, killed (``None``: never before its allocation ends)."""
+
+    @property
+    def time_up_at(self) -> float | None:
+        """When this start of the task reaches its time limit (``None``: it has none, or it
+        has not started)."""
+        if self.time_limit is None or self.process is None:
+            return None
+        return self.started + self.time_limit
 
     @property
     def id(self) -> str:
@@ -206,7 +219,8 @@ class LiveTask:
         return None
 
 
-_RANKS = {Why.RESTART: 0, Why.PREEMPT: 1, Why.INTERRUPT: 2, Why.CANCEL: 3, Why.LOST: 4}
+_RANKS = {Why.RESTART: 0, Why.PREEMPT: 1, Why.INTERRUPT: 2, Why.TIMEOUT: 3, Why.CANCEL: 4,
+          Why.LOST: 5}
 
 
 def _rank(why: Why) -> int:
