@@ -238,11 +238,23 @@ class QueueAdmin:
             except (OSError, Refused):
                 continue
             for p in sizes[size]:
-                if data == p.original:
+                if data == p.original and self._same_work(p, parent, arrays[parent]):
                     shown = parent if arrays[parent] else path
                     raise QueueError(f"{p.src} is already in the queue, with the same content, "
                                      f"at {shown.relative_to(q.root)}; submit it with --again "
                                      f"to queue it once more")
+
+    def _same_work(self, p: _Plan, where: Path, array: bool) -> bool:
+        """Whether ``p``, whose script has the same bytes as the task at ``where`` (an
+        array's folder when ``array``), would queue the same work again: a standalone task
+        and an array's index are different work, and so are new indices of an array
+        (a campaign grown by a week of configurations)."""
+        if (p.indices is not None) != array:
+            return False
+        if p.indices is None:
+            return True
+        info = read_array(self.queue.root, str(where.relative_to(self.queue.root)))
+        return info is None or bool(set(info.indices) & set(p.indices))
 
     def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
         q = self.queue

@@ -113,7 +113,8 @@ def test_short_names_reach_arrays_in_sub_folders(tmp_path: Path) -> None:
     assert retry.stdout == "retry: todo/batch1/prop.sh[2] -> todo/batch1/prop.sh/2\n", \
         retry.stderr
     # A second array of that name: the short name is refused with both, the longer taken.
-    sub = metaq("submit", "--array", "0-1", "--folder", "batch2", str(prop), "--queue", str(q))
+    sub = metaq("submit", "--array", "0-1", "--folder", "batch2", "--again", str(prop),
+                "--queue", str(q))  # the same indices of the same script: --again
     assert sub.returncode == 0, sub.stderr
     both = metaq("cancel", "prop.sh[1]", "--queue", str(q))
     assert both.returncode == 1 and both.stderr == (
@@ -131,7 +132,7 @@ def test_a_bare_after_name_prefers_its_command_then_its_folder(tmp_path: Path) -
     contract = _script(tmp_path / "contract.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
                        "#METAQ AFTER prop.sh[{index}]\nexit 0\n")
     for batch in ((), ("--folder", "batch2")):
-        done = metaq("submit", "--array", "20-21", *batch, str(prop), str(contract),
+        done = metaq("submit", "--array", "20-21", *batch, "--again", str(prop), str(contract),
                      "--queue", str(q))
         assert done.returncode == 0, done.stderr
     # The second command's contract.sh waits on its own prop.sh, not the first one's.
@@ -149,7 +150,7 @@ def test_a_bare_after_name_prefers_its_command_then_its_folder(tmp_path: Path) -
     alone.mkdir()
     deep = _script(alone / "prop.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\nexit 0\n")
     for batch in ("b5", "b6"):
-        assert metaq("submit", "--array", "0-1", "--folder", batch, str(deep),
+        assert metaq("submit", "--array", "0-1", "--folder", batch, "--again", str(deep),
                      "--queue", str(q)).returncode == 0
     other = _script(alone / "use.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
                     "#METAQ AFTER b5/prop.sh\nexit 0\n")
@@ -159,7 +160,7 @@ def test_a_bare_after_name_prefers_its_command_then_its_folder(tmp_path: Path) -
     both = _script(alone / "both.sh", "#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
                    "#METAQ AFTER x/prop.sh\nexit 0\n")
     for batch in ("b8/x", "b9/x"):
-        assert metaq("submit", "--array", "0-1", "--folder", batch, str(deep),
+        assert metaq("submit", "--array", "0-1", "--folder", batch, "--again", str(deep),
                      "--queue", str(q)).returncode == 0
     refused = metaq("submit", "--folder", "b7", str(both), "--queue", str(q))
     assert refused.returncode == 1 and refused.stderr == (

@@ -22,7 +22,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert _piped(f"metaq init {q}").returncode == 0
     for i in (1, 2):
         script = top / f"{i}_{NAME}"
-        script.write_text(f"#!/bin/sh\n#METAQ MIN_WC_TIME 1m\n#METAQ PROJECT {PROJECT}\ntrue\n")
+        script.write_text(f"#!/bin/sh\n#METAQ MIN_WC_TIME 1m\n#METAQ PROJECT {PROJECT}\n"
+                          f"true  # {i}\n")  # each its own: submit refuses a twin
         script.chmod(0o755)
         done = _piped(f"metaq submit {script} --folder {FOLDER} -q {q}")
         assert done.returncode == 0, done.stderr

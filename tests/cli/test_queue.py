@@ -247,3 +247,20 @@ def test_running_gives_the_heartbeat_age_with_its_unit(tmp_path: Path) -> None:
     age = line.split("heartbeat ", 1)[1].split(" ago", 1)[0]
     number, unit = age.split()
     assert unit == "s" and 0.0 <= float(number) < 60 and "." in number, line
+
+
+def test_an_array_grows_by_new_indices_but_the_same_ones_are_twins(tmp_path: Path) -> None:
+    """A week of new configurations is more work (issue 34); the same indices of the same
+    script again, or the script alone, are a generator run twice (issue 31)."""
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = script(tmp_path / "prop.sh")
+    assert metaq("submit", "--array", "0-3", str(prop), "--queue", str(q)).returncode == 0
+    grown = metaq("submit", "--array", "4-7", "--folder", "week2", str(prop), "--queue", str(q))
+    assert grown.returncode == 0, grown.stderr
+    for again in (["--array", "2-3", "--folder", "week3"], ["--folder", "week3"]):
+        r = metaq("submit", *again, str(prop), "--queue", str(q))
+        if again[0] == "--array":
+            assert r.returncode == 1 and "with the same content, at todo/prop.sh" in r.stderr
+        else:  # one task, not an index: other work than the array's
+            assert r.returncode == 0, r.stderr

@@ -6,8 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from metaq_py.queue.logbook import read_logbook
+from metaq_py.queue.logbook import Logbook, find_logbook
+from metaq_py.queue.store import Queue
 from tests.runner_helpers import SETTINGS, events, make_queue, of, runner, task, where
+
+
+def _logbook(q: Queue, path: Path) -> Logbook | None:
+    """The logbook of the done task at ``path``, packed by its runner or beside it."""
+    return find_logbook(path, path.stat().st_ino, q.packed)
 
 
 def _outcomes(q, name: str) -> list[str]:
@@ -26,8 +32,7 @@ def test_exit_75_requeues_once_with_no_retry_spent(tmp_path: Path) -> None:
     assert where(q, "temp.sh") == "finished"
     assert _outcomes(q, "temp.sh") == ["requeued", "finished"]
     assert count.read_text().splitlines() == ["1 0", "2 1"]  # resumes, as after a requeue
-    book = read_logbook(q.root / "finished/todo/temp.sh",
-                        (q.root / "finished/todo/temp.sh").stat().st_ino)
+    book = _logbook(q, q.root / "finished/todo/temp.sh")
     assert book is not None and book.attempts == 0
     requeued = [h for h in book.history if h["event"] == "requeued"]
     assert requeued[0]["exit_code"] == 75 and "REQUEUE_ON" in requeued[0]["reason"]
@@ -43,7 +48,7 @@ def test_soft_fail_finishes_with_its_code_and_a_warning(tmp_path: Path) -> None:
     end = of(events(q), "end", task="todo/warn.sh")[0]
     assert (end["outcome"], end["exit_code"]) == ("soft-failed", 3)
     path = q.root / "finished/todo/warn.sh"
-    book = read_logbook(path, path.stat().st_ino)
+    book = _logbook(q, path)
     assert book is not None
     last = book.history[-1]
     assert (last["event"], last["exit_code"]) == ("soft-failed", 3)
@@ -98,7 +103,7 @@ def test_a_delay_past_the_allocation_hands_the_task_on(tmp_path: Path) -> None:
     stop = of(events(q), "runner-stop")[0]["reason"]
     assert "retry delay" in stop and "next allocation" in stop
     path = q.root / "todo/later.sh"
-    book = read_logbook(path, path.stat().st_ino)
+    book = _logbook(q, path)
     assert book is not None and book.not_before > book.history[-1]["time"] + 3500
 
 
@@ -148,7 +153,7 @@ def test_status_and_explain_say_when_a_delayed_task_becomes_eligible(tmp_path: P
     task(q, "later.sh", "exit 1", RETRIES=1, RETRY_DELAY="1h")
     runner(q, walltime=600).run()
     path = q.root / "todo/later.sh"
-    book = read_logbook(path, path.stat().st_ino)
+    book = _logbook(q, path)
     assert book is not None
 
     def metaq(*args: str) -> str:
@@ -184,7 +189,7 @@ def test_a_task_whose_outputs_exist_is_skipped_and_counted(tmp_path: Path) -> No
     assert _outcomes(q, "done.sh") == ["skipped"] == _outcomes(q, "globbed.sh")
     assert _outcomes(q, "empty.sh") == ["finished"]
     path = q.root / "finished/todo/done.sh"
-    book = read_logbook(path, path.stat().st_ino)
+    book = _logbook(q, path)
     assert book is not None and book.history[-1]["event"] == "skipped"
 
 
