@@ -17,7 +17,7 @@ from pathlib import Path
 from metaq_py.report.html.study import BarChart, StudyPage, Table, study_html
 from sim.study.calibrate import TABLE_III_HEADER, table_iii
 from sim.study.full import TraceResults
-from sim.study.full_report import LOAD_NAMES, FullContext, cause, load_label, loads_of
+from sim.study.full_report import LOAD_NAMES, FullContext, load_label, loads_of, row_cause
 from sim.study.judging import Verdict, Word
 from sim.study.observations import OBSERVATIONS
 
@@ -40,10 +40,8 @@ def _trace_table(r: TraceResults, rerun: str, max_seeds: int) -> Table:
     rows = []
     for i, o in enumerate(OBSERVATIONS):
         verdicts = [r.verdicts.at[x][i] for x in loads]
-        causes = [f"at {load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
-                  if (c := cause(v, max_seeds=max_seeds, rerun=rerun))]
         rows.append([o.number, *(_cell(v) for v in verdicts), *(v.ours for v in verdicts),
-                     "; ".join(causes).replace("`", ""),
+                     row_cause(r, i, max_seeds=max_seeds, rerun=rerun).replace("`", ""),
                      f"{rerun} --observation {o.number}" if rerun else ""])
     return Table(f"{r.verdicts.trace}: each observation, its figures and its cause",
                  ["#", *(f"verdict at {load_label(r, x)}" for x in loads),

@@ -18,6 +18,7 @@ from pathlib import Path
 from sim.run.spec import BASELINE_RULES, PAPER_RULES
 from sim.study.aggregate import ALL, ResultsTable
 from sim.study.calibrate import CALIBRATION_METRIC, PAPER_TABLE_III, TABLE_III_HEADER, table_iii
+from sim.study.causes import CAUSES
 from sim.study.full import VARIANT_WORKLOAD, TraceResults
 from sim.study.grid import MECHANISM_NAMES
 from sim.study.judging import (
@@ -37,12 +38,6 @@ RANK_METRIC = "turnaround_all"
 
 LOAD_NAMES: Mapping[str, str] = {"paper": "the paper's load", "saturated": "a saturating load",
                                  "own": "the trace's own load"}
-
-CAUSES: Mapping[int, str] = {}
-"""For an observation that does not hold, the cause the runs show, as ``docs/model.md``
-("Rules of the paper") and ``docs/notebook.md`` (issue 30's verdicts) explain it; none is
-named yet, so a row gives the parts that failed with their figures."""
-
 
 @dataclass(frozen=True, slots=True)
 class FullContext:
@@ -70,8 +65,9 @@ def _cell_of(v: Verdict) -> str:
 
 
 def cause(v: Verdict, *, max_seeds: int = 10, rerun: str = "") -> str:
-    """What made a verdict what it is, from its parts and :data:`CAUSES`; for one left
-    undecided below ``max_seeds``, the command that gives it more (``rerun``)."""
+    """What made a verdict what it is, from its parts; for one left undecided below
+    ``max_seeds``, the command that gives it more (``rerun``). The cause by rule is
+    :func:`row_cause`'s, once a row."""
     if v.word is Word.HOLDS:
         return ""
     said = []
@@ -85,9 +81,19 @@ def cause(v: Verdict, *, max_seeds: int = 10, rerun: str = "") -> str:
                     f"cheaper rows): {more} gives it {max_seeds}")
     if v.unjudged:
         said.append(f"cannot judge: {v.unjudged}")
-    if v.number in CAUSES:
-        said.append(CAUSES[v.number])
     return "; ".join(said)
+
+
+def row_cause(r: TraceResults, index: int, *, max_seeds: int = 10, rerun: str = "") -> str:
+    """The cause column of observation ``OBSERVATIONS[index]`` on one trace: each load's
+    parts that did not hold (:func:`cause`), then, once, the cause the runs of issue 30 name
+    for it (:data:`sim.study.causes.CAUSES`); empty where it holds at every load."""
+    parts = [f"at {load_label(r, x)}: {c}" for x in loads_of(r)
+             if (c := cause(r.verdicts.at[x][index], max_seeds=max_seeds, rerun=rerun))]
+    number = OBSERVATIONS[index].number
+    if parts and number in CAUSES:
+        parts.append(f"cause (the Theta runs of issue 30): {CAUSES[number]}")
+    return "; ".join(parts)
 
 
 def ranking(table: ResultsTable, *, workload: str = ALL, metric: str = RANK_METRIC,
@@ -149,10 +155,9 @@ def _observations(r: TraceResults, rerun: str, max_seeds: int) -> list[str]:
     rows = []
     for i, o in enumerate(OBSERVATIONS):
         verdicts = [r.verdicts.at[x][i] for x in loads]
-        causes = [f"at {load_label(r, x)}: {c}" for x, v in zip(loads, verdicts, strict=True)
-                  if (c := cause(v, max_seeds=max_seeds, rerun=rerun))]
         rows.append([str(o.number), *(_cell_of(v) for v in verdicts),
-                     *(v.ours for v in verdicts), "; ".join(causes)])
+                     *(v.ours for v in verdicts),
+                     row_cause(r, i, max_seeds=max_seeds, rerun=rerun)])
     out = _table(header, rows)
     if rerun:
         out += ["", "To rerun one row (its runs at both loads, stored runs reused; add "

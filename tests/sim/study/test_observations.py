@@ -3,7 +3,9 @@ runs end to end on a small synthetic trace, and the load is calibrated for real.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,9 @@ import pytest
 from sim.run.spec import RunSpec, TraceSource
 from sim.study.aggregate import ResultsTable
 from sim.study.calibrate import MAX_STEPS, TOLERANCE, calibrate
+from sim.study.causes import CAUSES
 from sim.study.execution import RunStore, run_grid
-from sim.study.full import VARIANT_STUDIES, run_all
+from sim.study.full import VARIANT_STUDIES, TraceResults, run_all
 from sim.study.full_page import write_full_page
 from sim.study.full_report import FullContext, kendall_tau, ranking, render_full, write_full
 from sim.study.grid import MECHANISM_NAMES, PAPER_POLICIES
@@ -84,6 +87,7 @@ def test_the_full_study_judges_every_observation_at_both_loads(tmp_path: Path) -
     for o in OBSERVATIONS:
         assert f"| {o.number} | {o.claim} |" in report
         assert f"metaq x --observation {o.number}" in report
+    _a_row_that_does_not_hold_names_its_cause(r, report)
     assert "metaq experiment --study all" in report and "Seeds: 0, 1" in report
     assert "Table III" in report and "Sensitivity of the ranking" in report
     data = json.loads((tmp_path / "observations.json").read_text())
@@ -96,6 +100,24 @@ def test_the_full_study_judges_every_observation_at_both_loads(tmp_path: Path) -
     _the_page_says_what_the_report_says(results, tmp_path, data)
 
 
+def _a_row_that_does_not_hold_names_its_cause(r: TraceResults, report: str) -> None:
+    """In the trace's table of ``report.md``, a row that does not hold at some load ends
+    with its cause from :data:`CAUSES`, a row that holds at both names none."""
+    # the outcome's rows come first, the trace's table's last
+    rows = {int(m.group(1)): m.group(0) for m in re.finditer(r"^\| (\d+) \| .*$", report, re.M)}
+    failing = [o.number for i, o in enumerate(OBSERVATIONS)
+               if any(r.verdicts.at[x][i].word is not Word.HOLDS for x in r.verdicts.at)]
+    assert failing, "the small trace leaves some observation not holding"
+    assert any(r.verdicts.at[x][o.number - 1].word is Word.CONTRADICTED
+               for o in OBSERVATIONS for x in r.verdicts.at), "and contradicts one"
+    for number in range(1, 18):
+        row = rows[number]
+        if number in failing:
+            assert row.endswith(f"cause (the Theta runs of issue 30): {CAUSES[number]} |"), row
+        else:
+            assert CAUSES[number] not in report, number
+
+
 def _the_page_says_what_the_report_says(results: list, tmp_path: Path, data: list) -> None:
     """``report.html`` beside it: the 17 rows with each load's verdict as observations.json
     has it, the rerun commands, and a page Chromium renders with no error and no request."""
@@ -103,6 +125,11 @@ def _the_page_says_what_the_report_says(results: list, tmp_path: Path, data: lis
                           rerun={results[0].verdicts.trace: "metaq x"})
     path = write_full_page(results, tmp_path, context)
     text = path.read_text()
+    for i, o in enumerate(OBSERVATIONS):
+        named = html.escape(CAUSES[o.number].replace("`", ""), quote=True)
+        fails = any(results[0].verdicts.at[x][i].word is not Word.HOLDS
+                    for x in results[0].verdicts.at)
+        assert (named in text) == fails, o.number
     assert "http" not in text.lower().replace("http-equiv", "")
     page = open_page(path) if chromium() else None
     if page is None:
