@@ -42,6 +42,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from metaq_py.ranges import format_indices
 from sim.run.metrics import JobOutcome
 from sim.run.result import SimulationResult
 
@@ -72,17 +73,8 @@ def _f(x: float) -> str:
 
 
 def intervals(ids: Sequence[int]) -> str:
-    """Machine ids as Batsim's interval set prints them: ``0-3 7``."""
-    out: list[str] = []
-    ordered = sorted(ids)
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return " ".join(out)
+    """Machine ids as Batsim's interval set prints them: ``0-3 7`` (our ranges, with spaces)."""
+    return format_indices(ids).replace(",", " ")
 
 
 def _placements(jobs: list[JobOutcome], machines: int) -> dict[int, list[int]]:
