@@ -26,6 +26,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
@@ -63,8 +64,9 @@ from metaq_py.queue.moves import (
     rename_quietly,
 )
 from metaq_py.queue.settings.trust import Trust
-from metaq_py.queue.tally import note_move
-from metaq_py.queue.watcher import OwnMoves
+
+if TYPE_CHECKING:
+    from metaq_py.queue.watcher import OwnMoves
 
 __all__ = ["Claim", "Moved", "Queue", "Task"]
 
@@ -455,6 +457,7 @@ class Queue(Layout):
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
+            from metaq_py.queue.tally import note_move  # submit moves nothing
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
 

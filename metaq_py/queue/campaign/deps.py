@@ -49,7 +49,6 @@ from metaq_py.queue.layout import (
 from metaq_py.queue.lease import find_claim
 from metaq_py.queue.moves import history_entry, logbook_of
 from metaq_py.queue.store import Queue
-from metaq_py.queue.tally import summary_dir
 
 __all__ = ["RECHECK", "Dependencies", "Readiness", "Resolver", "find_cycle", "rewrite_after"]
 
@@ -344,6 +343,7 @@ class Dependencies:
     def _signs(self) -> tuple:
         """What changes when a task ends anywhere: the tally's files; plus the waiting tasks
         and the time, in :data:`RECHECK` steps."""
+        from metaq_py.queue.tally import summary_dir  # only waiting for readiness reads the tally
         sign: list[object] = [self.q.index.serial, int(self.q.clock.now() // RECHECK)]
         try:
             with os.scandir(summary_dir(self.q.root) / "tally") as it:
