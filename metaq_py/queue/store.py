@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.program import Program
-from metaq_py.queue.campaign.arrays import index_program
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
@@ -288,6 +286,8 @@ class Queue(Layout):
         program = why = None
         if verdict.spec is not None:
             assert verdict.data is not None and verdict.opened is not None
+            from metaq_py.program import Program  # only a claim reads a program
+            from metaq_py.queue.campaign.arrays import index_program
             program = Program(verdict.data, str(dst), verdict.opened.st_uid)
             stored = index_program(self.root, task.folder, task.relpath, program,
                                    trust=self._trust)
