@@ -25,7 +25,6 @@ from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
 from metaq_py.queue.store import Queue
 from metaq_py.ranges import format_indices
-from metaq_py.words import counted
 
 
 @app.command()
@@ -213,6 +212,7 @@ def _moved_words(ref: str, asked: int, went: Counter[str]) -> str:
                      f"{'it' if went['working'] == 1 else 'them'})")
     if went["gone"]:
         parts.append(f"{went['gone']} moved by someone else meanwhile, left as they are")
+    from metaq_py.words import counted  # only moving many tasks counts them
     return f"{counted(asked, 'task')} of {ref}: {', '.join(parts)}"
 
 

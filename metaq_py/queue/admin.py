@@ -21,17 +21,11 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.directive_keys import INDEX, parse_indices
 from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.campaign.arrays import (
-    SCRIPT_FILE,
-    ArrayInfo,
-    make_array,
-    read_array,
-    split_ref,
-)
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import (
     NAME_MAX,
@@ -41,7 +35,13 @@ from metaq_py.queue.disk.fileio import (
     replace_file,
     write_all,
 )
-from metaq_py.queue.disk.folders import CANCEL_SUFFIX, companion, make_folders, read_reason
+from metaq_py.queue.disk.folders import (
+    CANCEL_SUFFIX,
+    SCRIPT_FILE,
+    companion,
+    make_folders,
+    read_reason,
+)
 from metaq_py.queue.finding import (
     NAMED_SHOWN,
     STATE_WORDS,
@@ -68,6 +68,9 @@ from metaq_py.queue.moves import history_entry, inode_of, logbook_of
 from metaq_py.queue.settings.trust import user_name
 from metaq_py.queue.store import Moved, Queue
 from metaq_py.task_spec import TaskSpec
+
+if TYPE_CHECKING:
+    from metaq_py.queue.campaign.arrays import ArrayInfo
 
 __all__ = ["Entry", "QueueAdmin", "tasks_named"]
 
@@ -270,6 +273,7 @@ class QueueAdmin:
 
         if p.indices is not None:
             assert p.spec.array is not None
+            from metaq_py.queue.campaign.arrays import make_array  # only an array needs it
             return make_array(
                 p.data, p.spec, dst=dst, array_id=p.ident, indices_text=p.spec.array,
                 mode=mode, now=q.clock.now(),
@@ -393,6 +397,7 @@ class QueueAdmin:
     def array_of(self, ref: str) -> ArrayInfo | None:
         """The array ``ref`` names without its ``[...]``: its identity (``todo/run.sh``) or
         its script's name in a task folder (``run.sh``); ``None`` if it names none."""
+        from metaq_py.queue.campaign.arrays import read_array, split_ref  # not for submit
         base = split_ref(ref)[0].strip("/")
         folders = self.queue.config.folders
         names = [base] if base.split("/", 1)[0] in folders else [f"{f}/{base}" for f in folders]
@@ -419,6 +424,7 @@ class QueueAdmin:
         info = self.array_of(ref)
         if info is None:
             return [self.find(ref, states=states)]
+        from metaq_py.queue.campaign.arrays import split_ref  # not for submit
         sel = split_ref(ref)[1]
         indices = info.indices if sel in (None, "*") else parse_indices(sel or "")
         folder, _, rel = info.id.partition("/")
@@ -435,6 +441,7 @@ class QueueAdmin:
         index of an array (``run.sh[17]``), or its bare file name (``run.sh``) when exactly
         one task in ``states`` has that name
         (:func:`~metaq_py.queue.finding.tasks_named`)."""
+        from metaq_py.queue.campaign.arrays import split_ref  # not for submit
         info = self.array_of(ref)
         sel = split_ref(ref)[1]
         if info is not None and sel is not None and sel.isdigit():

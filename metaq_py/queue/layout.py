@@ -35,18 +35,20 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from metaq_py.clock import Clock, WallClock
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.disk.fileio import create_new
 from metaq_py.queue.disk.folders import make_folders
-from metaq_py.queue.eventlog import EventLog
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim, claim_identity, read_claims
 from metaq_py.queue.settings.admission import log_refusal, resolve_log
 from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
-from metaq_py.queue.watcher import QueueWatcher
+
+if TYPE_CHECKING:
+    from metaq_py.queue.eventlog import EventLog
+    from metaq_py.queue.watcher import QueueWatcher
 
 __all__ = [
     "CANCELLED",
@@ -255,6 +257,7 @@ class Layout:
 
     def events(self, jobid: str) -> EventLog:
         """The event log of batch job ``jobid``."""
+        from metaq_py.queue.eventlog import EventLog  # submit and status write no event
         return EventLog(self.job_dir(jobid) / "events.jsonl", within=self.root, clock=self.clock)
 
     def log_path(self, claim: Claim | Task) -> Path:
@@ -276,6 +279,7 @@ class Layout:
 
     def watcher(self, *, interval: float | None = None) -> QueueWatcher:
         """A watcher that wakes on changes in the task folders and notices."""
+        from metaq_py.queue.watcher import QueueWatcher  # only the runner waits
         folders = [self.root / f for f in (*self.config.folders, NOTICES)]
         return QueueWatcher(folders, interval=interval or self.config.poll_interval)
 

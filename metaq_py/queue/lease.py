@@ -26,14 +26,17 @@ import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from metaq_py.program import Program
 from metaq_py.queue.disk.fileio import Refused, create_new, read_regular
 from metaq_py.queue.disk.folders import set_aside, subfolders, task_files
 from metaq_py.queue.judge import judge
 from metaq_py.queue.settings.config import default_folder
 from metaq_py.queue.settings.trust import user_name
 from metaq_py.task_spec import TaskSpec
+
+if TYPE_CHECKING:
+    from metaq_py.program import Program
 
 __all__ = ["LEASE_SUFFIX", "Claim", "JobFolder", "claim_identity", "claim_slot",
            "find_claim", "lease_path", "read_claims", "read_lease", "write_lease"]

@@ -26,11 +26,10 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.clock import Clock
 from metaq_py.errors import QueueError, TaskError
-from metaq_py.program import Program
-from metaq_py.queue.campaign.arrays import index_program
 from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
 from metaq_py.queue.disk.folders import (
     CANCEL_SUFFIX,
@@ -63,8 +62,9 @@ from metaq_py.queue.moves import (
     rename_quietly,
 )
 from metaq_py.queue.settings.trust import Trust
-from metaq_py.queue.tally import note_move
-from metaq_py.queue.watcher import OwnMoves
+
+if TYPE_CHECKING:
+    from metaq_py.queue.watcher import OwnMoves
 
 __all__ = ["Claim", "Moved", "Queue", "Task"]
 
@@ -286,6 +286,8 @@ class Queue(Layout):
         program = why = None
         if verdict.spec is not None:
             assert verdict.data is not None and verdict.opened is not None
+            from metaq_py.program import Program  # only a claim reads a program
+            from metaq_py.queue.campaign.arrays import index_program
             program = Program(verdict.data, str(dst), verdict.opened.st_uid)
             stored = index_program(self.root, task.folder, task.relpath, program,
                                    trust=self._trust)
@@ -455,6 +457,7 @@ class Queue(Layout):
         if job is not None and claim is not None and src == claim.path:
             job.leave(src)  # gone from working/, moved now or by someone else before
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
+            from metaq_py.queue.tally import note_move  # submit moves nothing
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
         return moved
 

@@ -40,17 +40,16 @@ from metaq_py.directives import SCRIPT_LIMIT, format_directives
 from metaq_py.errors import QueueError
 from metaq_py.program import Program
 from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
-from metaq_py.queue.disk.folders import ARRAY_FILE
+from metaq_py.queue.disk.folders import ARRAY_FILE, SCRIPT_FILE
 from metaq_py.queue.judge import folders_problem
 from metaq_py.queue.settings.trust import Trust, user_name
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["SCRIPT_FILE", "ArrayInfo", "index_file",
+__all__ = ["ArrayInfo", "index_file",
            "index_program", "make_array", "read_array", "split_ref"]
 
 ARRAY_LIMIT = 64 * 1024
 """The largest ``.array`` (bytes) that is read: it holds a script name, indices and a time."""
-SCRIPT_FILE = ".script"
 
 
 @dataclass(frozen=True, slots=True)

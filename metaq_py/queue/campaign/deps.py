@@ -30,10 +30,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metaq_py.directive_keys import parse_indices
 from metaq_py.errors import QueueError
-from metaq_py.queue.campaign.arrays import ArrayInfo, read_array, split_ref
 from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.index import Task
 from metaq_py.queue.layout import (
@@ -49,7 +49,9 @@ from metaq_py.queue.layout import (
 from metaq_py.queue.lease import find_claim
 from metaq_py.queue.moves import history_entry, logbook_of
 from metaq_py.queue.store import Queue
-from metaq_py.queue.tally import summary_dir
+
+if TYPE_CHECKING:
+    from metaq_py.queue.campaign.arrays import ArrayInfo
 
 __all__ = ["RECHECK", "Dependencies", "Readiness", "Resolver", "find_cycle", "rewrite_after"]
 
@@ -83,6 +85,7 @@ class Resolver:
         if ident in self.coming:
             return self.coming[ident]
         if ident not in self._arrays:
+            from metaq_py.queue.campaign.arrays import read_array  # only a name with [...]
             self._arrays[ident] = read_array(self.q.root, ident)
         info = self._arrays[ident]
         return None if info is None else info.indices
@@ -93,6 +96,7 @@ class Resolver:
         in ``near`` (the folder of the task that names it, ``todo/batch2``), then right in
         each task folder, then as an array deeper in one; two found at one step are refused
         with both named. Raises :class:`QueueError` when it names nothing in the queue."""
+        from metaq_py.queue.campaign.arrays import split_ref  # only AFTER names need it
         base, sel = split_ref(name)
         found: list[str] = []
         if sel is not None:
@@ -344,6 +348,7 @@ class Dependencies:
     def _signs(self) -> tuple:
         """What changes when a task ends anywhere: the tally's files; plus the waiting tasks
         and the time, in :data:`RECHECK` steps."""
+        from metaq_py.queue.tally import summary_dir  # only waiting for readiness reads the tally
         sign: list[object] = [self.q.index.serial, int(self.q.clock.now() // RECHECK)]
         try:
             with os.scandir(summary_dir(self.q.root) / "tally") as it:

@@ -36,6 +36,7 @@ __all__ = [
     "PLANTED",
     "REASON_LIMIT",
     "REASON_SUFFIX",
+    "SCRIPT_FILE",
     "MadeFolders",
     "PeopleIds",
     "companion",
@@ -62,6 +63,9 @@ CANCEL_SUFFIX = ".cancel"
 
 ARRAY_FILE = ".array"
 """The file that makes a folder below a task folder an array (what the array is, as JSON)."""
+
+SCRIPT_FILE = ".script"
+"""An array's script, beside its :data:`ARRAY_FILE`: read once for all its indices."""
 
 
 def is_array(root: Path, ident: str) -> bool:

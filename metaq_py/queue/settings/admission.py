@@ -15,7 +15,6 @@ from pathlib import Path
 
 from metaq_py.durations import format_duration
 from metaq_py.errors import TaskError
-from metaq_py.queue.disk.logfile import log_problem, log_target
 from metaq_py.queue.settings.config import QueueConfig
 from metaq_py.task_spec import TaskSpec
 
@@ -29,6 +28,7 @@ def resolve_log(log: str, *, root: Path, config: QueueConfig) -> Path | None:
     resolved for these tests, so a link cannot point the log into ``jobs/`` or out of a
     root; the path itself is returned as written, for :func:`~metaq_py.queue.disk.logfile
     .open_log` to walk."""
+    from metaq_py.queue.disk.logfile import log_target  # only a task with LOG needs it
     target = log_target(log, root)
     jobs = os.path.realpath(root.absolute() / "jobs")
     for where in {str(target), os.path.realpath(target)}:
@@ -81,6 +81,7 @@ def admit(spec: TaskSpec, *, root: Path, config: QueueConfig, owner: int | None 
                         f"MIN_WC_TIME {format_duration(wc)} is more than this queue allows "
                         f"({format_duration(caps.min_wc_time)}, caps.min_wc_time in metaq.yaml)")
     if spec.log is not None:
+        from metaq_py.queue.disk.logfile import log_problem  # only a task with LOG needs it
         target = resolve_log(spec.log, root=root, config=config)
         why = log_refusal(spec.log, root=root, config=config) if target is None \
             else None if owner is None else log_problem(target, owner)
