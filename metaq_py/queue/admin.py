@@ -256,6 +256,8 @@ class QueueAdmin:
             return False
         if p.indices is None:
             return True
+        from metaq_py.queue.campaign.arrays import read_array  # only an array has indices
+
         info = read_array(self.queue.root, str(where.relative_to(self.queue.root)))
         return info is None or bool(set(info.indices) & set(p.indices))
 
