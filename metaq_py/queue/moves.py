@@ -73,7 +73,7 @@ def move_task(src: Path, dst: Path, *, root: Path, reason: str | None = None,
     if logbook is not None and pack is None:
         # Only the mover that wins the rename publishes its logbook.
         staged = stage_logbook(dst, logbook)
-    elif logbook is not None:
+    elif logbook is not None and pack is not None:
         pack(dst, logbook)  # before the rename: a logbook that cannot be kept stops the move
     try:
         os.rename(src, dst)

@@ -297,7 +297,8 @@ class Queue(Layout):
                 program = stored
         else:
             why = str(verdict.error)
-        if why is not None or verdict.spec is None or program is None:
+        if why is not None or verdict.spec is None or program is None \
+                or verdict.opened is None:
             lease_path(dst).unlink(missing_ok=True)
             self.move(dst, self.path_of(REJECTED, task.folder, task.relpath), reason=why)
             return None

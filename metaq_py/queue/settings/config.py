@@ -521,6 +521,7 @@ def _defaults(r: _Reader, node: yaml.Node, key: str) -> Defaults:
 def _delay(r: _Reader, node: yaml.Node, key: str) -> float:
     zero = isinstance(node, yaml.ScalarNode) and node.value.strip() in ("0", "0s", "0.0")
     value = 0.0 if zero else r.duration(node, key, optional=False)
+    assert value is not None  # not optional: a missing value was refused
     if value > MAX_RETRY_DELAY:
         raise r.fail(node, key, f"is longer than the {MAX_RETRY_DELAY / 86400:.0f} days a "
                                 f"retry delay may be")
