@@ -10,6 +10,11 @@ A person names a task by its identity ``<folder>/<relpath>`` (``todo/sub/run.sh`
 path to its file anywhere in the queue, or by its bare file name (``run.sh``) when only one
 task has it. What is found is an :class:`~metaq_py.queue.finding.Entry`
 (:mod:`metaq_py.queue.finding`).
+
+Over 500 lines, for now: a submission is one all-or-nothing plan (each script checked, its
+``AFTER`` names resolved against the queue and the scripts beside it, twins refused, then
+written), and the moves reuse its finding of tasks. The submit half is the part to split off,
+with ``Queue``'s finish half (:mod:`metaq_py.queue.store`), in the round that finishes issue 36.
 """
 
 from __future__ import annotations

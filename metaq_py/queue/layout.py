@@ -44,7 +44,7 @@ from metaq_py.queue.disk.folders import make_folders
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim, claim_identity, read_claims
 from metaq_py.queue.settings.admission import log_refusal, resolve_log
-from metaq_py.queue.settings.config import CONFIG_NAME, TEMPLATE, QueueConfig, load_config
+from metaq_py.queue.settings.config import CONFIG_NAME, QueueConfig, load_config
 
 if TYPE_CHECKING:
     from metaq_py.queue.eventlog import EventLog
@@ -171,6 +171,8 @@ class Layout:
             for name in folders:
                 make_folders(root, root / name)
             if not os.path.lexists(config_file):
+                from metaq_py.queue.settings.template import TEMPLATE  # only init writes it
+
                 create_new(config_file, TEMPLATE.format(group=group if group else "null")
                            .encode())
         except OSError as e:

@@ -13,6 +13,12 @@ in :mod:`metaq_py.queue.admin`.
 
 Nothing here writes unless asked to: a :class:`Queue` on a read-only or half-made queue can
 still scan and list (missing folders are empty).
+
+Over 500 lines, for now: claim, heartbeat, finish, requeue and reclaim share one object's state
+(the index, the folders made, the job folders already trusted, the open logbook packs), so
+they live on one class. The split that pays is known: the finish half (moves to a done state
+and their logbook packs) into a module of its own, which would also spare ``metaq submit`` two
+modules; it is left for the round that finishes issue 36.
 """
 
 from __future__ import annotations

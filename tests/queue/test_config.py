@@ -8,13 +8,13 @@ import pytest
 
 from metaq_py.errors import ConfigError
 from metaq_py.queue.settings.config import (
-    TEMPLATE,
     Caps,
     Defaults,
     MpiSettings,
     QueueConfig,
     load_config,
 )
+from metaq_py.queue.settings.template import TEMPLATE
 
 
 def write(root: Path, text: str) -> Path:
