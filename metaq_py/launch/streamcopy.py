@@ -15,18 +15,17 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import threading
 import time
 from pathlib import Path
 
-from metaq_py.launch.tee import CHUNK, DRAIN_SECONDS
+from metaq_py.launch.tee import CHUNK, DRAIN_SECONDS, Copier
 from metaq_py.queue.disk.fileio import write_all
 from metaq_py.queue.streams import STDERR, STDOUT, StreamWriter
 
 __all__ = ["StreamCopier"]
 
 
-class StreamCopier:
+class StreamCopier(Copier):
     """A thread copying the pipes ``out_fd`` and ``err_fd`` of ``task``'s ``attempt`` into
     ``writer``. It owns both descriptors and closes them when it stops."""
 
@@ -38,28 +37,9 @@ class StreamCopier:
         """The task's ``LOG`` (its path and open descriptor), which gets both streams as
         they come, unframed, as METAQ writes it."""
         self._task, self._attempt = task, attempt
-        self._wake_r, self._wake_w = os.pipe()
-        self.errors: list[str] = []
-        self._thread = threading.Thread(target=self._copy, name=f"streams {task}", daemon=True)
+        super().__init__(f"streams {task}")
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def finish(self) -> list[str]:
-        """Tell the copier the task is over, wait for it to stop; its errors."""
-        os.write(self._wake_w, b"x")
-        self._thread.join()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-        return self.errors
-
-    def abandon(self) -> None:
-        """Close everything without ever starting (the task could not be started)."""
-        self._close_pipes()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-
-    def _close_pipes(self) -> None:
+    def _close(self) -> None:
         for fd in (*self._fds, *([self._also[1]] if self._also else [])):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -95,7 +75,7 @@ class StreamCopier:
                         continue
                     self._write(self._fds[fd], data)
         finally:
-            self._close_pipes()
+            self._close()
 
     def _write(self, stream: int, data: bytes) -> None:
         """Write ``data`` where it goes; a place that fails is said once and given up, and

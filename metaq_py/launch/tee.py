@@ -22,7 +22,7 @@ from pathlib import Path
 
 from metaq_py.queue.disk.fileio import write_all
 
-__all__ = ["CHUNK", "DRAIN_SECONDS", "OutputTee", "make_pipe"]
+__all__ = ["CHUNK", "DRAIN_SECONDS", "Copier", "OutputTee", "make_pipe"]
 
 CHUNK = 1 << 20
 """Bytes read from the pipe at a time; large, so that a gigabyte of output costs little."""
@@ -31,7 +31,44 @@ DRAIN_SECONDS = 2.0
 """How long the copier keeps reading after the task has ended."""
 
 
-class OutputTee:
+class Copier:
+    """A thread copying a task's output until told the task is over (:meth:`finish`), then
+    closing what it owns (:meth:`_close`); :attr:`errors` lists what went wrong, one sentence
+    each. The tee of a task's log and the copier of its stream frames are its two kinds."""
+
+    def __init__(self, name: str) -> None:
+        self._wake_r, self._wake_w = os.pipe()
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._copy, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start copying."""
+        self._thread.start()
+
+    def finish(self) -> list[str]:
+        """Tell the copier that the task is over, wait for it to stop, and return its errors."""
+        # The wake-up pipe is closed only here, after the thread is done with it, so that its
+        # descriptor numbers cannot be reused by another file while the thread still polls.
+        os.write(self._wake_w, b"x")
+        self._thread.join()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return self.errors
+
+    def abandon(self) -> None:
+        """Close everything without ever starting (the task could not be started)."""
+        self._close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _copy(self) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+
+class OutputTee(Copier):
     """A thread copying everything read from ``read_fd`` into the files ``sinks``.
 
     The sinks are open file descriptors with the paths they belong to (for messages). The tee
@@ -43,31 +80,9 @@ class OutputTee:
     def __init__(self, read_fd: int, sinks: list[tuple[Path, int]], *, name: str) -> None:
         self._fd = read_fd
         self._sinks = list(sinks)
-        self._wake_r, self._wake_w = os.pipe()
-        self.errors: list[str] = []
-        self._thread = threading.Thread(target=self._copy, name=f"tee {name}", daemon=True)
+        super().__init__(f"tee {name}")
 
-    def start(self) -> None:
-        """Start copying."""
-        self._thread.start()
-
-    def finish(self) -> list[str]:
-        """Tell the tee that the task is over, wait for it to stop, and return its errors."""
-        # The wake-up pipe is closed only here, after the thread is done with it, so that its
-        # descriptor numbers cannot be reused by another file while the thread still polls.
-        os.write(self._wake_w, b"x")
-        self._thread.join()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-        return self.errors
-
-    def abandon(self) -> None:
-        """Close everything without ever starting (the task could not be started)."""
-        self._close_files()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-
-    def _close_files(self) -> None:
+    def _close(self) -> None:
         for fd in (self._fd, *(fd for _, fd in self._sinks)):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -99,7 +114,7 @@ class OutputTee:
                         return
                     self._write(data)
         finally:
-            self._close_files()
+            self._close()
 
     def _write(self, data: bytes) -> None:
         for entry in list(self._sinks):
