@@ -92,11 +92,8 @@ def status(
         counts = now.counts
         for table in [*count_tables(q, counts), *live_tables(now, PeopleIds(q.root))]:
             console.print(table)
-        for item in counts.invalid[:INVALID_SHOWN]:
-            typer.echo(f"invalid: {printable(item['reason'])}", err=True)
-        if len(counts.invalid) > INVALID_SHOWN:
-            typer.echo(f"invalid: and {len(counts.invalid) - INVALID_SHOWN} more files that "
-                       f"are not tasks ('metaq ls pending' lists them)", err=True)
+        for line in invalid_lines(counts):
+            typer.echo(line, err=True)
         for problem in now.problems:
             typer.echo(f"warning: {printable(problem)}", err=True)
 
@@ -213,6 +210,16 @@ def campaign_table(counts: QueueCounts, *, rows: int = CAMPAIGN_ROWS) -> Table |
     return t
 
 
+def invalid_lines(counts: QueueCounts) -> list[str]:
+    """The lines that tell of the waiting files that are not tasks: the first
+    :data:`INVALID_SHOWN`, escaped, then how many more (100,000 junk files print 11 lines)."""
+    lines = [f"invalid: {printable(b.reason)}" for b in counts.invalid[:INVALID_SHOWN]]
+    if len(counts.invalid) > INVALID_SHOWN:
+        lines.append(f"invalid: and {len(counts.invalid) - INVALID_SHOWN} more files that "
+                     f"are not tasks ('metaq ls pending' lists them)")
+    return lines
+
+
 def watch_screen(q: Queue, *, now: float) -> Group:
     """One screen of ``metaq status --watch``: counts, campaign progress and what runs now,
     with the problems found as warnings at the end."""
@@ -225,8 +232,7 @@ def watch_screen(q: Queue, *, now: float) -> Group:
     if progress is not None:
         parts.append(progress)
     parts.extend(live_tables(status, PeopleIds(q.root)))
-    for item in counts.invalid:
-        parts.append(Text(f"invalid: {item['reason']}", style="yellow"))
+    parts.extend(Text(line, style="yellow") for line in invalid_lines(counts))
     for problem in status.problems:
         parts.append(Text(f"warning: {problem}", style="yellow"))
     return Group(*parts)

@@ -106,7 +106,8 @@ class Invalid:
     folder: str
     relpath: str
     file: str
-    error: TaskError
+    problem: TaskError | str
+    """The error, or for junk by the thousand only its sentence (see :attr:`error`)."""
     mtime: float = 0.0
     """When the file (or link) last changed: a file still being copied in is not rejected
     until it has been left alone for a moment (see ``Queue.pending``)."""
@@ -122,6 +123,14 @@ class Invalid:
     def path(self) -> Path:
         """The file (made on demand: a scan of 100,000 junk files makes no ``Path``)."""
         return Path(self.file)
+
+    @property
+    def error(self) -> TaskError:
+        """What is wrong with the file, made on demand from a bare sentence: a listing of
+        100,000 junk files makes none."""
+        if isinstance(self.problem, str):
+            return TaskError(self.file, None, self.problem)
+        return self.problem
 
     @property
     def reason(self) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from metaq_py.directives import not_executable
 from metaq_py.errors import TaskError
-from metaq_py.queue.disk.fileio import name_problem
+from metaq_py.queue.disk.fileio import COMPANION_ROOM, MAX_TASK_NAME, PATH_MAX, name_problem
 from metaq_py.queue.judge import Verdict
 from metaq_py.queue.logbook import LOGBOOK_SUFFIX
 from metaq_py.queue.settings.trust import Trust
@@ -81,10 +81,11 @@ BIG_FOLDER = 4096
 def walk_folder(folder: str, prefix: str, trust: Trust, problem: str | None,
                 subdirs: list[tuple[str, str, str | None]], known: dict[str, CachedFile]
                 ) -> Iterable[tuple[str, str, os.stat_result | CachedFile | None,
-                                    TaskError | None, bool]]:
+                                    TaskError | str | None, bool]]:
     """Yield (relpath, path, stat, error, has_logbook) for every non-hidden file directly in
     ``folder``; ``error`` is set, and ``stat`` is ``None`` (but see below), for a file that
-    cannot be a task.
+    cannot be a task: a :class:`TaskError`, or for junk by the thousand only the sentence
+    (its error is made when someone asks, see :class:`~metaq_py.queue.index.Invalid`).
     A plain file not in ``known`` comes with neither (the caller reads it at once), except in
     a folder of more than :data:`BIG_FOLDER` entries, where one that is not executable comes
     with its stat and its error: junk by the thousand is never opened. A plain
@@ -109,8 +110,8 @@ def walk_folder(folder: str, prefix: str, trust: Trust, problem: str | None,
 
 def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | None,
              subdirs: list[tuple[str, str, str | None]], known: dict[str, CachedFile]
-             ) -> Iterable[tuple[str, str, os.stat_result | CachedFile | None, TaskError | None,
-                                 bool]]:
+             ) -> Iterable[tuple[str, str, os.stat_result | CachedFile | None,
+                                 TaskError | str | None, bool]]:
     """:func:`walk_folder` over the open folder ``fd`` (whose path is ``folder``)."""
     try:
         with os.scandir(fd) as it:
@@ -121,6 +122,10 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
         return
     base = os.path.join(folder, "")
     big = len(entries) > BIG_FOLDER
+    # Names up to this many characters fit NAME_MAX and PATH_MAX in any encoding (UTF-8
+    # takes at most 4 bytes a character), so only longer ones are measured.
+    short = (min(MAX_TASK_NAME, PATH_MAX - COMPANION_ROOM - 64 - 4 * len(base)) // 4
+             if base.startswith("/") else -1)
     # Which tasks here have a logbook, known from the listing without another stat.
     logbooks = {e.name[1:-len(LOGBOOK_SUFFIX)] for e in entries
                if e.name[0] == "." and e.name.endswith(LOGBOOK_SUFFIX)}
@@ -137,10 +142,11 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
         if is_dir:
             subdirs.append((path, rel + "/", problem))
             continue
-        too_long = name_problem(name, path=path)
-        if too_long is not None:
-            yield rel, path, None, TaskError(path, None, too_long), False
-            continue
+        if len(name) > short:
+            too_long = name_problem(name, path=path)
+            if too_long is not None:
+                yield rel, path, None, TaskError(path, None, too_long), False
+                continue
         link = e.is_symlink()
         if link:
             # Trust is judged on the link as found (its owner, who chose where it points),
@@ -158,7 +164,7 @@ def _walk_fd(fd: int, folder: str, prefix: str, trust: Trust, problem: str | Non
                 except OSError:
                     continue  # vanished: claimed or moved by someone else
                 if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o111:
-                    yield rel, path, st, TaskError(path, None, not_executable(path)), False
+                    yield rel, path, st, not_executable(path), False
                     continue
             yield rel, path, None, None, name in logbooks
             continue

@@ -108,7 +108,7 @@ class QueueStatus:
             "totals": counts.totals(),
             "projects": {p: dict(c) for p, c in sorted(counts.projects.items())},
             "campaigns": {f: dict(c) for f, c in sorted(counts.campaigns.items())},
-            "invalid": counts.invalid,
+            "invalid": [{"task": b.id, "reason": b.reason} for b in counts.invalid],
             "running": [{"task": r.task, "job": r.job, "machine": r.machine,
                          "hosts": list(r.hosts), "start": r.start, "time_left": r.time_left,
                          "live": r.live} for r in self.running],

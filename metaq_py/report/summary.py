@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.index import Invalid
 from metaq_py.queue.layout import DONE_STATES, HOLD, PENDING, STATES, WORKING
 from metaq_py.queue.store import Queue
 from metaq_py.queue.tally import Counts, count_files, project_of, read_tally, rebuild
@@ -35,7 +36,7 @@ class QueueCounts:
     states: dict[str, Counter[str]]
     projects: dict[str, Counter[str]]
     campaigns: dict[str, Counter[str]]
-    invalid: list[dict[str, Any]] = field(default_factory=list)
+    invalid: Sequence[Invalid] = ()
     source: str = "summary"
     delayed: list[tuple[str, float]] = field(default_factory=list)
     """The waiting tasks with a retry delay, and when each one ends (past or not)."""
@@ -70,24 +71,28 @@ def queue_counts(q: Queue) -> QueueCounts:
     states: dict[str, Counter[str]] = {s: Counter() for s in STATES}
     projects: dict[str, Counter[str]] = defaultdict(Counter)
     campaigns: dict[str, Counter[str]] = defaultdict(Counter)
-    invalid = []
     delayed: list[tuple[str, float]] = []
+    scan = q.scan()
+    # Waiting tasks straight from the scan: 100,000 junk files make no entry, path or
+    # sentence here (each invalid file's reason is made when it is printed).
+    for folder, relpath, spec in [*((t.folder, t.relpath, t.spec) for t in scan.tasks),
+                                  *((b.folder, b.relpath, None) for b in scan.invalid)]:
+        states[PENDING][folder] += 1
+        projects[project_of(spec)][PENDING] += 1
+        campaigns[_campaign(folder, relpath.rpartition("/")[0])][PENDING] += 1
+    delayed.extend((t.id, t.not_before) for t in scan.tasks if t.not_before)
     admin = QueueAdmin(q)
-    for state in (PENDING, HOLD, WORKING):
+    for state in (HOLD, WORKING):
         for e in admin.entries(state):
             states[state][e.folder] += 1
             projects[project_of(e.spec)][state] += 1
             campaigns[_campaign(e.folder, e.relpath.rpartition("/")[0])][state] += 1
-            if state == PENDING and e.spec is None:
-                invalid.append({"task": e.id, "reason": e.reason})
-            if state == PENDING and e.not_before:
-                delayed.append((e.id, e.not_before))
     done, source = done_counts(q)
     for k, n in done.items():
         states[k.state][k.folder] += n
         projects[k.project][k.state] += n
         campaigns[_campaign(k.folder, k.campaign)][k.state] += n
-    return QueueCounts(states, dict(projects), dict(campaigns), invalid, source, delayed)
+    return QueueCounts(states, dict(projects), dict(campaigns), scan.invalid, source, delayed)
 
 
 def _campaign(folder: str, sub: str) -> str:

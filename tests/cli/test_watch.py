@@ -98,3 +98,28 @@ def test_watch_refuses_json_with_one_sentence(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert r.stderr.strip() == ("metaq: --json, --watch and --prometheus each choose the "
                                 "whole output; give one of them.")
+
+
+def test_the_watch_screen_tells_of_junk_in_a_few_escaped_lines(tmp_path: Path) -> None:
+    """Junk by the dozen makes the first few lines and a count, never a line each, and a name
+    with a terminal escape reaches the screen escaped (as in ``metaq status``)."""
+    from rich.console import Console
+
+    from metaq_py.cli.status_commands import INVALID_SHOWN, watch_screen
+
+    q = Queue.init(tmp_path / "q")
+    (q.root / "todo" / "a\x1b[2Jb.sh").write_text("#!/bin/sh\n")  # not executable
+
+    def shown() -> tuple[list[str], str]:
+        console = Console(width=400, record=True, force_terminal=False)
+        console.print(watch_screen(q, now=time.time()))
+        text = console.export_text()
+        return [line for line in text.splitlines() if line.startswith("invalid:")], text
+
+    lines, text = shown()
+    assert len(lines) == 1 and "a\\x1b[2Jb.sh" in lines[0] and "\x1b" not in text
+    for i in range(INVALID_SHOWN + 5):
+        (q.root / "todo" / f"junk-{i:02d}.txt").write_text("not a task\n")
+    lines, text = shown()
+    assert len(lines) == INVALID_SHOWN + 1 and "\x1b" not in text
+    assert lines[-1].startswith("invalid: and 6 more files that are not tasks")

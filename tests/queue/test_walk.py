@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from metaq_py.errors import TaskError
+from metaq_py.queue.disk.fileio import COMPANION_ROOM, MAX_TASK_NAME, PATH_MAX, name_problem
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.walk import CachedFile, stat_key, walk_folder
 
@@ -106,3 +110,38 @@ def test_an_untrusted_file_is_refused_and_the_walk_goes_on_with_no_descriptor_le
     got = {rel: err for rel, _path, _st, err, _book in walked}
     assert set(got) == {"p/a-bad.sh", "p/b-good.sh"}
     assert "writable" in str(got["p/a-bad.sh"]) and got["p/b-good.sh"] is None
+
+
+CHARS = st.sampled_from(["n", "é", "€", "😀"])  # 1 to 4 bytes in UTF-8
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(char=CHARS, size=st.one_of(st.integers(1, 255),
+                                  st.integers(MAX_TASK_NAME - 8, MAX_TASK_NAME + 8)),
+       fchar=CHARS, room=st.one_of(st.integers(1, 8), st.integers(1, 600),
+                                   st.integers(3000, 3800)))
+def test_a_name_is_refused_by_the_walk_exactly_when_the_queue_cannot_keep_it(
+        tmp_path: Path, char: str, size: int, fchar: str, room: int) -> None:
+    """The walk measures only names past its short bound; whatever the encoding of the name
+    (about ``size`` bytes) and of its folders (``fchar``), and however little room the folder
+    leaves under ``PATH_MAX`` (``room`` bytes), it refuses the same names as
+    :func:`name_problem` does."""
+    name = char * max(1, size // len(char.encode()))  # at most NAME_MAX (255) bytes
+    width = len(fchar.encode())
+    depth = max(1, PATH_MAX - COMPANION_ROOM - 64 - room - len(os.fsencode(tmp_path)) - 1)
+    parts = [fchar * (250 // width)] * (depth // (250 // width * width + 1))
+    rest = depth - len(parts) * (250 // width * width + 1)
+    folder = Path(tmp_path, *parts, "e" * max(1, rest))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # made beside the folder's descriptor: its whole path may pass PATH_MAX
+        for old in os.listdir(fd):
+            os.unlink(old, dir_fd=fd)
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT, 0o755, dir_fd=fd))
+    finally:
+        os.close(fd)
+    [(_rel, path, _st, err, _book)] = _walk(folder)[0]
+    expected = name_problem(name, path=path)
+    assert (err is None) == (expected is None), (len(name.encode()), room)
+    assert expected is None or expected in str(err)
