@@ -241,14 +241,15 @@ class ClaimingQueue(Layout):
         if verdict.spec is not None:
             assert verdict.data is not None and verdict.opened is not None
             from metaq_py.program import Program  # only a claim reads a program
-            from metaq_py.queue.campaign.arrays import index_program
             program = Program(verdict.data, str(dst), verdict.opened.st_uid)
-            stored = index_program(self.root, task.folder, task.relpath, program,
-                                   trust=self._trust)
-            if isinstance(stored, str):
-                why = f"{task.path}: {stored}"
-            elif stored is not None:
-                program = stored
+            if "/" in task.relpath:  # an index of an array is one, in its array's folder
+                from metaq_py.queue.campaign.arrays import index_program
+                stored = index_program(self.root, task.folder, task.relpath, program,
+                                       trust=self._trust)
+                if isinstance(stored, str):
+                    why = f"{task.path}: {stored}"
+                elif stored is not None:
+                    program = stored
         else:
             why = str(verdict.error)
         if why is not None or verdict.spec is None or program is None \

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
-from metaq_py.launch.slurm_step import read_step
 from metaq_py.launch.usage import Usage
 from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED, TIMEOUT
 from metaq_py.queue.fit import gpu_ids_for
@@ -147,6 +146,7 @@ class Settler:
         if process not in self._used:
             status = process.status
             if process.spec.srun_wrap:
+                from metaq_py.launch.slurm_step import read_step  # a step of its own
                 step = read_step(process.spec.step_file)
                 self._used[process] = self._step_usage().of(step) if step is not None else None
             else:
