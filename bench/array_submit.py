@@ -1,7 +1,7 @@
 """How long submitting a task array takes: ``metaq submit --array 0-9999`` (target: 2 s).
 
 Submits an array of N indices (default 10,000) into a fresh queue in a scratch folder, first
-through the queue's own call (:meth:`~metaq_py.queue.admin.QueueAdmin.submit`) and then as a
+through the queue's own call (:meth:`~metaq_py.queue.submit.Submitter.submit`) and then as a
 person would, through a ``metaq submit`` process (Python's start-up and imports included),
 then an array whose every index waits for its own index of the first
 (``#METAQ AFTER prop.sh[{index}]``), and prints each time, the files made and a cold scan of
@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 
 TARGET = 2.0
 
@@ -44,7 +44,7 @@ def main() -> None:
     try:
         q = Queue.init(top / "q")
         t0 = time.perf_counter()
-        QueueAdmin(q).submit(script(top / "prop.sh"), array=span)
+        Submitter(q).submit(script(top / "prop.sh"), array=span)
         in_process = time.perf_counter() - t0
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "metaq_py", "submit", "--queue", str(q.root),
@@ -52,7 +52,7 @@ def main() -> None:
                        check=True, capture_output=True)
         command = time.perf_counter() - t0
         t0 = time.perf_counter()
-        QueueAdmin(q).submit(script(top / "con.sh", "#METAQ AFTER prop.sh[{index}]\n"),
+        Submitter(q).submit(script(top / "con.sh", "#METAQ AFTER prop.sh[{index}]\n"),
                              array=span)
         dependent = time.perf_counter() - t0
         t0 = time.perf_counter()

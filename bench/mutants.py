@@ -86,8 +86,9 @@ MODULES = {m.name: m for m in [
            ("tests/queue",)),
     Module("claim+lease", (
         Target("metaq_py/queue/lease.py"),
-        Target("metaq_py/queue/store.py", frozenset({
-            "Queue.claim", "Queue._claim_into", "Queue.heartbeat", "_job_folder"})),
+        Target("metaq_py/queue/claiming.py", frozenset({
+            "ClaimingQueue.claim", "ClaimingQueue._claim_into", "ClaimingQueue.heartbeat",
+            "_job_folder"})),
     ), ("tests/queue",)),
     Module("policy", _policy_files(),
            ("tests/policy", "tests/test_cluster.py", "tests/test_cluster_resize_cost.py")),
@@ -102,7 +103,7 @@ def _lease_after_rename(text: str) -> str:
     """The claim's lease written after its rename, not before (an audit's mutant, issue 35):
     a crash between the two leaves a claimed task without a lease."""
     tree = ast.parse(text)
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Queue")
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ClaimingQueue")
     fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_claim_into")
     lease = next(s for s in fn.body if isinstance(s, ast.Expr) and
                  isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == "write_lease")
@@ -115,7 +116,7 @@ def _lease_after_rename(text: str) -> str:
 
 
 EXTRA: dict[str, list[tuple[str, str, str, Callable[[str], str]]]] = {
-    "claim+lease": [("metaq_py/queue/store.py", "Queue._claim_into",
+    "claim+lease": [("metaq_py/queue/claiming.py", "ClaimingQueue._claim_into",
                      "the lease written after the claim's rename", _lease_after_rename)],
 }
 

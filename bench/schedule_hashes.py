@@ -40,8 +40,9 @@ from metaq_py import build
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Job, Kind, make_scheduler, queue_key
 from metaq_py.policy.mechanisms import Scheduler
-from metaq_py.policy.model import Decision, Snapshot
+from metaq_py.policy.model import Decision
 from metaq_py.policy.shares import NodeShape
+from metaq_py.policy.snapshot import Snapshot
 from sim.engine.core import simulate
 from sim.trace.loader import load_trace
 from sim.trace.synthetic import synthetic_trace

@@ -3,7 +3,7 @@
 A :class:`Cluster` knows, for concrete node ids ``0 .. total-1``, which are free, which each
 running job holds, which are reserved (idle) for which notice, which an on-demand job holds on
 loan from which shrunk malleable job, and which have come back and are owed to their lender.
-Drivers build a :class:`~metaq_py.policy.model.Snapshot` from it, ask a scheduler to decide, and
+Drivers build a :class:`~metaq_py.policy.snapshot.Snapshot` from it, ask a scheduler to decide, and
 apply the returned actions here, one by one, in order::
 
     snap = cluster.snapshot(now=now, waiting=queue, end=alloc_end, ordered=True)

@@ -28,9 +28,9 @@ from metaq_py.policy.model import (
     Nodes,
     Notice,
     Running,
-    Snapshot,
 )
 from metaq_py.policy.shares import NodeLoad, NodeShape, Placement, SharedNodes
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.spans import Bounds, Spans
 from metaq_py.policy.waitlist import Waitlist
 
@@ -134,7 +134,7 @@ class Holdings:
         ``ordered``: the driver keeps ``waiting`` in queue order
         (:mod:`metaq_py.policy.order`); ``ondemand_waiting``: it counts the on-demand
         jobs in it; ``waitlist``: it keeps them in a :class:`~metaq_py.policy.waitlist.Waitlist`
-        too (:class:`~metaq_py.policy.model.Snapshot`); ``shaped``: whether some waiting job
+        too (:class:`~metaq_py.policy.snapshot.Snapshot`); ``shaped``: whether some waiting job
         has other shapes (``None``: the decision looks; the default, ``False``, is the
         simulator's, whose jobs have one shape each). Apply the decision before changing
         anything.

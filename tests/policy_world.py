@@ -19,10 +19,9 @@ from metaq_py.policy import (
     Scheduler,
     Snapshot,
     Start,
-    lost_seconds,
     make_scheduler,
-    resumed,
 )
+from metaq_py.policy.checkpoint import lost_seconds, resumed
 from metaq_py.policy.model import Kind
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from metaq_py.batch import BatchOverrides, detect_batch
-from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.finding import locate
 from metaq_py.queue.store import Queue
 from metaq_py.runner.loop import Runner, RunOptions
 
@@ -104,7 +104,7 @@ def assert_no_shared_host(evs: list[dict]) -> None:
 
 def where(q: Queue, relpath: str, folder: str = "todo") -> str:
     """The state of task ``folder/relpath``."""
-    e = QueueAdmin(q).locate(folder, relpath)
+    e = locate(q, folder, relpath)
     assert e is not None, f"{folder}/{relpath} is lost"
     return e.state
 

@@ -25,7 +25,8 @@ from sim.trace.synthetic import synthetic_trace
 from sim.workload.model import WorkloadModel, hybrid_workload
 import metaq_py
 import metaq_py.policy.model as model
-from metaq_py.policy.model import Decision, Job, Kind, Notice, Preempt, Running, Snapshot, Start
+from metaq_py.policy.model import Decision, Job, Kind, Notice, Preempt, Running, Start
+from metaq_py.policy.snapshot import Snapshot
 
 # values as a driver builds them: defaults, None for a mapping, a malleable job's min_size
 job = Job("j", Kind.MALLEABLE, 4, 60.0, 1.0, min_size=2, runtime=30.0)

@@ -4,7 +4,7 @@
 makes one task from keyword arguments named as the directives (``nodes``, ``gpus``,
 ``min_wc_time``, ...) and a command, a script body or a :class:`~metaq_py.api.kinds.TaskKind`.
 The script is written to a private temporary folder and handed to
-:meth:`~metaq_py.queue.admin.QueueAdmin.submit` there, the very path ``metaq submit`` takes:
+:meth:`~metaq_py.queue.submit.Submitter.submit` there, the very path ``metaq submit`` takes:
 the same judgement (:mod:`metaq_py.queue.judge`), the same admission to the queue, the same
 resolution of ``AFTER`` names and the same arrays. So a value ``metaq submit`` refuses in a
 file is refused here with the same sentence; only the place differs (the task's name, since
@@ -30,6 +30,7 @@ from metaq_py.queue.disk.fileio import write_all
 from metaq_py.queue.finding import STATE_WORDS
 from metaq_py.queue.settings.config import CONFIG_NAME
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 
 __all__ = ["Submitted", "TaskQueue", "open_queue"]
 
@@ -183,7 +184,7 @@ class TaskQueue:
             finally:
                 os.close(fd)
             try:
-                dst = self.admin.submit(src, folder=folder, sub=sub, hold=hold)
+                dst = Submitter(self.queue).submit(src, folder=folder, sub=sub, hold=hold)
             except TaskError as e:
                 # The file was never the person's: name the task, not the staging path.
                 raise TaskError(name, None, e.message) from None

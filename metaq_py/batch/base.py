@@ -16,7 +16,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from metaq_py.batch.topology import HOSTNAME_BLOCK, blocks_of, gpu_cores, nvidia_affinity
 from metaq_py.errors import MetaqError
 from metaq_py.ranges import machine_cpus
 
@@ -162,9 +161,10 @@ class BatchSystem(ABC):
         nodes = self._chosen_nodes()
         count = self.overrides.gpus_per_node
         gpu_ids = tuple(str(i) for i in range(count)) if count is not None else self._gpu_ids()
-        # Pretend GPUs (an override) have no topology; real ones may.
-        near = gpu_cores(nvidia_affinity(), gpu_ids, machine_cpus()) \
-            if gpu_ids and count is None else ()
+        near: tuple[tuple[int, ...], ...] = ()
+        if gpu_ids and count is None:  # pretend GPUs (an override) have no topology
+            from metaq_py.batch.topology import gpu_cores, nvidia_affinity  # real GPUs only
+            near = gpu_cores(nvidia_affinity(), gpu_ids, machine_cpus())
         return Allocation(
             system=self.system,
             machine=self.overrides.machine or self._machine(),
@@ -201,6 +201,7 @@ class BatchSystem(ABC):
         """The indexes of ``nodes`` grouped into blocks of neighbouring nodes: by the batch
         system's switches where it knows them, else by hostname order (asked when the runner
         first places a task on several nodes, not at start-up)."""
+        from metaq_py.batch.topology import HOSTNAME_BLOCK, blocks_of  # several nodes only
         return blocks_of(nodes, self._switches(), HOSTNAME_BLOCK)
 
     def end_time(self) -> float | None:

@@ -38,9 +38,9 @@ from metaq_py.cli.task_view import (
 )
 from metaq_py.durations import format_duration
 from metaq_py.errors import QueueError
-from metaq_py.queue.admin import Entry, QueueAdmin
+from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.disk.folders import PeopleIds
-from metaq_py.queue.finding import STATE_WORDS
+from metaq_py.queue.finding import STATE_WORDS, Entry
 from metaq_py.queue.layout import DONE_STATES, PENDING, REJECTED, STATES
 from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.settings.admission import resolve_log

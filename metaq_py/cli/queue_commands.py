@@ -12,19 +12,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_queue, reported
+from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_layout, open_queue, reported
 from metaq_py.directives import miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
-from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.disk.folders import PeopleIds
 from metaq_py.queue.judge import judge
-from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING
-from metaq_py.queue.store import Queue
+from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING, Layout
+from metaq_py.queue.submit import Submitter
 from metaq_py.ranges import format_indices
+
+if TYPE_CHECKING:
+    from metaq_py.queue.store import Queue
 
 
 @app.command()
@@ -35,7 +37,7 @@ def init(
 ) -> None:
     """Create a queue: its folders and a commented metaq.yaml."""
     with reported():
-        q = Queue.init(directory, group=group)
+        q = Layout.init(directory, group=group)
         typer.echo(f"queue ready at {q.root} (settings in {q.root / 'metaq.yaml'})")
 
 
@@ -79,18 +81,21 @@ def submit(
     whose content already waits, is held or runs in the queue is refused (--again queues it
     once more)."""
     with reported():
-        q = open_queue(queue)
+        q = open_layout(queue)
         target = "priority" if priority else None
         if target is not None and target not in q.config.folders:
             raise QueueError(f"this queue has no priority folder; its task folders are "
                              f"{', '.join(q.config.folders)}")
-        admin = QueueAdmin(q)
-        made = admin.submit_all(scripts, folder=target, sub=folder, hold=hold, array=array,
-                                after=tuple(after or ()), header_only=header_only,
-                                force=force, again=again, max_fails=max_fails)
+        made = Submitter(q).submit_all(scripts, folder=target, sub=folder, hold=hold,
+                                       array=array, after=tuple(after or ()),
+                                       header_only=header_only, force=force, again=again,
+                                       max_fails=max_fails)
         for script, dst in zip(scripts, made, strict=True):
             rel = dst.relative_to(q.root)
-            info = admin.array_of(str(rel)) if dst.is_dir() else None
+            info = None
+            if dst.is_dir():
+                from metaq_py.queue.campaign.arrays import read_array  # only an array's folder
+                info = read_array(q.root, str(rel))
             if info is not None:
                 span = format_indices(list(info.indices))
                 typer.echo(f"submitted {script} as the array {rel}[{span}] "
@@ -110,7 +115,7 @@ def check(
 
     When the queue exists, its limits (caps, log roots) are checked too."""
     from metaq_py.cli.task_view import print_spec, spec_json  # only check shows a spec
-    q = Queue(queue) if queue.is_dir() else None
+    q = Layout(queue) if queue.is_dir() else None
     results: list[dict[str, Any]] = []
     bad = 0
     for script in scripts:
@@ -149,6 +154,8 @@ def _move_command(verb: str, tasks: list[str], queue: Path,
                   states: tuple[str, ...] | None = None) -> None:
     """Move the tasks each ref names: one line per ref naming one task, and one summary line
     per ref naming several (an array's 4,500 indices are one line, not 4,500)."""
+    from metaq_py.queue.admin import QueueAdmin  # submit and check move no task
+
     with reported():
         q = open_queue(queue)
         admin = QueueAdmin(q)

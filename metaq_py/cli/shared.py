@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,7 @@ from rich.console import Console
 from metaq_py.errors import MetaqError
 
 if TYPE_CHECKING:
+    from metaq_py.queue.layout import Layout
     from metaq_py.queue.store import Queue
 
 app = typer.Typer(
@@ -121,13 +122,29 @@ def reported() -> Iterator[None]:
 
 def open_queue(queue: Path) -> Queue:
     """The queue at ``queue``, or a :class:`MetaqError` saying why it is not one."""
+    from metaq_py.queue.store import Queue  # not every command opens a queue
+
+    return _checked(Queue(queue))
+
+
+def open_layout(queue: Path) -> Layout:
+    """The queue at ``queue`` as its folders alone, for a command that moves no task
+    (``submit``), checked as :func:`open_queue` checks it."""
+    from metaq_py.queue.layout import Layout
+
+    return _checked(Layout(queue))
+
+
+_L = TypeVar("_L", bound="Layout")
+
+
+def _checked(q: _L) -> _L:
+    """``q``, once its folder is known to be a queue; else a :class:`MetaqError`."""
     import os
 
     from metaq_py.errors import QueueError
     from metaq_py.queue.settings.config import CONFIG_NAME
-    from metaq_py.queue.store import Queue  # not every command opens a queue
 
-    q = Queue(queue)
     q.require()
     # A folder that holds none of a queue's parts is not one: no command may reshape it
     # (a runner would make jobs/ and working/ in someone's home folder).

@@ -16,7 +16,7 @@ import typer
 
 from metaq_py.cli.when import in_units, in_words, iso_local
 from metaq_py.durations import format_duration
-from metaq_py.queue.admin import Entry
+from metaq_py.queue.finding import Entry
 from metaq_py.queue.logbook import USAGE_FIELDS
 from metaq_py.task_spec import TaskShape, TaskSpec
 from metaq_py.words import counted

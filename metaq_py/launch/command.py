@@ -62,7 +62,6 @@ import sys
 from collections.abc import Mapping
 
 from metaq_py.launch.binding import cpu_mask, srun_binding
-from metaq_py.launch.slurm_step import slurm_task_env
 from metaq_py.launch.spec import LaunchSpec
 
 __all__ = ["gpu_variable", "task_command", "task_environment", "wrapper_command"]
@@ -102,6 +101,7 @@ def task_environment(spec: LaunchSpec, base: Mapping[str, str]) -> dict[str, str
     """The environment ``spec``'s script starts with, built on ``base``."""
     env = {**base, **spec.env}
     if env.get("SLURM_JOB_ID"):
+        from metaq_py.launch.slurm_step import slurm_task_env  # inside a SLURM job only
         env = slurm_task_env(env, len(spec.nodes))
     env.update(
         METAQ_TASK=spec.task,

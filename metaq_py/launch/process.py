@@ -48,7 +48,6 @@ from metaq_py.launch.cgroup import (
 )
 from metaq_py.launch.preflight import start_failure, unbound_failure
 from metaq_py.launch.prepare import prepare
-from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
 from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
@@ -177,8 +176,10 @@ class TaskProcess:
         :mod:`metaq_py.launch.slurm_step`).
         """
         sig = signal.Signals(sig)
-        if self.spec.srun_wrap and sig in SRUN_INTERCEPTS and not self._done.is_set():
-            step = read_step(self.spec.step_file)
+        if self.spec.srun_wrap and not self._done.is_set():
+            # A task in a step of its own (metaq run --srun): only then is this loaded.
+            from metaq_py.launch.slurm_step import SRUN_INTERCEPTS, read_step, signal_step
+            step = read_step(self.spec.step_file) if sig in SRUN_INTERCEPTS else None
             # Before the step has recorded itself the script has not started, and the group
             # signal below (which srun turns into a kill) loses nothing.
             if step is not None and signal_step(step, sig):

@@ -49,77 +49,21 @@ Shrunk nodes are lent: when the on-demand job ends they are owed back to their l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 
 from metaq_py.policy.checkpoint import lost_node_seconds, lost_seconds
+from metaq_py.policy.choices import (
+    ArrivalStrategy,
+    Borrowers,
+    OtherReservations,
+    PreemptWhen,
+    VictimOrder,
+)
 from metaq_py.policy.model import Job, JobId, Kind, NodeId, Notice, Running
 from metaq_py.policy.shares import SharedNode
 from metaq_py.policy.work import Work
 
 # One candidate victim: (overhead, lowest node, job id, nodes held, slack).
 _Victim = tuple[float, NodeId, JobId, int, int]
-
-
-class ArrivalStrategy(str, Enum):
-    """How a scheduler frees nodes for an on-demand job that has arrived."""
-
-    PAA = "PAA"
-    SPAA = "SPAA"
-    SPAA_PLUS = "SPAA+"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class VictimOrder(str, Enum):
-    """What "ascending preemption overhead" counts when PAA picks its victims."""
-
-    NODE_SECONDS = "node-seconds"
-    """Work lost times the nodes the job holds: the machine time wasted (the default)."""
-    SECONDS = "seconds"
-    """The seconds of its own work the job loses, whatever its size."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Borrowers(str, Enum):
-    """Which jobs borrowing an arriving on-demand job's own reservation are preempted."""
-
-    AS_NEEDED = "as-needed"
-    """Cheapest first, only as many as the job needs after idle and free nodes (the default):
-    stopping the others would lose their work for nothing."""
-    ALL = "all"
-    """Every one, as the paper says, whatever the job needs."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class OtherReservations(str, Enum):
-    """Whether an arriving on-demand job takes idle nodes reserved for other notices."""
-
-    TAKEN = "taken"
-    """Yes, after the free nodes and before preempting anything (the default)."""
-    SPARED = "spared"
-    """No: they stay with their notices, and the job preempts instead."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class PreemptWhen(str, Enum):
-    """Whether victims are preempted for an on-demand job that even every candidate could not
-    cover (an arrived job, or a CUP notice)."""
-
-    IT_STARTS = "it-starts"
-    """Only when the nodes so freed let the job start (cover the notice): all or nothing (the
-    default), since preemption in vain is pure loss."""
-    ALWAYS = "always"
-    """Every candidate anyway, and the job waits for the rest."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _overhead(r: Running, now: float, by_nodes: bool) -> float:

@@ -53,10 +53,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from metaq_py.policy.availability import Profile, Shortest, least_from
-from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
+from metaq_py.policy.model import NOTHING, Decision, Job
 from metaq_py.policy.order import in_order_view
-from metaq_py.policy.shapes import in_shapes
 from metaq_py.policy.shares import ShareRoom
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.waitlist import Waitlist
 from metaq_py.policy.work import Work
 
@@ -92,7 +92,9 @@ def backfill(work: Work, queue: Sequence[Job], depth: int) -> None:
     profile it joins a shared node only within the node's expected end. docs/model.md,
     "Shares".
     """
-    queue = in_shapes(work, queue)
+    if work.snap.shaped is not False:  # a driver that knows no job has shapes says False
+        from metaq_py.policy.shapes import in_shapes
+        queue = in_shapes(work, queue)
     room = work.shares
     if room is not None and depth != EASY:
         # the profile's walk from the head of the queue, then shares joining shared nodes

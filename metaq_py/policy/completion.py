@@ -6,8 +6,8 @@ can; a job it shrank that still runs is expanded to its original size; the rest 
 go back to the common pool.
 
 The expansion is the lenders' debt (:attr:`Snapshot.owed
-<metaq_py.policy.model.Snapshot.owed>`, paid in the on-demand mechanisms' stage 2). The
-victims are :attr:`Snapshot.returned <metaq_py.policy.model.Snapshot.returned>`: the
+<metaq_py.policy.snapshot.Snapshot.owed>`, paid in the on-demand mechanisms' stage 2). The
+victims are :attr:`Snapshot.returned <metaq_py.policy.snapshot.Snapshot.returned>`: the
 :class:`~metaq_py.cluster.Cluster` remembers, for each on-demand job, the jobs preempted for
 it, and when it ends, gives each victim that does not run the nodes it held that are free
 again. :func:`give_back` then starts each such victim, in the order they were preempted,
@@ -18,31 +18,19 @@ order, :class:`~metaq_py.policy.pool.NodePool`); it gets at least as many as it 
 they are free. A victim that cannot start now (too few nodes are free) simply waits in the
 queue, and its claim lapses with the decision.
 
-:attr:`Completion.POOL` is the behaviour before this rule: the nodes of every job that ends
-go to the common pool, and victims wait for their turn in the queue order.
+:attr:`~metaq_py.policy.choices.Completion.POOL` is the behaviour before this rule: the nodes
+of every job that ends go to the common pool, and victims wait for their turn in the queue
+order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 
 from metaq_py.policy.model import Job
 from metaq_py.policy.work import Work
 
-__all__ = ["Completion", "give_back"]
-
-
-class Completion(str, Enum):
-    """What becomes of the nodes of an on-demand job that ends."""
-
-    RETURN = "return"
-    """Its victims that still wait resume on them first, if they can (R12, the default)."""
-    POOL = "pool"
-    """They go to the common pool; victims wait for their turn."""
-
-    def __str__(self) -> str:
-        return self.value
+__all__ = ["give_back"]
 
 
 def give_back(work: Work, queue: Sequence[Job]) -> None:

@@ -1,7 +1,7 @@
 """The running jobs in end order, kept sorted as jobs start, resize and end.
 
 Decisions walk the running jobs by expected end (the shadow time of EASY, the profile of
-conservative backfilling): :attr:`Snapshot.ending <metaq_py.policy.model.Snapshot.ending>` by
+conservative backfilling): :attr:`Snapshot.ending <metaq_py.policy.snapshot.Snapshot.ending>` by
 walltime end and ``ending_true`` by true end. A :class:`~metaq_py.cluster.Cluster` keeps both
 lists here, as sorted :data:`~metaq_py.policy.model.Ending` tuples, so that a start or an end
 costs a bisect and a list insert or delete, and a snapshot costs nothing.

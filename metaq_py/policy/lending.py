@@ -7,11 +7,11 @@ on-demand job. The nodes then pass through three states, each kept by borrower o
 - **promised**: shrunk for a borrower that has not started yet (idle, held for its Start);
 - **lent** (:attr:`Lending.loans`): held by the running borrower, remembered by lender;
 - **owed**: back from the borrower when it ended, idle, waiting for the lender to expand onto
-  them (:attr:`Snapshot.owed <metaq_py.policy.model.Snapshot.owed>`).
+  them (:attr:`Snapshot.owed <metaq_py.policy.snapshot.Snapshot.owed>`).
 
 It may also preempt a job *for* an on-demand job (:attr:`Lending.victims`). When that job
 ends, each of its victims that still waits has the nodes it gave come back (**returned**,
-:attr:`Snapshot.returned <metaq_py.policy.model.Snapshot.returned>`): they are free, and the
+:attr:`Snapshot.returned <metaq_py.policy.snapshot.Snapshot.returned>`): they are free, and the
 next decision resumes the victim on them first if it can. The claim lapses as soon as any
 other job starts or a notice reserves nodes, so it lasts one decision.
 

@@ -31,30 +31,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from typing import TypeVar
 
-from metaq_py.policy.arrival import (
+from metaq_py.policy.backfill import ALL, EASY, decision
+from metaq_py.policy.backfill import backfill as backfill_pass
+from metaq_py.policy.choices import (
     ArrivalStrategy,
     Borrowers,
+    Completion,
+    CupTiming,
+    NoticeStrategy,
     OtherReservations,
     PreemptWhen,
     VictimOrder,
-    admit,
 )
-from metaq_py.policy.backfill import ALL, EASY, decision
-from metaq_py.policy.backfill import backfill as backfill_pass
-from metaq_py.policy.completion import Completion, give_back
-from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
-from metaq_py.policy.notice import (
-    CupTiming,
-    NoticeStrategy,
-    collect,
-    lend_reservations,
-    notice_order,
-    release_expired,
-)
+from metaq_py.policy.model import NOTHING, Decision, Job
 from metaq_py.policy.order import any_ondemand, in_order_view, split_ondemand
 from metaq_py.policy.pool import NodeOrder
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.work import Work
 
 _W = TypeVar("_W", bound=Enum)
@@ -94,16 +89,16 @@ class Scheduler:
     long after the estimated arrival a reservation whose job has not come is kept. ``warning``
     is how long before the estimated arrival CUP preempts a malleable job. ``victim_order`` is
     what the arrival strategy's ascending preemption overhead counts
-    (:class:`~metaq_py.policy.arrival.VictimOrder`), ``borrowers`` which borrowers of its
-    reservation an arriving job preempts (:class:`~metaq_py.policy.arrival.Borrowers`),
+    (:class:`~metaq_py.policy.choices.VictimOrder`), ``borrowers`` which borrowers of its
+    reservation an arriving job preempts (:class:`~metaq_py.policy.choices.Borrowers`),
     ``other_reservations`` whether it takes idle nodes reserved for other notices
-    (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` when CUP
-    preempts (:class:`~metaq_py.policy.notice.CupTiming`), and ``preempt_when`` whether
+    (:class:`~metaq_py.policy.choices.OtherReservations`), ``cup_preempt`` when CUP
+    preempts (:class:`~metaq_py.policy.choices.CupTiming`), and ``preempt_when`` whether
     victims are preempted when even all of them are too few
-    (:class:`~metaq_py.policy.arrival.PreemptWhen`). ``node_order`` is which free or
+    (:class:`~metaq_py.policy.choices.PreemptWhen`). ``node_order`` is which free or
     reserved nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`).
     ``completion`` is what the nodes of an on-demand job that ends do
-    (:class:`~metaq_py.policy.completion.Completion`).
+    (:class:`~metaq_py.policy.choices.Completion`).
     """
 
     name: str
@@ -153,24 +148,58 @@ class Scheduler:
         if not arrived and not snap.notices and not snap.owed and not returning:
             # a plain state: stages 1-4 and 6 have nothing to look at, the backfilling decides
             return self._baseline(snap)
+        stage = _stages()
         work = Work(snap, oracle=self.oracle, down=self.node_order is NodeOrder.HIGHEST_FIRST)
-        order = notice_order(snap.notices)
+        order = stage.notice_order(snap.notices)
         awaited = {j.notice for j in arrived if j.notice is not None}
-        release_expired(work, order, awaited, release_after=self.release_after)
+        stage.release_expired(work, order, awaited, release_after=self.release_after)
         if returning:
-            give_back(work, queue)
+            stage.give_back(work, queue)
         for lender, nodes in snap.owed.items():
             if lender in snap.running:
                 work.expand(lender, nodes)
         for job in arrived:
-            admit(work, job, arrival, order, self.victim_order, self.borrowers,
-                  self.other_reservations, self.preempt_when)
-        collect(work, order, notice, warning=self.warning, timing=self.cup_preempt,
-                when=self.preempt_when, victim_order=self.victim_order)
+            stage.admit(work, job, arrival, order, self.victim_order, self.borrowers,
+                        self.other_reservations, self.preempt_when)
+        stage.collect(work, order, notice, warning=self.warning, timing=self.cup_preempt,
+                      when=self.preempt_when, victim_order=self.victim_order)
         backfill_pass(work, queue, self.backfill.depth)
         if notice is not NoticeStrategy.N:
-            lend_reservations(work, order, queue)
+            stage.lend_reservations(work, order, queue)
         return work.decision()
+
+
+class _Stages:
+    """The on-demand stages (:mod:`~metaq_py.policy.notice`, :mod:`~metaq_py.policy.arrival`,
+    :mod:`~metaq_py.policy.completion`), loaded by the first decision that has something for
+    them (:func:`_stages`): a baseline scheduler never loads them."""
+
+    __slots__ = ("admit", "collect", "give_back", "lend_reservations", "notice_order",
+                 "release_expired")
+
+    def __init__(self) -> None:
+        from metaq_py.policy.arrival import admit
+        from metaq_py.policy.completion import give_back
+        from metaq_py.policy.notice import (
+            collect,
+            lend_reservations,
+            notice_order,
+            release_expired,
+        )
+
+        self.admit = admit
+        self.collect = collect
+        self.give_back = give_back
+        self.lend_reservations = lend_reservations
+        self.notice_order = notice_order
+        self.release_expired = release_expired
+
+
+@cache
+def _stages() -> _Stages:
+    """The one :class:`_Stages`, made at the first call (an import per decision would cost
+    a few microseconds each time)."""
+    return _Stages()
 
 
 def make_scheduler(
@@ -191,15 +220,15 @@ def make_scheduler(
     """The scheduler called ``name`` (one of :data:`MECHANISMS`, case-insensitive).
 
     ``backfill`` overrides the backfilling under an on-demand mechanism (``easy`` by default).
-    ``victim_order`` is ``node-seconds`` or ``seconds`` (:class:`~metaq_py.policy.arrival.
-    VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.arrival.
+    ``victim_order`` is ``node-seconds`` or ``seconds`` (:class:`~metaq_py.policy.choices.
+    VictimOrder`), ``borrowers`` ``as-needed`` or ``all`` (:class:`~metaq_py.policy.choices.
     Borrowers`), ``other_reservations`` ``taken`` or ``spared``
-    (:class:`~metaq_py.policy.arrival.OtherReservations`), ``cup_preempt`` ``planned`` or
-    ``at-arrival`` (:class:`~metaq_py.policy.notice.CupTiming`), ``preempt_when``
-    ``it-starts`` or ``always`` (:class:`~metaq_py.policy.arrival.PreemptWhen`); the
+    (:class:`~metaq_py.policy.choices.OtherReservations`), ``cup_preempt`` ``planned`` or
+    ``at-arrival`` (:class:`~metaq_py.policy.choices.CupTiming`), ``preempt_when``
+    ``it-starts`` or ``always`` (:class:`~metaq_py.policy.choices.PreemptWhen`); the
     baselines preempt nothing and ignore them. ``node_order`` is ``lowest-first`` or
     ``highest-first`` (:class:`~metaq_py.policy.pool.NodeOrder`), for every scheduler.
-    ``completion`` is ``return`` or ``pool`` (:class:`~metaq_py.policy.completion.
+    ``completion`` is ``return`` or ``pool`` (:class:`~metaq_py.policy.choices.
     Completion`); the baselines preempt nothing and ignore it.
     """
     canon = {m.upper(): m for m in MECHANISMS}.get(name.strip().upper())

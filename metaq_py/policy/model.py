@@ -1,9 +1,9 @@
 """The world at one instant, as the policy sees it, and the actions it may take.
 
 Everything here is a plain frozen value. A driver (the live runner or the simulator) builds a
-:class:`Snapshot`, hands it to a scheduler's ``decide`` and applies the returned actions to its
-:class:`~metaq_py.cluster.Cluster`. Nothing in this module reads a clock, a file or the
-environment.
+:class:`~metaq_py.policy.snapshot.Snapshot` of them, hands it to a scheduler's ``decide`` and
+applies the returned actions to its :class:`~metaq_py.cluster.Cluster`. Nothing in this module
+reads a clock, a file or the environment.
 
 Vocabulary (the same words are used in the CLI, the docs and the simulator):
 
@@ -23,17 +23,11 @@ nodes
 
 from __future__ import annotations
 
-import math
-from collections.abc import Hashable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from metaq_py.hybrid import Kind as Kind  # re-exported: the policy names it from here
 from metaq_py.hybrid import Notice as Notice
-
-if TYPE_CHECKING:  # shares.py and waitlist.py import this module's names
-    from metaq_py.policy.shares import SharedNodes
-    from metaq_py.policy.waitlist import Waitlist
 
 JobId = Hashable
 NodeId = int
@@ -235,95 +229,6 @@ class Running:
         return self.end
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything a decision may look at.
-
-    Drivers may pass their live containers here instead of copies, to keep a decision cheap;
-    in exchange a decision must never mutate them (it works on copies, as Flux's backfill
-    works on a copy of the resource pool), and drivers must not change them during one.
-
-    ``free`` holds idle nodes not reserved for any notice. ``reserved`` maps a notice id to the
-    *idle* nodes held for it; ``borrowers`` maps a notice id to the running jobs backfilled onto
-    its reserved nodes (their nodes go back to the reservation when they end). ``owed`` maps a
-    shrunk malleable job to nodes that came back from the on-demand job it lent them to; they
-    are not in ``free`` and go back to the lender first. ``end`` is the end of the allocation:
-    inside a batch job the wall clock is a resource too.
-
-    ``waiting`` is the waiting work; when ``ordered`` is true the driver promises it is already
-    in queue order (:mod:`metaq_py.policy.order`), which spares a sort per decision; otherwise
-    the decision sorts it by :func:`~metaq_py.policy.order.queue_key`.
-    ``ondemand_waiting``, when the driver keeps count, is how many of ``waiting`` are on-demand
-    jobs (``None``: the decision looks); a count of 0 spares the on-demand mechanisms a pass
-    over the queue per decision.
-    ``ending`` and ``ending_true`` list the running jobs sorted by ``end`` and by ``true_end``
-    (``end`` where unknown) as :data:`Ending` tuples; a :class:`~metaq_py.cluster.Cluster`
-    keeps them sorted incrementally. When they are ``None`` a decision sorts ``running`` itself.
-    Shares of a node (:mod:`metaq_py.policy.shares`) are in ``running`` but in neither
-    ``ending`` list, since a share alone frees no node.
-    ``shares`` holds the shared nodes (out of ``free``) with their free cores and GPUs, on a
-    cluster whose node shape is known; ``None`` on one that runs whole-node jobs only.
-    ``waitlist``, when the driver keeps one (:mod:`metaq_py.policy.waitlist`), indexes
-    ``waiting`` by size and estimate, so that EASY's backfilling skips the jobs that cannot
-    start without walking past them; the decision is the same with it or without it.
-    ``shaped`` says whether some waiting job has other shapes (:attr:`Job.shapes`); ``None``:
-    the decision looks. A driver whose jobs never have any (the simulator) says ``False``.
-    ``returned`` maps a job preempted for an on-demand job that has just ended to the nodes
-    it gave, free again (in ``free``): the paper's completion rule (R12) resumes it on them
-    first if it still waits and can (:func:`~metaq_py.policy.notice.give_back`).
-    """
-
-    now: float
-    total: int
-    free: Set[NodeId]
-    running: Mapping[JobId, Running]
-    waiting: Sequence[Job]
-    reserved: Mapping[str, Set[NodeId]] = field(default_factory=dict)
-    notices: Mapping[str, Notice] = field(default_factory=dict)
-    owed: Mapping[JobId, Nodes] = field(default_factory=dict)
-    end: float = math.inf
-    borrowers: Mapping[str, Set[JobId]] = field(default_factory=dict)
-    ordered: bool = False
-    ending: Sequence[Ending] | None = None
-    ending_true: Sequence[Ending] | None = None
-    ondemand_waiting: int | None = None
-    shares: SharedNodes | None = None
-    waitlist: Waitlist | None = None
-    shaped: bool | None = None
-    returned: Mapping[JobId, Nodes] = field(default_factory=dict)
-
-    def __init__(self, now: float, total: int, free: Set[NodeId], running: Mapping[JobId, Running],
-                 waiting: Sequence[Job], reserved: Mapping[str, Set[NodeId]] | None = None,
-                 notices: Mapping[str, Notice] | None = None,
-                 owed: Mapping[JobId, Nodes] | None = None, end: float = math.inf,
-                 borrowers: Mapping[str, Set[JobId]] | None = None, ordered: bool = False,
-                 ending: Sequence[Ending] | None = None,
-                 ending_true: Sequence[Ending] | None = None,
-                 ondemand_waiting: int | None = None,
-                 shares: SharedNodes | None = None, waitlist: Waitlist | None = None,
-                 shaped: bool | None = None,
-                 returned: Mapping[JobId, Nodes] | None = None) -> None:
-        # written out (see "Hot values" below); a mapping left out is a new empty one
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "total", total)
-        object.__setattr__(self, "free", free)
-        object.__setattr__(self, "running", running)
-        object.__setattr__(self, "waiting", waiting)
-        object.__setattr__(self, "reserved", {} if reserved is None else reserved)
-        object.__setattr__(self, "notices", {} if notices is None else notices)
-        object.__setattr__(self, "owed", {} if owed is None else owed)
-        object.__setattr__(self, "end", end)
-        object.__setattr__(self, "borrowers", {} if borrowers is None else borrowers)
-        object.__setattr__(self, "ordered", ordered)
-        object.__setattr__(self, "ending", ending)
-        object.__setattr__(self, "ending_true", ending_true)
-        object.__setattr__(self, "ondemand_waiting", ondemand_waiting)
-        object.__setattr__(self, "shares", shares)
-        object.__setattr__(self, "waitlist", waitlist)
-        object.__setattr__(self, "shaped", shaped)
-        object.__setattr__(self, "returned", {} if returned is None else returned)
-
-
 # --- actions -------------------------------------------------------------------------------
 
 
@@ -353,7 +258,7 @@ class Preempt:
     ``for_job`` names the on-demand job the nodes are freed for (or ``None`` when CUP frees them
     for a reservation). They are not lent: a preempted job waits in the queue with its
     original submit time; when ``for_job`` ends, the nodes it gave come back to it if it
-    still waits (:attr:`Snapshot.returned`, R12).
+    still waits (:attr:`~metaq_py.policy.snapshot.Snapshot.returned`, R12).
     """
 
     job: JobId
@@ -364,7 +269,8 @@ class Preempt:
 class Shrink:
     """Take ``nodes`` away from malleable ``job``, lending them to on-demand ``for_job``.
 
-    When ``for_job`` ends, the lent nodes are owed back to ``job`` (see :attr:`Snapshot.owed`).
+    When ``for_job`` ends, the lent nodes are owed back to ``job`` (see
+    :attr:`~metaq_py.policy.snapshot.Snapshot.owed`).
     """
 
     job: JobId
@@ -413,13 +319,13 @@ class Decision:
 
 
 # Hot values: the simulator builds a Job, a Running and a Start per job and a Snapshot and a
-# Decision per decision, so these five write their __init__ out, field by field and in field
-# order (tests/policy/test_model.py holds them to the fields). It is the one speed measure left
-# in the policy core: mypyc compiles such an __init__ to direct stores, where it keeps the one
-# dataclasses writes in Python, setting each field through object.__setattr__. Measured with
-# bench/sim_theta.py on the compiled build, the plain dataclass __init__s made the thirteen runs
-# 27% slower (EASY alone 48%). Pure Python runs the very same __init__s, so both builds build
-# values identically (tests/test_build.py).
+# Decision per decision, so these five (the Snapshot's in policy/snapshot.py) write their __init__
+# out, field by field and in field order (tests/policy/test_model.py holds them to the fields). It
+# is the one speed measure left in the policy core: mypyc compiles such an __init__ to direct
+# stores, where it keeps the one dataclasses writes in Python, setting each field through
+# object.__setattr__. Measured with bench/sim_theta.py on the compiled build, the plain dataclass
+# __init__s made the thirteen runs 27% slower (EASY alone 48%). Pure Python runs the very same
+# __init__s, so both builds build values identically (tests/test_build.py).
 
 NOTHING = Decision()
 """The decision that does nothing and asks for no wake-up (one shared value)."""

@@ -18,7 +18,7 @@ CUP (collect until predicted)
     loses only its setup whenever it goes, so it should go as late as possible). The decision
     asks to be woken at each planned preemption. When even preempting every candidate could not
     cover the notice, CUP preempts nothing and only collects
-    (:attr:`~metaq_py.policy.arrival.PreemptWhen.ALWAYS` plans every candidate even then, kept
+    (:attr:`~metaq_py.policy.choices.PreemptWhen.ALWAYS` plans every candidate even then, kept
     to measure what the choice moves). :attr:`CupTiming.AT_ARRIVAL`
     plans every preemption at the estimated arrival instead, rigid and malleable alike, kept
     to measure what the planned times move.
@@ -41,40 +41,15 @@ a plan adapts at once when jobs end early or late.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from enum import Enum
 from operator import attrgetter
 
-from metaq_py.policy.arrival import PreemptWhen, VictimOrder
 from metaq_py.policy.checkpoint import last_checkpoint, lost_node_seconds, lost_seconds
+from metaq_py.policy.choices import CupTiming, NoticeStrategy, PreemptWhen, VictimOrder
 from metaq_py.policy.model import Job, JobId, Kind, Notice, Running
 from metaq_py.policy.work import Work, ending_order
 
 _NOW_EPS = 1e-6  # seconds: a planned instant this close to now is now
 _notice_key = attrgetter("issued", "arrival", "id")
-
-
-class NoticeStrategy(str, Enum):
-    """What a scheduler does with an advance notice before its job arrives."""
-
-    N = "N"
-    CUA = "CUA"
-    CUP = "CUP"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class CupTiming(str, Enum):
-    """When CUP preempts the jobs it picked for a notice."""
-
-    PLANNED = "planned"
-    """A rigid job after its last checkpoint before the estimated arrival (now when none), a
-    malleable job ``warning`` before it (the default)."""
-    AT_ARRIVAL = "at-arrival"
-    """Every job at the estimated arrival."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def notice_order(notices: Mapping[str, Notice]) -> list[Notice]:

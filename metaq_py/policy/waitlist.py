@@ -19,7 +19,7 @@ A driver keeps the waitlist in step with its waiting list (the simulator's
 :class:`~sim.engine.waiting.Waiting` does): :meth:`Waitlist.append` for a job behind every
 other, :meth:`Waitlist.insert_after` for one placed behind a given job (or at the head), and
 :meth:`Waitlist.remove`. The estimate is the one decisions use, so a waitlist is built for one
-``oracle`` setting. It is optional (:attr:`~metaq_py.policy.model.Snapshot.waitlist`): EASY
+``oracle`` setting. It is optional (:attr:`~metaq_py.policy.snapshot.Snapshot.waitlist`): EASY
 decides the same with it or without it, and only uses it when it matches the queue it walks.
 """
 

@@ -28,11 +28,11 @@ from metaq_py.policy.model import (
     Reserve,
     Running,
     Shrink,
-    Snapshot,
     Start,
 )
 from metaq_py.policy.pool import NodePool
 from metaq_py.policy.shares import ShareRoom
+from metaq_py.policy.snapshot import Snapshot
 
 
 def ending_order(snap: Snapshot, oracle: bool) -> Sequence[Ending]:

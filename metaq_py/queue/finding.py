@@ -1,6 +1,6 @@
 """Finding tasks in every state: :class:`Entry` (a task file in some state, as ``metaq ls``,
-``status`` and ``show`` list it), the task files of each state's folders, and a task found by
-its bare file name (``metaq show prop_42.sh``).
+``status`` and ``show`` list it), the task files of each state's folders, where a task is now
+(:func:`locate`), and a task found by its bare file name (``metaq show prop_42.sh``).
 
 A state keeps a task's identity in its path (``hold/<folder>/<relpath>``,
 ``finished/<folder>/<relpath>``, ...), except ``working/``, where a running task sits under
@@ -33,7 +33,7 @@ from metaq_py.queue.layout import (
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["NAMED_SHOWN", "STATE_WORDS", "Entry", "arrays_below", "by_name", "files_in",
-           "tasks_named"]
+           "locate", "tasks_named"]
 
 STATE_WORDS = {PENDING: "waiting", HOLD: "held", WORKING: "running", FINISHED: "finished",
                FAILED: "failed", REJECTED: "rejected", CANCELLED: "cancelled"}
@@ -99,6 +99,25 @@ def files_in(q: Layout, state: str) -> Iterator[tuple[str, str, Path]]:
         top = q.root / folder if state == PENDING else q.root / state / folder
         for rel, path in task_files(top):
             yield folder, rel, path
+
+
+def locate(q: Layout, folder: str, relpath: str, *, states: tuple[str, ...] = STATES
+           ) -> Entry | None:
+    """Where the task ``folder/relpath`` of ``q`` is now, looking in ``states`` in that
+    order."""
+    for state in states:
+        if state == WORKING:
+            for claim in q.leases():
+                if claim.folder == folder and claim.relpath == relpath:
+                    return Entry(WORKING, folder, relpath, claim.path, None,
+                                 machine=claim.machine, jobid=claim.jobid)
+            continue
+        paths = (q.held_paths(folder, relpath) if state == HOLD
+                 else [q.path_of(state, folder, relpath)])
+        for path in paths:
+            if os.path.lexists(path) and not path.is_dir():
+                return Entry(state, folder, relpath, path, None)
+    return None
 
 
 def by_name(q: Layout, name: str, states: tuple[str, ...]) -> Entry:

@@ -25,6 +25,7 @@ Here are the names of the states (:data:`STATES`) and :class:`Layout`: making a 
 (``metaq init``), checking it is whole and on one file system, and the paths of tasks, job
 folders, event logs and task logs. It moves nothing: the moves a batch job's runner makes are
 :class:`~metaq_py.queue.store.Queue` (a ``Layout``), the people's commands
+:class:`~metaq_py.queue.submit.Submitter` (on a ``Layout`` alone) and
 :class:`~metaq_py.queue.admin.QueueAdmin`.
 """
 

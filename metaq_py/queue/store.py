@@ -1,86 +1,30 @@
-"""The moves a batch job's runner makes on the queue on disk.
+"""The end of a claim: a batch job's runner settles each task it claimed (finish, skip,
+requeue, reclaim, a cancel) by moving it to a done state or back to wait.
 
-Every move is one ``rename`` within one file system, so a task is always in exactly one place:
-two jobs racing for a task both try the rename and exactly one succeeds. Hidden companions
-travel with the task (:mod:`metaq_py.queue.disk.folders`): its logbook (attempts, submit time,
-history) and, while claimed, its lease.
-
-Here is :class:`Queue`, a :class:`~metaq_py.queue.layout.Layout` (the folders, the states
-and the paths of things, in :mod:`metaq_py.queue.layout`) with the runner's moves: scan, claim,
-heartbeat, finish, requeue, reclaim, and the one :meth:`Queue.move` every state change goes
-through. The people's commands (submit, hold, release, cancel, retry, finding and listing) are
-in :mod:`metaq_py.queue.admin`.
-
-Nothing here writes unless asked to: a :class:`Queue` on a read-only or half-made queue can
-still scan and list (missing folders are empty).
-
-Over 500 lines, for now: claim, heartbeat, finish, requeue and reclaim share one object's state
-(the index, the folders made, the job folders already trusted, the open logbook packs), so
-they live on one class. The split that pays is known: the finish half (moves to a done state
-and their logbook packs) into a module of its own, which would also spare ``metaq submit`` two
-modules; it is left for the round that finishes issue 36.
+Here is :class:`Queue`, the runner's queue: a :class:`~metaq_py.queue.claiming.ClaimingQueue`
+(scan, claim, heartbeat, and the one move every state change goes through, in
+:mod:`metaq_py.queue.claiming`) with the moves that end a claim, each with its line in the
+task's logbook. The people's commands are in :mod:`metaq_py.queue.admin` and
+:mod:`metaq_py.queue.submit`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
-import os
 import socket
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from metaq_py.clock import Clock
-from metaq_py.errors import QueueError, TaskError
-from metaq_py.queue.disk.fileio import Refused, name_problem, read_regular
-from metaq_py.queue.disk.folders import (
-    CANCEL_SUFFIX,
-    REASON_LIMIT,
-    MadeFolders,
-    companion,
-    relative_parts,
-)
-from metaq_py.queue.index import Index, Invalid, Scan, Task
-from metaq_py.queue.judge import Verdict, judge_in_queue
-from metaq_py.queue.layout import (
-    CANCELLED,
-    DONE_STATES,
-    FAILED,
-    FINISHED,
-    PENDING,
-    REJECTED,
-    WORKING,
-    Layout,
-    safe_name,
-)
-from metaq_py.queue.lease import Claim, JobFolder, ended_code, lease_path, write_lease
-from metaq_py.queue.logbook import Logbook, LogbookPack, PackedLogbooks, logbook_path
-from metaq_py.queue.moves import (
-    Pack,
-    history_entry,
-    inode_of,
-    logbook_of,
-    move_task,
-    rename_quietly,
-)
-from metaq_py.queue.settings.trust import Trust
+from metaq_py.queue.claiming import ClaimingQueue
+from metaq_py.queue.disk.fileio import Refused, read_regular
+from metaq_py.queue.disk.folders import CANCEL_SUFFIX, REASON_LIMIT, companion
+from metaq_py.queue.layout import CANCELLED, FAILED, FINISHED, PENDING
+from metaq_py.queue.lease import Claim, ended_code
+from metaq_py.queue.logbook import Logbook
+from metaq_py.queue.moves import history_entry, inode_of, logbook_of
 
-if TYPE_CHECKING:
-    from metaq_py.queue.watcher import OwnMoves
-
-__all__ = ["Claim", "Moved", "Queue", "Task"]
-
-SETTLE = 2.0
-"""Seconds an invalid file must stay unchanged before ``pending`` rejects it."""
-
-REJECT_EACH = 64
-"""At most this many invalid files are rejected by one scan (a few tens of milliseconds):
-100,000 junk files in ``todo/`` delay no decision by the minutes rejecting them takes, and
-leave at the pace of the runner's passes."""
+__all__ = ["Moved", "Queue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +39,10 @@ class Moved:
     (:data:`~metaq_py.outcomes.OUTCOMES`)."""
 
 
-# Over 300 lines, because every move a runner makes on the queue (claim, finish, requeue, reclaim,
-# reject, cancel) is one short method here, so that the rules of a move (the lease, the
-# logbook, the tally, the own-moves note) are kept in one place.
-class Queue(Layout):
-    """One queue directory, with the moves a batch job's runner makes on it. Cheap to create;
+class Queue(ClaimingQueue):
+    """One queue directory, with every move a batch job's runner makes on it. Cheap to create;
     it reads ``metaq.yaml`` once. The people's commands are :class:`~metaq_py.queue.admin
-    .QueueAdmin`.
+    .QueueAdmin` and :class:`~metaq_py.queue.submit.Submitter`.
 
     The runner's cycle::
 
@@ -112,231 +53,6 @@ class Queue(Layout):
         ...  # launch, then q.heartbeat(claim) now and then
         q.finish(claim, exit_code=rc)          # or q.requeue(claim, reason="preempted")
     """
-
-    def __init__(self, root: str | os.PathLike[str], *, clock: Clock | None = None) -> None:
-        super().__init__(root, clock=clock)
-        self.index = Index(self.root, self.config, clock=self.clock)
-        self._trust = Trust(gid=self.config.gid, uids=self.config.trusted_uids)
-        self._jobs: dict[tuple[str, str], JobFolder] = {}
-        """The folders of the jobs this object claims for: the places their claims hold (see
-        JobFolder)."""
-        self._made = MadeFolders(self.root)
-        """The folders claims and moves made, known by identity (see MadeFolders)."""
-        self._packs: dict[str, LogbookPack] = {}
-        self._packed: PackedLogbooks | None = None
-        self._trusted: set[tuple[int, int]] = set()
-        """Job folders (device, inode) whose way up to the root a claim found trusted."""
-        """The packs of the logbooks of the tasks this object's jobs made done."""
-        self.own_moves: OwnMoves | None = None
-        """Where a claim notes the files it moves out of their task folder, for a watcher
-        that should not wake for them (a runner's; see :mod:`metaq_py.queue.watcher`)."""
-
-    @property
-    def packed(self) -> PackedLogbooks:
-        """The logbooks of done tasks in the batch jobs' packs, read as needed and kept."""
-        if self._packed is None:
-            self._packed = PackedLogbooks(self.root)
-        return self._packed
-
-    # --- waiting tasks ---------------------------------------------------------------------
-
-    def scan(self, *, full: bool | None = None) -> Scan:
-        """The waiting tasks in scheduling order and the invalid files, without moving any.
-        ``full`` forces a per-file check (see :class:`~metaq_py.queue.index.Index`)."""
-        return self.index.scan(full=full)
-
-    def pending(self) -> list[Task]:
-        """The waiting tasks in scheduling order: folder order from ``metaq.yaml``, then
-        higher ``PRIORITY``, then earlier original submit time (with ``order: largest-first``,
-        more nodes before the submit time; see :func:`~metaq_py.queue.index.order_key`). Invalid or
-        untrusted files found on the way are moved to ``rejected/`` with their reason, once
-        they have not changed for :data:`SETTLE` seconds (a file being copied in by hand is
-        half-written for a moment), at most :data:`REJECT_EACH` at a time."""
-        return list(self.settled_scan().tasks)
-
-    def settled_scan(self) -> Scan:
-        """A scan, after rejecting the invalid files it found that have settled (see
-        :meth:`pending`)."""
-        scan = self.index.scan()
-        now = self.clock.now()
-        due: dict[str, list[tuple[Invalid, str]]] = {}
-        for bad in scan.invalid:
-            if sum(map(len, due.values())) >= REJECT_EACH:
-                break  # junk never holds up real work: the rest at the next scans
-            if now - bad.mtime < SETTLE:
-                continue  # changed when it was listed: not settled yet
-            try:
-                st = os.lstat(bad.file)
-            except OSError:
-                continue  # gone already
-            if now - st.st_mtime < SETTLE or stat.S_ISDIR(st.st_mode):
-                continue
-            # The scan may have seen the file half-written, or before its chmod: judge it as
-            # it is now, never on what was remembered.
-            fresh = self._problem(bad.path)
-            if fresh is None:
-                self.index.forget(bad.path)
-                continue
-            due.setdefault(os.path.dirname(bad.file), []).append(
-                (bad, fresh if bad.content else bad.reason))
-        for folder, bads in due.items():
-            before = _stat_or_none(folder)
-            for bad, why in bads:
-                with contextlib.suppress(OSError):  # a full disk: rejected at a later scan
-                    self.reject(bad.path, why)
-            after = _stat_or_none(folder)
-            if before is not None and after is not None:
-                # Its own moves only: the folder is not listed again for them.
-                self.index.rejected(folder, {b.file for b, _ in bads}, before, after)
-        return scan
-
-    def _problem(self, path: Path) -> str | None:
-        """What is wrong with the task file at ``path`` right now, or ``None``."""
-        error = self.judge(path).error
-        return None if error is None else str(error)
-
-    def judge(self, path: str | os.PathLike[str]) -> Verdict:
-        """Judge the task file at ``path`` as this queue runs it (see
-        :func:`~metaq_py.queue.judge.judge_in_queue`)."""
-        return judge_in_queue(path, root=self.root, config=self.config, trust=self._trust)
-
-    def reject(self, path: str | os.PathLike[str], reason: str) -> Path | None:
-        """Move the task file at ``path`` (in a task folder) to ``rejected/`` and write
-        ``reason`` beside it. ``None`` if it vanished first (someone else moved it)."""
-        folder, rel = self.identity_of(Path(path))
-        dst = self.path_of(REJECTED, folder, rel)
-        if name_problem(dst.name, path=dst) is not None:
-            # A name too long to keep (with its .reason) is shortened; the reason keeps it.
-            dst = self.root / REJECTED / folder / f"long-name-{_digest(rel)}"
-            reason = f"{reason} (it was called {rel})"
-        return self.move(Path(path), dst, reason=reason)
-
-    # --- claims ----------------------------------------------------------------------------
-
-    def claim(self, task: Task, *, machine: str, jobid: str, host: str | None = None,
-              pid: int | None = None) -> Claim | None:
-        """Take ``task`` for batch job ``jobid`` on ``machine``: write the lease that keeps
-        its identity, then one atomic rename to ``working/<machine>/<jobid>/<name>`` (or a
-        numbered slot, :func:`~metaq_py.queue.lease.claim_slot`). ``None`` when another job
-        took it first (or it was removed). The claim's spec is read again from the claimed
-        file, which is what will run; if it no longer parses it is rejected (``None``). An
-        :class:`OSError` (a full disk, a quota) leaves the task where it was."""
-        job = self._jobs.get((machine, jobid)) or self._jobs.setdefault(
-            (machine, jobid), _job_folder(self.root, machine, jobid))
-        dst = job.take_slot(task.relpath.rpartition("/")[2])
-        try:
-            claimed = self._claim_into(task, dst, job, machine=machine, jobid=jobid,
-                                       host=host, pid=pid)
-        except OSError:  # a full disk, a quota: the task stays where it is
-            job.leave(dst)
-            raise
-        if claimed is None:
-            job.leave(dst)
-        return claimed
-
-    def _claim_into(self, task: Task, dst: Path, job: JobFolder, *, machine: str, jobid: str,
-                    host: str | None, pid: int | None) -> Claim | None:
-        """:meth:`claim`, once the place ``dst`` in ``job`` is chosen."""
-        too_long = name_problem(dst.name, path=dst)
-        if too_long is not None:
-            self.reject(task.path, str(TaskError(task.file, None, too_long)))
-            return None
-        self._made.make(dst.parent)
-        now = self.clock.now()
-        host = host or socket.gethostname()
-        pid = pid if pid is not None else os.getpid()
-        # The lease is written before the rename, so a claimed task always has one.
-        write_lease(dst, machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
-                    host=host, pid=pid, start=now, attempts=task.attempts, submit=task.submit,
-                    stale_after=self.config.stale_after)
-        folder = os.path.dirname(task.file)
-        before = _stat_or_none(folder)
-        own = self.own_moves
-        if own is not None:
-            own.add(task.file)
-        try:
-            os.rename(task.file, dst)
-        except OSError as e:
-            if own is not None:
-                own.discard(task.file)
-            lease_path(dst).unlink(missing_ok=True)
-            if isinstance(e, FileNotFoundError):
-                return None  # another runner took it first, or it was removed
-            if e.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR):
-                self.reject(task.path, f"{task.path}: the task cannot be claimed "
-                                       f"({e.strerror})")
-                return None
-            if e.errno == errno.EXDEV:
-                raise QueueError(f"cannot claim {task.path}: working/ is on another file "
-                                 f"system; keep the whole queue on one") from None
-            raise
-        has_logbook = False
-        if task.logbook:  # a fresh task has none: not looked for (a metadata call each)
-            book = logbook_path(task.path)
-            if own is not None:
-                own.add(book)
-            has_logbook = rename_quietly(book, logbook_path(dst))
-            if own is not None and not has_logbook:
-                own.discard(book)
-        after = _stat_or_none(folder)
-        if before is not None and after is not None:
-            self.index.claimed(task, before, after)  # no relisting of the folder for this
-        # Read whole and judged once: these bytes are what runs, never the path again. The
-        # folders up from the job's folder are walked once: a claim finds the job's folder
-        # the very folder (device and inode) it was (self._made), and its trust stays.
-        place = self._made.identity(dst.parent)
-        verdict = judge_in_queue(dst, root=self.root, config=self.config, trust=self._trust,
-                                 whole=True, folders_trusted=place in self._trusted)
-        if verdict.spec is not None and place is not None:
-            self._trusted.add(place)
-        program = why = None
-        if verdict.spec is not None:
-            assert verdict.data is not None and verdict.opened is not None
-            from metaq_py.program import Program  # only a claim reads a program
-            from metaq_py.queue.campaign.arrays import index_program
-            program = Program(verdict.data, str(dst), verdict.opened.st_uid)
-            stored = index_program(self.root, task.folder, task.relpath, program,
-                                   trust=self._trust)
-            if isinstance(stored, str):
-                why = f"{task.path}: {stored}"
-            elif stored is not None:
-                program = stored
-        else:
-            why = str(verdict.error)
-        if why is not None or verdict.spec is None or program is None \
-                or verdict.opened is None:
-            lease_path(dst).unlink(missing_ok=True)
-            self.move(dst, self.path_of(REJECTED, task.folder, task.relpath), reason=why)
-            return None
-        return Claim(machine=machine, jobid=jobid, folder=task.folder, relpath=task.relpath,
-                     path=dst, host=host, pid=pid, start=now, heartbeat=now,
-                     attempts=task.attempts, submit=task.submit, spec=verdict.spec,
-                     has_logbook=has_logbook, program=program,
-                     inode=verdict.opened.st_ino)
-
-    def heartbeat(self, claim: Claim) -> bool:
-        """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
-        runner must stop the task."""
-        return self.renew(claim) is None
-
-    def renew(self, claim: Claim) -> str | None:
-        """Renew the lease; ``None`` when renewed, else why the claim is lost: it is gone
-        (reclaimed by another job as stale, cancelled and moved), or its lease is not this
-        runner's to renew (someone put a file of their own in its place)."""
-        try:
-            os.utime(claim.lease, follow_symlinks=False)
-        except FileNotFoundError:
-            return "its claim was taken back"
-        except OSError as e:
-            return f"its lease {claim.lease} can no longer be renewed ({e.strerror}); " \
-                   f"someone replaced it"
-        if not os.path.lexists(claim.path):
-            return "its claim was taken back"
-        return None
-
-    def cancel_requested(self, claim: Claim) -> bool:
-        """Whether someone ran ``metaq cancel`` on this running task."""
-        return os.path.lexists(companion(claim.path, CANCEL_SUFFIX))
 
     def cancelled(self, claim: Claim) -> Moved | None:
         """Move a running task that ``metaq cancel`` asked to stop, once its job has stopped
@@ -434,48 +150,6 @@ class Queue(Layout):
                                                 to=moved.state, by=socket.gethostname())
         return moved
 
-    def tidy_job(self, *, machine: str, jobid: str) -> None:
-        """Remove the empty folders a finished batch job leaves in ``working/``."""
-        self._jobs.pop((machine, jobid), None)
-        pack = self._packs.pop(jobid, None)
-        if pack is not None:
-            pack.close()
-        top = self.root / WORKING / machine / jobid
-        for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
-            with contextlib.suppress(OSError):
-                os.rmdir(dirpath)
-
-    # --- moving ----------------------------------------------------------------------------
-
-    def move(self, src: Path, dst: Path, *, reason: str | None = None,
-             logbook: Logbook | None = None, claim: Claim | None = None) -> Path | None:
-        """Move the task at ``src`` to ``dst`` with its companions: every state change goes
-        through here (see :func:`~metaq_py.queue.moves.move_task`). ``None`` if ``src``
-        vanished first."""
-        job = None if claim is None else self._jobs.get((claim.machine, claim.jobid))
-        rel = relative_parts(src, self.root)
-        pack = src_logbook = None
-        if job is not None and claim is not None and logbook is not None \
-                and relative_parts(dst, self.root)[0] in DONE_STATES:
-            pack, src_logbook = self._pack_for(claim.jobid), claim.has_logbook
-        moved = move_task(src, dst, root=self.root, reason=reason, logbook=logbook,
-                          old_reason=rel[0] in DONE_STATES, made=self._made, pack=pack,
-                          src_logbook=src_logbook is not False)
-        if job is not None and claim is not None and src == claim.path:
-            job.leave(src)  # gone from working/, moved now or by someone else before
-        if moved is not None:  # the summary metaq status reads (see queue/tally.py)
-            from metaq_py.queue.tally import note_move  # submit moves nothing
-            note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
-        return moved
-
-    def _pack_for(self, jobid: str) -> Pack:
-        """How a move by this object's job ``jobid`` packs the logbook of a task it made done
-        (:mod:`~metaq_py.queue.logbook`)."""
-        pack = self._packs.get(jobid)
-        if pack is None:
-            pack = self._packs[jobid] = LogbookPack(self.root, self.job_dir(jobid))
-        return pack.add
-
     def _history(self, claim: Claim, event: str, usage: Mapping[str, object] | None = None,
                  **fields: object) -> Logbook:
         """The logbook of ``claim``'s task with ``event`` added to its history."""
@@ -529,21 +203,6 @@ class Queue(Layout):
         return None if moved is None else Moved(state, moved)
 
 
-# --- helpers -------------------------------------------------------------------------------
-
-
-def _job_folder(root: Path, machine: str, jobid: str) -> JobFolder:
-    """``working/<machine>/<jobid>`` of the queue at ``root``, its names checked."""
-    return JobFolder(root / WORKING / safe_name(machine, "machine name") /
-                     safe_name(jobid, "job id"))
-
-
-def _stat_or_none(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except OSError:
-        return None
-
 
 def read_reason_file(path: Path) -> str | None:
     """The text of a cancel request or reason file at ``path`` (regular, capped, UTF-8, one
@@ -556,6 +215,3 @@ def read_reason_file(path: Path) -> str | None:
     line = text[0] if text else ""
     return "".join(c for c in line if c.isprintable())[:500] or None
 
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]

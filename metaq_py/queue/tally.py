@@ -2,7 +2,7 @@
 per task folder, campaign folder and project, kept up to date as tasks move, so that
 ``metaq status`` never walks the queue's history.
 
-Every move of a task goes through :meth:`~metaq_py.queue.store.Queue.move`, which calls
+Every move of a task goes through :meth:`~metaq_py.queue.claiming.ClaimingQueue.move`, which calls
 :func:`note_move`: a move into a done state adds one to its key, a move out of one (``retry``)
 takes one away. A key is (state, task folder, campaign folder, project): the campaign folder
 is the task's sub-folder inside its task folder (``alice/run7`` for ``todo/alice/run7/x.sh``,

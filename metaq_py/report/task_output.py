@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metaq_py.errors import QueueError
-from metaq_py.queue.admin import Entry
 from metaq_py.queue.disk.fileio import Refused
 from metaq_py.queue.disk.folders import relative_parts
+from metaq_py.queue.finding import Entry
 from metaq_py.queue.layout import DONE_STATES, WORKING
 from metaq_py.queue.logbook import find_logbook
 from metaq_py.queue.store import Queue

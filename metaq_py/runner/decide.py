@@ -30,7 +30,6 @@ from metaq_py.policy import (
     Scheduler,
     Shrink,
     Start,
-    lost_node_seconds,
 )
 from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.index import Task
@@ -173,6 +172,7 @@ class Decider:
                 if notice is not None and job.kind is Kind.ONDEMAND:
                     events.write("release", notice=notice, reason="redeemed")
             elif isinstance(action, Preempt):
+                from metaq_py.policy.checkpoint import lost_node_seconds  # on-demand only
                 assert r is not None
                 victim = roster.live[action.job]
                 events.write("preempt", task=action.job, for_task=action.for_job,

@@ -50,7 +50,6 @@ from metaq_py.durations import format_duration, format_time
 from metaq_py.launch import launch
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.shares import NodeShape
-from metaq_py.queue.campaign.deps import RECHECK
 from metaq_py.queue.disk.folders import PeopleIds, own_folder
 from metaq_py.queue.store import Queue
 from metaq_py.runner.context import Context
@@ -340,6 +339,7 @@ class Runner:
         if self.offers.delayed:
             times.append(min(t.not_before for t in self.offers.delayed.values()))
         if self.awaiting is not None and not self.roster.live:
+            from metaq_py.queue.campaign.deps import RECHECK  # loaded: a task waits on one
             times.append(self.clock.now() + RECHECK)
         for t in self.roster.live.values():
             if t.kill_at is not None:

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 from metaq_py.hybrid import Kind
 from metaq_py.policy.model import Job
 from metaq_py.policy.shares import NodeShape
-from metaq_py.queue.campaign.deps import Dependencies, Readiness
 from metaq_py.queue.fit import fit_problem, job_of
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
 from metaq_py.queue.logbook import read_logbook
 
 if TYPE_CHECKING:
+    from metaq_py.queue.campaign.deps import Dependencies, Readiness
     from metaq_py.runner.context import Context
 
 __all__ = ["WINDOW", "History", "Offers", "past_runs"]
@@ -98,12 +98,13 @@ class Offers:
         self.blocked: dict[str, tuple[Task, Readiness]] = {}
         """Each waiting task that the last look did not offer because it waits for a
         dependency, with the verdict saying which and where it is."""
-        self.deps = Dependencies(ctx.queue)
+        self._deps: Dependencies | None = None
         """Whether a waiting task's dependencies (``AFTER``) are met: a task still waiting
-        for one is not offered, and one whose dependency failed goes to ``failed/``."""
+        for one is not offered, and one whose dependency failed goes to ``failed/``. Made
+        when the first task with an ``AFTER`` is looked at."""
         self.shaped: bool | None = False
         """What a decision's snapshot says of shapes (:attr:`Snapshot.shaped
-        <metaq_py.policy.model.Snapshot>`): ``False`` while no task of several shapes has
+        <metaq_py.policy.snapshot.Snapshot>`): ``False`` while no task of several shapes has
         been offered here, so that the policy need not look for one at every decision;
         ``None`` (let it look) from the first."""
         self._pass = 0
@@ -118,7 +119,8 @@ class Offers:
         stamped on the on-demand tasks that arrive now."""
         self._pass = pass_no
         pending = self.ctx.queue.settled_scan().tasks  # pending() without its copy of the list
-        self.deps.new_look()
+        if self._deps is not None:
+            self._deps.new_look()
         self.blocked = {}
         self.delayed = {}
         self._now = self.ctx.clock.now()
@@ -226,6 +228,12 @@ class Offers:
         self.cache.pop(task_id, None)
         self.last_window = None
 
+    def _dependencies(self) -> Dependencies:
+        if self._deps is None:
+            from metaq_py.queue.campaign.deps import Dependencies  # only tasks with AFTER
+            self._deps = Dependencies(self.ctx.queue)
+        return self._deps
+
     def _offer(self, task: Task, jobs: list[Job], skipped: dict[str, str]) -> None:
         """Add ``task``'s policy job to ``jobs``, or, if this allocation can never run it,
         its reason to ``skipped`` (said once, when it is first found)."""
@@ -237,11 +245,12 @@ class Offers:
             return
         if task.spec.after or task.spec.after_any:
             # Never cached as a job until its dependencies are met (they stay met then).
-            ready = self.deps.check(task)
+            deps = self._dependencies()
+            ready = deps.check(task)
             if not ready.ready:
                 skipped[task.id] = ready.words  # so the window is looked at again next time
                 self.blocked[task.id] = (task, ready)
-                if ready.failed is not None and self.deps.fail(task, ready) is not None:
+                if ready.failed is not None and deps.fail(task, ready) is not None:
                     self.ctx.say(f"{self.ctx.named(task.id)} moved to failed/: {ready.failed}")
                 return
         hit = cache.get(task.id)

@@ -46,16 +46,16 @@ POLICY_KEYS = ("oracle", "release_after", "warning", "victim_order", "borrowers"
 ``oracle`` 1 decides on true runtimes instead of requested walltimes; ``release_after`` is
 how long after a notice's estimated arrival its reservation is released, ``warning`` how long
 before the arrival CUP preempts a malleable job, both in seconds; ``victim_order`` what PAA's
-ascending preemption overhead counts (:class:`~metaq_py.policy.arrival.VictimOrder`);
+ascending preemption overhead counts (:class:`~metaq_py.policy.choices.VictimOrder`);
 ``borrowers`` which borrowers of its reservation an arriving on-demand job preempts
-(:class:`~metaq_py.policy.arrival.Borrowers`); ``other_reservations`` whether it takes idle
-nodes reserved for other notices (:class:`~metaq_py.policy.arrival.OtherReservations`);
+(:class:`~metaq_py.policy.choices.Borrowers`); ``other_reservations`` whether it takes idle
+nodes reserved for other notices (:class:`~metaq_py.policy.choices.OtherReservations`);
 ``cup_preempt`` when CUP preempts the jobs it
-picked (:class:`~metaq_py.policy.notice.CupTiming`); ``preempt_when`` whether an arriving
+picked (:class:`~metaq_py.policy.choices.CupTiming`); ``preempt_when`` whether an arriving
 on-demand job or a CUP notice preempts when even every candidate is too few
-(:class:`~metaq_py.policy.arrival.PreemptWhen`); ``node_order`` which free or reserved
+(:class:`~metaq_py.policy.choices.PreemptWhen`); ``node_order`` which free or reserved
 nodes a decision hands out first (:class:`~metaq_py.policy.pool.NodeOrder`); ``completion``
-what the nodes of an on-demand job that ends do (:class:`~metaq_py.policy.completion.
+what the nodes of an on-demand job that ends do (:class:`~metaq_py.policy.choices.
 Completion`: ``return`` to its victims, R12, or ``pool``)."""
 
 ENGINE_KEYS = ("requeue", "malleable_start", "decisions", "instant_order", "failure_loss",

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from metaq_py.policy import make_scheduler
 from metaq_py.policy.mechanisms import Backfill, Scheduler
-from metaq_py.policy.model import NOTHING, Decision, Job, Snapshot
+from metaq_py.policy.model import NOTHING, Decision, Job
 from metaq_py.policy.order import in_order_view
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.work import Work
 
 __all__ = ["CANDIDATES", "Fcfs", "candidates", "fcfs_fill"]

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.submit import Submitter
 from tests import runner_helpers as helpers
 from tests.runner_helpers import make_queue, task
 
@@ -291,7 +291,7 @@ def _chaos(tmp: Path, disk: Path, plan: list[Action]) -> None:
     array.write_text(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-{ARRAY - 1}\n"
                      f"echo $$ >> {out}/arr-$METAQ_ARRAY_INDEX; sleep 0.2\n")
     array.chmod(0o755)
-    QueueAdmin(queue).submit(array)
+    Submitter(queue).submit(array)
     before = _fingerprint(sentinel)
     errors: list[BaseException] = []
     half = len(plan) // 2

@@ -98,7 +98,7 @@ def junk_by_the_thousand(w: World) -> None:  # issue 28: junk never starves real
 
 
 def junk_rejected_bit_by_bit(w: World) -> None:
-    from metaq_py.queue.store import REJECT_EACH
+    from metaq_py.queue.claiming import REJECT_EACH
 
     assert w.ran("late.sh")
     rejected = list((w.q.root / "rejected/todo").glob("junk-*.reason"))

@@ -6,13 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy import Preempt, Scheduler, Shrink, make_scheduler
-from metaq_py.policy.arrival import (
-    Borrowers,
-    OtherReservations,
-    PreemptWhen,
-    VictimOrder,
-    spread,
-)
+from metaq_py.policy.arrival import spread
+from metaq_py.policy.choices import Borrowers, OtherReservations, PreemptWhen, VictimOrder
 from metaq_py.policy.model import Kind
 from metaq_py.policy.pool import NodeOrder
 from tests.policy.switches import check_switch

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.policy import (
-    Running,
+from metaq_py.policy import Running
+from metaq_py.policy.checkpoint import (
     checkpoint_cost,
     checkpoint_plan,
     daly_interval,

@@ -4,7 +4,8 @@ Job M below: 10 nodes, walltime 1,100 s at full size, of which 100 s setup."""
 from __future__ import annotations
 
 from metaq_py.cluster import Cluster
-from metaq_py.policy import Job, Kind, resumed
+from metaq_py.policy import Job, Kind
+from metaq_py.policy.checkpoint import resumed
 from metaq_py.policy.work import resized
 
 

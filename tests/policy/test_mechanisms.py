@@ -15,10 +15,11 @@ from metaq_py.policy import (
     Preempt,
     Shrink,
     Start,
-    checkpoint_plan,
     make_scheduler,
 )
-from metaq_py.policy.mechanisms import ArrivalStrategy, Backfill, NoticeStrategy, Scheduler
+from metaq_py.policy.checkpoint import checkpoint_plan
+from metaq_py.policy.choices import ArrivalStrategy, NoticeStrategy
+from metaq_py.policy.mechanisms import Backfill, Scheduler
 from metaq_py.policy.model import Kind
 from tests.policy_world import World, job
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from metaq_py import build as which_build
 from metaq_py.policy import model
-from metaq_py.policy.model import Decision, Job, Kind, Running, Snapshot, Start
+from metaq_py.policy.model import Decision, Job, Kind, Running, Start
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.spans import Spans
 
 # Whether the values come from their Python source is read from the import system (the

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from metaq_py.policy import Preempt, Release, Reserve, Start, make_scheduler
+from metaq_py.policy.choices import CupTiming
 from metaq_py.policy.model import Kind
-from metaq_py.policy.notice import CupTiming
 from tests.policy.switches import check_switch
 from tests.policy_world import World, job
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster, ClusterError
 from metaq_py.policy import Job, Start, make_scheduler
-from metaq_py.policy.model import Kind, Snapshot
+from metaq_py.policy.model import Kind
+from metaq_py.policy.snapshot import Snapshot
 from tests.policy.test_shares import SHAPE, Driver
 
 POLICIES = ["easy", "conservative", "CUA&SPAA"]

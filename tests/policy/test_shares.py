@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster, ClusterError
-from metaq_py.policy import Job, Notice, Preempt, Start, make_scheduler, resumed
+from metaq_py.policy import Job, Notice, Preempt, Start, make_scheduler
+from metaq_py.policy.checkpoint import resumed
 from metaq_py.policy.model import Kind
 from metaq_py.policy.shares import NodeShape
 

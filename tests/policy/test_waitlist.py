@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from metaq_py.cluster import Cluster
 from metaq_py.policy import Start, make_scheduler
 from metaq_py.policy.backfill import EASY, decision
-from metaq_py.policy.model import Job, Kind, Snapshot
+from metaq_py.policy.model import Job, Kind
+from metaq_py.policy.snapshot import Snapshot
 from metaq_py.policy.waitlist import LOAD, Waitlist, add_point, merge
 
 

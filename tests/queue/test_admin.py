@@ -1,8 +1,7 @@
-"""The people's commands: submit, hold, release, cancel and retry, each through one move."""
+"""The people's commands: hold, release, cancel and retry, each through one move."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -54,51 +53,6 @@ def test_retry_of_a_still_invalid_task_leaves_it(q: Queue, admin: QueueAdmin) ->
     assert (q.root / "rejected/todo/bad.sh").exists()
     put(q.root / "rejected/todo/bad.sh", "#METAQ NODES 1\n")
     assert admin.retry("todo/bad.sh").state == "todo"
-
-
-# --- submit --------------------------------------------------------------------------------
-
-
-def test_submit_validates_then_writes_atomically(q: Queue, admin: QueueAdmin,
-                                                 tmp_path: Path) -> None:
-    src = put(tmp_path / "job.sh", "#METAQ NODES 2\n", mode=0o775)
-    dst = admin.submit(src, sub="alice/run1")
-    assert dst == q.root / "todo/alice/run1/job.sh"
-    assert dst.read_bytes() == src.read_bytes() and os.stat(dst).st_mode & 0o777 == 0o755
-    assert [p.name for p in dst.parent.iterdir()] == ["job.sh"]  # no temporary left
-    with pytest.raises(QueueError, match="already in the queue"):
-        admin.submit(src, sub="alice/run1")
-    held = admin.submit(src, hold=True, folder="priority")
-    assert held == q.root / "hold/priority/job.sh"
-
-
-@pytest.mark.parametrize(
-    ("content", "mode", "words"),
-    [
-        (b"#!/bin/sh\n#METAQ NODES 0\n", 0o755, "line 2"),
-        (b"\x00\x01", 0o755, "binary"),
-        (b"#!/bin/sh\n", 0o644, "not executable"),
-        (b"#!/bin/sh\n#METAQ LOG jobs/x.log\n", 0o755, "jobs/ folder"),
-        (b"#!/bin/sh\n#METAQ LOG jobs/7/events.jsonl\n", 0o755, "event log"),
-    ],
-)
-def test_submit_refuses_bad_scripts_and_writes_nothing(q: Queue, admin: QueueAdmin,
-                                                       tmp_path: Path, content: bytes,
-                                                       mode: int, words: str) -> None:
-    src = tmp_path / "bad.sh"
-    src.write_bytes(content)
-    src.chmod(mode)
-    before = sorted(p for p in q.root.rglob("*"))
-    with pytest.raises(TaskError, match=words):
-        admin.submit(src)
-    assert sorted(p for p in q.root.rglob("*")) == before
-
-
-def test_submit_refuses_escaping_subfolders(q: Queue, admin: QueueAdmin, tmp_path: Path) -> None:
-    src = put(tmp_path / "a.sh")
-    for sub in ("../x", "/abs", ".hidden"):
-        with pytest.raises(QueueError):
-            admin.submit(src, sub=sub)
 
 
 def test_a_cancel_and_a_retry_are_stamped_by_the_queue_clock(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from metaq_py.queue.lease import (
     write_lease,
 )
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 from tests.queue.test_store import put
 
 
@@ -290,7 +291,7 @@ def test_a_dependency_running_in_a_slot_is_running(q: Queue, tmp_path: Path) -> 
     put(q.root / "todo/b/step.sh")
     after = put(tmp_path / "next.sh", "#METAQ AFTER todo/b/step.sh\n")
     claim_all(q)
-    QueueAdmin(q).submit(after)
+    Submitter(q).submit(after)
     assert Resolver(q).where("todo/b/step.sh") == "working"
     assert Resolver(q).where("todo/c/step.sh") is None
     assert Resolver(q).resolve("todo/*/step.sh") == ["todo/a/step.sh", "todo/b/step.sh"]

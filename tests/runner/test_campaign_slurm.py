@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from metaq_py.queue.admin import QueueAdmin
+from metaq_py.queue.submit import Submitter
 from tests.conftest import REPO, SlurmCluster
 from tests.runner_helpers import make_queue, task
 
@@ -37,7 +38,7 @@ def test_a_campaign_ends_as_its_directives_say(slurm: SlurmCluster, tmp_path: Pa
     for i in (0, 3, 6):  # a third of the outputs exist beforehand
         (out / f"cfg_{i}.h5").write_text("old")
     ledger = tmp_path / "ledger"
-    admin.submit(_script(tmp_path / "make.sh", (
+    Submitter(q).submit(_script(tmp_path / "make.sh", (
         "#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-8\n"
         "#METAQ CREATES out/cfg_{index}.h5\n"
         f'echo "make $METAQ_ARRAY_INDEX" >> {ledger}\n'
@@ -49,7 +50,7 @@ def test_a_campaign_ends_as_its_directives_say(slurm: SlurmCluster, tmp_path: Pa
             [ -e {marker} ] && exit 0
             touch {marker}; exit 75
         """, RETRY_DELAY="1s")
-    admin.submit(_script(tmp_path / "broken.sh", (
+    Submitter(q).submit(_script(tmp_path / "broken.sh", (
         "#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-11\n#METAQ MAX_FAILS 2\n"
         f'echo "broken $METAQ_ARRAY_INDEX" >> {ledger}\nexit 1\n')))
     task(q, "hang.sh", f"""

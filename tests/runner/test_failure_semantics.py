@@ -8,6 +8,7 @@ from pathlib import Path
 
 from metaq_py.queue.logbook import Logbook, find_logbook
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 from tests.runner_helpers import SETTINGS, events, make_queue, of, runner, task, where
 
 
@@ -211,7 +212,6 @@ def test_a_link_or_fifo_output_is_said_and_the_task_runs(tmp_path: Path) -> None
 
 
 def test_submit_force_runs_a_task_whose_outputs_exist(tmp_path: Path) -> None:
-    from metaq_py.queue.admin import QueueAdmin
     q = make_queue(tmp_path / "q")
     (q.root / "out").mkdir()
     (q.root / "out/a.h5").write_text("data")
@@ -220,7 +220,7 @@ def test_submit_force_runs_a_task_whose_outputs_exist(tmp_path: Path) -> None:
     script.write_text(f"#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ CREATES out/a.h5\n"
                       f"echo ran >> {ran}\n")
     script.chmod(0o755)
-    dst = QueueAdmin(q).submit(script, force=True)
+    dst = Submitter(q).submit(script, force=True)
     assert "#METAQ FORCE\n" in dst.read_text()
     runner(q).run()
     assert ran.read_text() == "ran\n"
@@ -228,7 +228,6 @@ def test_submit_force_runs_a_task_whose_outputs_exist(tmp_path: Path) -> None:
 
 
 def test_an_array_skips_the_indices_whose_outputs_exist(tmp_path: Path) -> None:
-    from metaq_py.queue.admin import QueueAdmin
     q = make_queue(tmp_path / "q")
     (q.root / "out").mkdir()
     for i in (0, 2):
@@ -239,7 +238,7 @@ def test_an_array_skips_the_indices_whose_outputs_exist(tmp_path: Path) -> None:
                       'echo made > "$METAQ_QUEUE_ROOT_OUT/cfg_$METAQ_ARRAY_INDEX.h5"\n'
                       .replace("$METAQ_QUEUE_ROOT_OUT", str(q.root / "out")))
     script.chmod(0o755)
-    QueueAdmin(q).submit(script)
+    Submitter(q).submit(script)
     runner(q).run()
     ends = {e["task"]: e["outcome"] for e in of(events(q), "end")}
     assert ends == {"todo/gen.sh/0": "skipped", "todo/gen.sh/1": "finished",
@@ -251,7 +250,6 @@ def test_array_keys_without_an_array_are_refused_at_submit(tmp_path: Path) -> No
     import pytest
 
     from metaq_py.errors import TaskError
-    from metaq_py.queue.admin import QueueAdmin
     q = make_queue(tmp_path / "q")
     for line, words in (("MAX_FAILS 3", "only to a task array"),
                         ("CREATES out/{index}.h5", "only a task array has")):
@@ -259,7 +257,7 @@ def test_array_keys_without_an_array_are_refused_at_submit(tmp_path: Path) -> No
         script.write_text(f"#!/bin/bash\n#METAQ {line}\ntrue\n")
         script.chmod(0o755)
         with pytest.raises(TaskError, match=words) as e:
-            QueueAdmin(q).submit(script)
+            Submitter(q).submit(script)
         assert str(e.value).startswith(f"{script}, line 2: ")
 
 
@@ -267,13 +265,12 @@ def test_an_array_past_max_fails_holds_its_waiting_indices(tmp_path: Path) -> No
     import subprocess
     import sys
 
-    from metaq_py.queue.admin import QueueAdmin
     q = make_queue(tmp_path / "q")
     script = tmp_path / "bad.sh"
     script.write_text("#!/bin/bash\n#METAQ MIN_WC_TIME 1m\n#METAQ ARRAY 0-9\n"
                       "#METAQ MAX_FAILS 3\nexit 1\n")
     script.chmod(0o755)
-    QueueAdmin(q).submit(script)
+    Submitter(q).submit(script)
     runner(q, nodes=1, max_tasks=1).run()
     ends = [e for e in of(events(q), "end") if e["task"].startswith("todo/bad.sh/")]
     assert [e["outcome"] for e in ends] == ["failed"] * 3  # no hours past MAX_FAILS

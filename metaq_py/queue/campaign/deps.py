@@ -45,13 +45,13 @@ from metaq_py.queue.layout import (
     PENDING,
     REJECTED,
     WORKING,
+    Layout,
 )
 from metaq_py.queue.lease import find_claim
-from metaq_py.queue.moves import history_entry, logbook_of
-from metaq_py.queue.store import Queue
 
 if TYPE_CHECKING:
     from metaq_py.queue.campaign.arrays import ArrayInfo
+    from metaq_py.queue.claiming import ClaimingQueue
 
 __all__ = ["RECHECK", "Dependencies", "Readiness", "Resolver", "find_cycle", "rewrite_after"]
 
@@ -72,7 +72,7 @@ class Resolver:
     """Turns the names a task gives into identities of the queue at ``root``. ``coming`` are
     identities about to be submitted with it (an array's with its indices)."""
 
-    def __init__(self, queue: Queue, coming: dict[str, tuple[int, ...] | None] | None = None
+    def __init__(self, queue: Layout, coming: dict[str, tuple[int, ...] | None] | None = None
                  ) -> None:
         self.q = queue
         self.coming = dict(coming or {})
@@ -307,7 +307,7 @@ class Dependencies:
     """The readiness of the waiting tasks of ``queue`` that have dependencies, remembered
     between looks (see the module's description). For one process."""
 
-    def __init__(self, queue: Queue) -> None:
+    def __init__(self, queue: ClaimingQueue) -> None:
         self.q = queue
         self._seen: dict[str, tuple[Task, Readiness, tuple]] = {}
         self._sign: tuple | None = None
@@ -335,6 +335,8 @@ class Dependencies:
     def fail(self, task: Task, verdict: Readiness) -> Path | None:
         """Move ``task``, whose dependency failed for good, to ``failed/`` with the reason;
         ``None`` if someone moved it first."""
+        from metaq_py.queue.moves import history_entry, logbook_of  # a runner's move
+
         q = self.q
         now = q.clock.now()
         logbook = logbook_of(task.path, now=now)

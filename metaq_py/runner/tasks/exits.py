@@ -11,11 +11,10 @@ claimed, its lease renewed, and settling it is tried again at each heartbeat.
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
-from metaq_py.launch.slurm_step import read_step
-from metaq_py.launch.step_usage import StepUsage
 from metaq_py.launch.usage import Usage
 from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED, TIMEOUT
 from metaq_py.queue.fit import gpu_ids_for
@@ -23,6 +22,9 @@ from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
 from metaq_py.runner.tasks.live_task import LiveTask, Why
 from metaq_py.runner.tasks.roster import Roster
+
+if TYPE_CHECKING:
+    from metaq_py.launch.step_usage import StepUsage
 
 __all__ = ["Settler"]
 
@@ -37,8 +39,9 @@ class Settler:
         self.cluster = cluster
         self.roster = roster
         self.unsettled: list[LiveTask] = []
-        self.steps = StepUsage()
-        """SLURM's figures for tasks run in steps of their own (asked once per end)."""
+        self._steps: StepUsage | None = None
+        """SLURM's figures for tasks run in steps of their own (asked once per end); made
+        at the first such end (``metaq run --srun``)."""
         self._used: dict[TaskProcess, Usage | None] = {}
         """Each ended process's usage from first asked until its ``end`` event is written."""
 
@@ -143,11 +146,18 @@ class Settler:
         if process not in self._used:
             status = process.status
             if process.spec.srun_wrap:
+                from metaq_py.launch.slurm_step import read_step  # a step of its own
                 step = read_step(process.spec.step_file)
-                self._used[process] = self.steps.of(step) if step is not None else None
+                self._used[process] = self._step_usage().of(step) if step is not None else None
             else:
                 self._used[process] = status.usage if status is not None else None
         return self._used[process]
+
+    def _step_usage(self) -> StepUsage:
+        if self._steps is None:
+            from metaq_py.launch.step_usage import StepUsage  # only tasks in steps of their own
+            self._steps = StepUsage()
+        return self._steps
 
     def _write_end(self, live: LiveTask, outcome: str) -> None:
         status = live.process.status if live.process is not None else None

@@ -25,7 +25,6 @@ from metaq_py.launch.binding import MpiLayout, detect_launcher, mpirun_line, whi
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.policy.model import Job
 from metaq_py.queue.disk.folders import make_folders, set_aside
-from metaq_py.queue.disk.logfile import LogRefused, open_log
 from metaq_py.queue.layout import FAILED
 from metaq_py.ranges import machine_cpus
 from metaq_py.runner.context import Context
@@ -177,6 +176,7 @@ class Launcher:
         claim, options = live.claim, self.ctx.options
         tee = None
         if claim.spec.log is not None:
+            from metaq_py.queue.disk.logfile import LogRefused, open_log  # only a LOG needs it
             try:
                 tee = self.ctx.queue.log_path(claim)
                 # Checked against the task's owner and made (with its folders) without

@@ -15,6 +15,7 @@ from metaq_py.errors import QueueError
 from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.arrays import read_array, split_ref
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 from metaq_py.ranges import format_indices
 
 
@@ -32,7 +33,7 @@ def script(path: Path, body: str, directives: str = "") -> Path:
 def test_an_array_is_one_task_per_index_in_index_order(q: Queue, tmp_path: Path) -> None:
     src = script(tmp_path / "prop.py", "import os; print(os.environ['METAQ_ARRAY_INDEX'], "
                  "os.environ['METAQ_ARRAY_ID'])", "#METAQ NODES 2\n#METAQ PROJECT lat\n")
-    dst = QueueAdmin(q).submit(src, array="1-9:2,20")
+    dst = Submitter(q).submit(src, array="1-9:2,20")
     assert dst == q.root / "todo/prop.py" and dst.is_dir()
     tasks = q.scan().tasks
     assert [t.id for t in tasks] == [f"todo/prop.py/{i}" for i in (1, 3, 5, 7, 9, 20)]
@@ -49,24 +50,24 @@ def test_an_array_is_one_task_per_index_in_index_order(q: Queue, tmp_path: Path)
 
 def test_the_array_directive_in_the_script_makes_an_array(q: Queue, tmp_path: Path) -> None:
     src = script(tmp_path / "a.sh", "true", "#METAQ ARRAY 0-2\n")
-    QueueAdmin(q).submit(src)
+    Submitter(q).submit(src)
     assert [t.relpath for t in q.scan().tasks] == ["a.sh/0", "a.sh/1", "a.sh/2"]
 
 
 def test_a_failed_array_submission_leaves_nothing(q: Queue, tmp_path: Path) -> None:
-    QueueAdmin(q).submit(script(tmp_path / "p.sh", "true"), array="0-2")
+    Submitter(q).submit(script(tmp_path / "p.sh", "true"), array="0-2")
     # Index 3 names prop index 3, which does not exist: refused, nothing written.
     src = script(tmp_path / "c.sh", "true", "#METAQ AFTER p.sh[{index}]\n")
     with pytest.raises(QueueError, match="index 3"):
-        QueueAdmin(q).submit(src, array="0-3")
+        Submitter(q).submit(src, array="0-3")
     assert sorted(os.listdir(q.root / "todo")) == ["p.sh"]
     with pytest.raises(QueueError, match="already in the queue"):
-        QueueAdmin(q).submit(script(tmp_path / "p.sh", "true"))
+        Submitter(q).submit(script(tmp_path / "p.sh", "true"))
 
 
 def test_array_refs_select_indices_in_a_state(q: Queue, tmp_path: Path) -> None:
     admin = QueueAdmin(q)
-    admin.submit(script(tmp_path / "run.sh", "true"), array="0-19")
+    Submitter(q).submit(script(tmp_path / "run.sh", "true"), array="0-19")
     assert [e.id for e in admin.select("run.sh[3-4]", states=("pending",))] == \
         ["todo/run.sh/3", "todo/run.sh/4"]
     admin.cancel("run.sh[17]")

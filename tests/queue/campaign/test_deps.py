@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from metaq_py.errors import QueueError
-from metaq_py.queue.admin import QueueAdmin
 from metaq_py.queue.campaign.deps import Dependencies, find_cycle
 from metaq_py.queue.store import Queue
+from metaq_py.queue.submit import Submitter
 from metaq_py.report.explain import explain
 
 
@@ -38,9 +38,9 @@ def readiness(q: Queue, deps: Dependencies, ident: str):
 
 
 def test_a_task_waits_until_its_dependency_has_finished(q: Queue, tmp_path: Path) -> None:
-    admin = QueueAdmin(q)
-    admin.submit(script(tmp_path / "a.sh"))
-    admin.submit(script(tmp_path / "b.sh", "#METAQ AFTER a.sh\n"))
+    submitter = Submitter(q)
+    submitter.submit(script(tmp_path / "a.sh"))
+    submitter.submit(script(tmp_path / "b.sh", "#METAQ AFTER a.sh\n"))
     assert "#METAQ AFTER todo/a.sh" in (q.root / "todo/b.sh").read_text()  # resolved
     deps = Dependencies(q)
     r = readiness(q, deps, "todo/b.sh")
@@ -52,10 +52,10 @@ def test_a_task_waits_until_its_dependency_has_finished(q: Queue, tmp_path: Path
 
 
 def test_a_failed_dependency_fails_its_dependent_for_good(q: Queue, tmp_path: Path) -> None:
-    admin = QueueAdmin(q)
-    admin.submit(script(tmp_path / "a.sh", "#METAQ RETRIES 0\n"))
-    admin.submit(script(tmp_path / "b.sh"), after=("a.sh",))
-    admin.submit(script(tmp_path / "c.sh", "#METAQ AFTER_ANY a.sh\n"))
+    submitter = Submitter(q)
+    submitter.submit(script(tmp_path / "a.sh", "#METAQ RETRIES 0\n"))
+    submitter.submit(script(tmp_path / "b.sh"), after=("a.sh",))
+    submitter.submit(script(tmp_path / "c.sh", "#METAQ AFTER_ANY a.sh\n"))
     run_and_end(q, "todo/a.sh", 3)
     deps = Dependencies(q)
     r = readiness(q, deps, "todo/b.sh")
@@ -67,10 +67,10 @@ def test_a_failed_dependency_fails_its_dependent_for_good(q: Queue, tmp_path: Pa
 
 
 def test_an_array_dependency_waits_for_every_index(q: Queue, tmp_path: Path) -> None:
-    admin = QueueAdmin(q)
-    admin.submit(script(tmp_path / "p.sh"), array="0-2")
-    admin.submit(script(tmp_path / "c.sh", "#METAQ AFTER p.sh[{index}]\n"), array="0-2")
-    admin.submit(script(tmp_path / "z.sh", "#METAQ AFTER c.sh\n"))
+    submitter = Submitter(q)
+    submitter.submit(script(tmp_path / "p.sh"), array="0-2")
+    submitter.submit(script(tmp_path / "c.sh", "#METAQ AFTER p.sh[{index}]\n"), array="0-2")
+    submitter.submit(script(tmp_path / "z.sh", "#METAQ AFTER c.sh\n"))
     deps = Dependencies(q)
     run_and_end(q, "todo/p.sh/1", 0)
     assert readiness(q, deps, "todo/c.sh/1").ready
@@ -86,27 +86,27 @@ def test_an_array_dependency_waits_for_every_index(q: Queue, tmp_path: Path) -> 
 
 
 def test_unknown_names_and_cycles_are_refused_at_submit(q: Queue, tmp_path: Path) -> None:
-    admin = QueueAdmin(q)
+    submitter = Submitter(q)
     with pytest.raises(QueueError, match="names no task"):
-        admin.submit(script(tmp_path / "b.sh", "#METAQ AFTER nothing.sh\n"))
+        submitter.submit(script(tmp_path / "b.sh", "#METAQ AFTER nothing.sh\n"))
     x = script(tmp_path / "x.sh", "#METAQ AFTER y.sh\n")
     y = script(tmp_path / "y.sh", "#METAQ AFTER x.sh\n")
     with pytest.raises(QueueError, match="wait for each other"):
-        admin.submit_all([x, y])
+        submitter.submit_all([x, y])
     with pytest.raises(QueueError, match="wait for each other"):
-        admin.submit(script(tmp_path / "s.sh", "#METAQ AFTER todo/s*\n"))
+        submitter.submit(script(tmp_path / "s.sh", "#METAQ AFTER todo/s*\n"))
     assert q.scan().tasks == ()
     # Together, in any order, when there is no cycle.
     a = script(tmp_path / "a.sh", "#METAQ AFTER b.sh\n")
-    admin.submit_all([a, script(tmp_path / "b.sh")])
+    submitter.submit_all([a, script(tmp_path / "b.sh")])
     assert [t.id for t in q.scan().tasks] == ["todo/a.sh", "todo/b.sh"]
 
 
 def test_globs_are_resolved_to_the_tasks_they_match(q: Queue, tmp_path: Path) -> None:
-    admin = QueueAdmin(q)
+    submitter = Submitter(q)
     for name in ("m1.sh", "m2.sh", "other.sh"):
-        admin.submit(script(tmp_path / name))
-    admin.submit(script(tmp_path / "all.sh", "#METAQ AFTER todo/m*.sh\n"))
+        submitter.submit(script(tmp_path / name))
+    submitter.submit(script(tmp_path / "all.sh", "#METAQ AFTER todo/m*.sh\n"))
     assert "#METAQ AFTER todo/m1.sh todo/m2.sh\n" in (q.root / "todo/all.sh").read_text()
 
 

@@ -11,7 +11,8 @@ import pytest
 from metaq_py.clock import Clock
 from metaq_py.policy import MECHANISMS
 from metaq_py.policy.mechanisms import Scheduler, make_scheduler
-from metaq_py.policy.model import Decision, Kind, Snapshot
+from metaq_py.policy.model import Decision, Kind
+from metaq_py.policy.snapshot import Snapshot
 from sim.engine.core import Engine, simulate
 from sim.engine.failures import FailureModel, NodeFailures
 from sim.engine.waiting import LONG, SHORT
