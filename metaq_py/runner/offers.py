@@ -187,6 +187,12 @@ class Offers:
             self._mem = self.ctx.batch.node_memory(nodes[0]) if nodes else None
         return self._mem
 
+    @property
+    def node_memory(self) -> int | None:
+        """The memory of a node here once a task's ``MEM`` made the runner ask (``None``
+        before, and where it is not known): the Cluster packs shares by it."""
+        return self._mem
+
     def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:
         """Put in ``jobs`` what the last window still says of ``pending``; how many tasks of
         ``pending`` that covers. Most decisions follow claims of the first few waiting tasks
