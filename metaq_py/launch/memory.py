@@ -89,7 +89,7 @@ def out_of_memory(returncode: int, *, mem: int | None, oom_kills: int | None,
 
 
 def _write(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)  # as `echo v > file`
     try:
         os.write(fd, text.encode())
     finally:

@@ -121,3 +121,34 @@ def test_the_fallback_rule() -> None:
     assert out_of_memory(kill, mem=100, oom_kills=1, max_rss=10, runner_killed=False)
     assert not out_of_memory(kill, mem=100, oom_kills=0, max_rss=200, runner_killed=False)
     assert not out_of_memory(0, mem=100, oom_kills=3, max_rss=200, runner_killed=False)
+
+
+# memory.events and memory.peak as the kernel writes them (Documentation/admin-guide/
+# cgroup-v2.rst: flat keyed "key value" lines; a single value), read from a folder standing for
+# a task's cgroup after its processes are gone.
+EVENTS = "low 0\nhigh 0\nmax 1283\noom 2\noom_kill 1\noom_group_kill 1\n"
+
+
+def test_the_oom_kills_and_the_peak_are_read_as_the_kernel_writes_them(tmp_path: Path) -> None:
+    from metaq_py.launch.memory import memory_end
+
+    (tmp_path / "memory.events").write_text(EVENTS)
+    (tmp_path / "memory.peak").write_text("67108864\n")
+    ended = memory_end(tmp_path)
+    assert (ended.oom_kills, ended.peak) == (1, 64 * MIB)
+    (tmp_path / "memory.events").write_text(EVENTS.replace("oom_kill 1", "oom_kill 0"))
+    (tmp_path / "memory.peak").unlink()  # before Linux 5.19
+    ended = memory_end(tmp_path)
+    assert (ended.oom_kills, ended.peak) == (0, None)
+
+
+def test_a_cgroup_without_memory_max_is_not_limited(tmp_path: Path) -> None:
+    from metaq_py.launch.memory import limit_memory
+
+    assert not limit_memory(tmp_path, 64 * MIB), "no memory controller: no file to write"
+    for name in ("memory.max", "memory.swap.max", "memory.oom.group"):
+        (tmp_path / name).write_text("max\n")
+    assert limit_memory(tmp_path, 64 * MIB)
+    assert [(tmp_path / n).read_text() for n in ("memory.max", "memory.swap.max",
+                                                 "memory.oom.group")] == \
+        [str(64 * MIB), "0", "1"]
