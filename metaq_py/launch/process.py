@@ -245,7 +245,7 @@ class TaskProcess:
             returncode, usage = reap(self.pid)
             self._reaped = True
         oom = False
-        if self.spec.mem is not None:
+        if self.spec.mem is not None and not self.spec.srun_wrap:
             from metaq_py.launch.memory import memory_end, out_of_memory
 
             ended = memory_end(self.cgroup) if self.cgroup is not None and self.limited \
@@ -383,7 +383,9 @@ def launch(
     ready.close_program()
     started_at = clock()
     try:
-        cgroup, contained, limited = contain(pid, mark=ready.mark, cpus=cpus, mem=spec.mem)
+        # a task in a SLURM step of its own runs elsewhere: here is only its srun
+        mem = None if spec.srun_wrap else spec.mem
+        cgroup, contained, limited = contain(pid, mark=ready.mark, cpus=cpus, mem=mem)
     except OSError as e:
         if tee is not None:
             tee.abandon()
