@@ -188,14 +188,15 @@ class Cluster(Holdings):
             if node not in self._free:
                 raise ClusterError(f"share {job.id!r} cannot start on node {node!r}, which "
                                    f"is neither free nor shared")
-            if not shares.shape.fits(job.cores, job.gpus):
-                raise ClusterError(f"share {job.id!r} needs {job.cores} cores and {job.gpus} "
-                                   f"GPUs, more than a node has for it")
+            if not shares.shape.fits(job.cores, job.gpus, job.mem):
+                raise ClusterError(f"share {job.id!r} needs {job.cores} cores, {job.gpus} "
+                                   f"GPUs and {job.mem} bytes, more than a node has for it")
             self._free.remove((node,))
-        elif not load.fits(job.cores, job.gpus):
-            raise ClusterError(f"share {job.id!r} needs {job.cores} cores and {job.gpus} "
-                               f"GPUs, and node {node} has {len(load.free_cores)} cores and "
-                               f"{len(load.free_gpus)} GPUs free for it")
+        elif not load.fits(job.cores, job.gpus, job.mem):
+            raise ClusterError(f"share {job.id!r} needs {job.cores} cores, {job.gpus} GPUs "
+                               f"and {job.mem} bytes, and node {node} has "
+                               f"{len(load.free_cores)} cores, {len(load.free_gpus)} GPUs "
+                               f"and {load.mem_room} bytes free for it")
         return self._started_share(job, node, now)
 
     def preempt(self, job_id: JobId, *, now: float, for_job: JobId | None = None) -> Running:
@@ -349,6 +350,20 @@ class Cluster(Holdings):
         self._running[job_id] = new
         return new
 
+    def know_memory(self, mem: int) -> None:
+        """The nodes' memory became known (``mem`` bytes each; the live driver asks the batch
+        system only once a task says its ``MEM``): shares are packed by it from now on."""
+        shares = self._shares
+        if shares is None or mem == shares.shape.mem:
+            return
+        if mem < 1:
+            raise ClusterError(f"a node has at least 1 byte of memory, not {mem}")
+        for node, load in shares.loads.items():
+            held = sum(p.mem for p, _, _ in load.jobs.values())
+            if held > mem:
+                raise ClusterError(f"node {node}'s shares hold {held} bytes, more than the "
+                                   f"{mem} it has")
+        shares.know_memory(mem)
 
 
 def _runs(pool: Spans, nodes: set[NodeId]) -> tuple[list[int], Nodes] | None:

@@ -193,10 +193,11 @@ class Holdings:
         if placed is None or load is None or jid not in load.jobs or placed.node != r.nodes[0]:
             raise ClusterError(f"share {jid!r} runs on node {r.nodes[0]}, which does not "
                                f"record it")
-        if len(placed.cores) != r.job.cores or len(placed.gpus) != r.job.gpus:
-            raise ClusterError(f"share {jid!r} holds {len(placed.cores)} cores and "
-                               f"{len(placed.gpus)} GPUs, not the {r.job.cores} and "
-                               f"{r.job.gpus} it asked for")
+        if len(placed.cores) != r.job.cores or len(placed.gpus) != r.job.gpus or \
+                placed.mem != r.job.mem:
+            raise ClusterError(f"share {jid!r} holds {len(placed.cores)} cores, "
+                               f"{len(placed.gpus)} GPUs and {placed.mem} bytes, not the "
+                               f"{r.job.cores}, {r.job.gpus} and {r.job.mem} it asked for")
 
     # --- primitive moves (the caller has checked) ------------------------------------------
 
@@ -235,7 +236,8 @@ class Holdings:
             self._lending.resumed(job.id, (node,))
         self._running[job.id] = r
         self._placed[job.id] = shares.add(node, job.id, job.cores, job.gpus, end,
-                                          end if true_end is None else true_end)
+                                          end if true_end is None else true_end,
+                                          mem=job.mem)
         return r
 
     def _end_share(self, r: Running) -> None:
@@ -321,5 +323,10 @@ def _check_load(load: NodeLoad, shape: NodeShape, placed: Mapping[JobId, Placeme
     if load.cpu_room != shape.cpu_only - cpu_only or load.cpu_room < 0:
         raise ClusterError(f"node {load.node}: shares without GPUs hold {cpu_only} cores, "
                            f"more than the {shape.cpu_only} they may")
+    mem = sum(placed[jid].mem for jid in load.jobs)
+    if load.mem_room != shape.mem_room - mem or load.mem_room < 0:
+        raise ClusterError(f"node {load.node}: its shares hold {mem} bytes of memory, more "
+                           f"than its {shape.mem} bytes, or its room of {load.mem_room} "
+                           f"is miscounted")
     if not load.jobs:
         raise ClusterError(f"node {load.node} is shared by no share")

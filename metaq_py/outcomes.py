@@ -66,7 +66,10 @@ TIMEOUT = "timeout"
 """Stopped at its ``TIME_LIMIT``; retried like a failure unless ``REQUEUE_ON`` lists
 ``timeout``."""
 OOM = "oom"
-"""Killed by the kernel for passing its ``MEM``."""
+"""Killed by the kernel's OOM killer for passing its ``MEM`` (its cgroup's ``memory.events``
+counts the kill; without such a cgroup, a ``SIGKILL`` the runner did not send with the peak
+memory at ``MEM``): retried like a failure while ``RETRIES`` last, else in ``failed/``; its
+``end`` event carries the peak memory."""
 REQUEUED = "requeued"
 """Back in its folder with no retry spent: an exit code in ``REQUEUE_ON``, or interrupted by
 the end of its allocation."""
@@ -170,10 +173,13 @@ def delay_of(spec: TaskSpec | None, policy: Policy, n: int) -> float:
 
 
 def plan_end(spec: TaskSpec | None, policy: Policy, *, exit_code: int, attempts: int,
-             requeues: int, what: str, timed_out: bool = False) -> Plan:
+             requeues: int, what: str, timed_out: bool = False, oom: bool = False) -> Plan:
     """The plan for a run of a task of ``spec`` that ended with ``exit_code`` (0-255), the
     task having ``attempts`` unsuccessful runs and ``requeues`` code requeues before it;
-    ``what`` says how it ended, for the note; ``timed_out``: stopped at its ``TIME_LIMIT``."""
+    ``what`` says how it ended, for the note; ``timed_out``: stopped at its ``TIME_LIMIT``;
+    ``oom``: killed by the kernel's OOM killer past its ``MEM``, a failure whatever its code
+    (retried while ``RETRIES`` last, as the memory a run needs may vary), with the outcome
+    :data:`OOM`."""
     requeue_on = spec.requeue_on if spec is not None and spec.requeue_on is not None \
         else policy.requeue_on
     soft_on = spec.soft_fail_on if spec is not None and spec.soft_fail_on is not None \
@@ -181,7 +187,9 @@ def plan_end(spec: TaskSpec | None, policy: Policy, *, exit_code: int, attempts:
     cls = exit_class(exit_code, requeue_on=codes_of(requeue_on),
                      soft_fail_on=codes_of(soft_on), timed_out=timed_out,
                      requeue_timeout=TIMEOUT_WORD in requeue_on)
-    ended = TIMEOUT if timed_out else FAILED
+    if oom and not timed_out:
+        cls = FAILURE
+    ended = TIMEOUT if timed_out else OOM if oom else FAILED
     if cls == SUCCESS:
         return Plan(FINISHED, False, 0.0, attempts, None)
     if cls == SOFT_FAIL:
@@ -198,5 +206,6 @@ def plan_end(spec: TaskSpec | None, policy: Policy, *, exit_code: int, attempts:
         else policy.retries
     n = attempts + 1
     if n <= retries and n < policy.attempts:
-        return Plan(TIMEOUT if timed_out else RETRY, True, delay_of(spec, policy, n), n, what)
+        return Plan(RETRY if ended == FAILED else ended, True, delay_of(spec, policy, n), n,
+                    what)
     return Plan(ended, False, 0.0, n, f"{what}; gave up after {n} run{'s' if n > 1 else ''}")

@@ -24,8 +24,8 @@ from typing import NoReturn, TypeVar
 
 import pytest
 
-__all__ = ["STRANGER", "as_user", "cgroup_problem", "in_ci", "inotify_problem", "missing",
-           "stranger"]
+__all__ = ["STRANGER", "as_user", "cgroup_problem", "in_ci", "inotify_problem",
+           "memory_cgroup_problem", "missing", "stranger"]
 
 T = TypeVar("T")
 
@@ -71,6 +71,26 @@ def cgroup_problem() -> str | None:
     release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
     if release < (5, 14):
         return f"Linux {os.uname().release} has no cgroup.kill (5.14 and later)"
+    return None
+
+
+def memory_cgroup_problem() -> str | None:
+    """Why a runner here cannot hold a task to its ``MEM`` with ``memory.max``, or ``None``:
+    read from the machine (a cgroup v2 folder this process may write, as
+    :func:`cgroup_problem`, whose ``cgroup.subtree_control`` gives its children the memory
+    controller), not from :mod:`metaq_py.launch.cgroup`. Not something CI must have either: a
+    container often runs in a cgroup that keeps the memory controller to itself."""
+    problem = cgroup_problem()
+    if problem is not None:
+        return problem
+    v2 = next(line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+              if len(line.split()) > 2 and line.split()[2] == "cgroup2")
+    own = next(line.split("::", 1)[1] for line in Path("/proc/self/cgroup").read_text()
+               .splitlines() if line.startswith("0::"))
+    given = Path(v2) / own.lstrip("/") / "cgroup.subtree_control"
+    if "memory" not in given.read_text().split():
+        return (f"the memory controller is not given to the children of this process's "
+                f"cgroup ({given} has {given.read_text().split() or 'none'})")
     return None
 
 

@@ -14,6 +14,7 @@ from metaq_py.outcomes import (
     FAILED,
     FAILURE,
     FINISHED,
+    OOM,
     OUTCOMES,
     REQUEUE,
     REQUEUED,
@@ -126,6 +127,21 @@ def test_a_plan_spends_a_retry_only_on_a_failure(code: int, attempts: int, reque
             assert plan.delay == retry_delay(attempts + 1, 10.0, 100.0)
         else:
             assert plan.outcome == (TIMEOUT if timed_out else FAILED)
+
+
+@given(code=st.integers(min_value=1, max_value=255), attempts=st.integers(0, 10),
+       retries=st.integers(0, 10), requeue=code_sets, soft=code_sets)
+def test_an_oom_kill_is_a_failure_whatever_its_code_and_the_lists(
+        code: int, attempts: int, retries: int, requeue: frozenset[int],
+        soft: frozenset[int]) -> None:
+    spec = TaskSpec(path="t", retries=retries, requeue_on=tuple(map(str, sorted(requeue))),
+                    soft_fail_on=tuple(map(str, sorted(soft))), retry_delay=(10.0, 100.0))
+    plan = plan_end(spec, Policy(attempts=1000), exit_code=code, attempts=attempts,
+                    requeues=0, what="w", oom=True)
+    assert plan.outcome == OOM and plan.attempts == attempts + 1  # a retry spent
+    assert plan.back == (attempts + 1 <= retries)
+    if plan.back:
+        assert plan.delay == retry_delay(attempts + 1, 10.0, 100.0)
 
 
 def test_success_is_finished_whatever_the_lists() -> None:

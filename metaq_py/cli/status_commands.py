@@ -111,6 +111,12 @@ def live_tables(now: QueueStatus, named: Callable[[str], str]) -> list[Table]:
             t.add_row(cell(named(r.task)), cell(job), ",".join(r.hosts) or "?",
                       format_time(r.start), format_duration(round(r.time_left)))
         tables.append(t)
+    if now.outcomes:
+        t = Table(title="runs ended, by outcome")
+        for word in now.outcomes:
+            t.add_column(word)
+        t.add_row(*(str(n) for n in now.outcomes.values()))
+        tables.append(t)
     if now.delayed:
         t = Table(title="waiting for a retry delay")
         for col in ("task", "eligible at", "in"):

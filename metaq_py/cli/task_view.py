@@ -69,7 +69,8 @@ def print_history(submitted: float | None, history: list[dict[str, Any]], *,
 
 OUTCOME_WORDS = {"retry": "failed (retried)", "requeued": "requeued (not a failure)",
                  "preempted": "preempted (not a failure)",
-                 "reclaimed": "taken back from a lost job"}
+                 "reclaimed": "taken back from a lost job",
+                 "oom": "killed for passing its MEM (oom)"}
 """An ``end`` event's outcome as people read it, where its word alone would mislead."""
 
 
@@ -107,6 +108,9 @@ def usage_words(entry: dict[str, Any]) -> str | None:
     rss = entry.get("max_rss_bytes")
     if isinstance(rss, int) and not isinstance(rss, bool):
         words += f", peak memory {_bytes(rss)}"
+    whole = entry.get("memory_peak_bytes")
+    if isinstance(whole, int) and not isinstance(whole, bool):
+        words += f" (the whole task's, in its cgroup: {_bytes(whole)})"
     source = entry.get("usage_from")
     return words + (f", from {source}" if isinstance(source, str) else "")
 

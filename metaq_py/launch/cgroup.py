@@ -30,6 +30,11 @@ would escape both; the mark still finds it when the task is stopped.)
 
 Where it may not (no cgroup v2, no write access, an older kernel), nothing changes: the process
 group, the session sweep and the mark of :mod:`metaq_py.launch.sweep` do the work, as before.
+
+**Memory.** Where the runner's folder has the memory controller (its parent gives it in
+``cgroup.subtree_control``), the runner gives it on to its tasks' cgroups, and a task with a
+``MEM`` gets a new cgroup of its own holding it to that (:mod:`metaq_py.launch.memory`);
+:func:`memory_problem` says why not where it cannot.
 """
 
 from __future__ import annotations
@@ -42,8 +47,9 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["KEPT", "born_inside", "cgroup_members", "kill_cgroup", "move_into", "new_cgroup",
-           "release_cgroup", "remove_cgroup", "runner_cgroup", "task_cgroup"]
+__all__ = ["KEPT", "born_inside", "cgroup_members", "kill_cgroup", "memory_problem",
+           "move_into", "new_cgroup", "release_cgroup", "remove_cgroup", "runner_cgroup",
+           "task_cgroup"]
 
 KEPT = 64
 """The most empty task cgroups a runner keeps for its next tasks."""
@@ -85,26 +91,56 @@ def runner_cgroup() -> Path | None:
         return None
     atexit.register(_tidy, mine)
     _tidy_dead_runners(own)
+    with contextlib.suppress(OSError):  # the memory controller, where the parent gives it
+        if "memory" in (mine / "cgroup.controllers").read_text().split():
+            (mine / "cgroup.subtree_control").write_text("+memory")
     return mine
 
 
-def task_cgroup(mark: str, pid: int) -> Path | None:
+@functools.cache
+def memory_problem() -> str | None:
+    """Why a task's ``MEM`` cannot be held by its cgroup here (one sentence), or ``None``
+    when it can: the runner's folder gives its tasks' cgroups the memory controller."""
+    mine = runner_cgroup()
+    if mine is None:
+        return ("this runner may not make cgroups for its tasks (it needs cgroup v2, a "
+                "cgroup it may write and Linux 5.14 or later)")
+    try:
+        given = (mine / "cgroup.subtree_control").read_text().split()
+    except OSError as e:
+        return f"{mine}/cgroup.subtree_control cannot be read ({e.strerror})"
+    if "memory" not in given:
+        return (f"the memory controller is not given to {mine.parent} (its cgroup.subtree_control "
+                f"lacks memory)")
+    return None
+
+
+def task_cgroup(mark: str, pid: int, mem: int | None = None) -> tuple[Path | None, bool]:
     """A new cgroup for the task marked ``mark``, with its script (process ``pid``) moved into
-    it; ``None`` where none can be made, and the task then runs where the runner does."""
-    cgroup = new_cgroup(mark)
+    it, and whether it holds the task to ``mem`` bytes (a ``MEM``: then the cgroup is made for
+    it, never one kept, see :mod:`metaq_py.launch.memory`); ``(None, False)`` where none can
+    be made, and the task then runs where the runner does."""
+    limited = False
+    if mem is not None and memory_problem() is None:
+        from metaq_py.launch.memory import limit_memory  # only a task with a MEM needs it
+
+        cgroup = new_cgroup(mark, kept=False)
+        limited = cgroup is not None and limit_memory(cgroup, mem)
+    else:
+        cgroup = new_cgroup(mark)
     if cgroup is None or not move_into(cgroup, pid):
-        return None
-    return cgroup
+        return None, False
+    return cgroup, limited
 
 
-def new_cgroup(mark: str) -> Path | None:
-    """An empty cgroup for the task marked ``mark``: one kept from an earlier task, or a new
-    one named ``mark``; ``None`` where none can be made."""
+def new_cgroup(mark: str, *, kept: bool = True) -> Path | None:
+    """An empty cgroup for the task marked ``mark``: one kept from an earlier task (unless
+    ``kept`` is false), or a new one named ``mark``; ``None`` where none can be made."""
     parent = runner_cgroup()
     if parent is None:
         return None
     with _kept_lock:
-        if _kept:
+        if _kept and kept:
             return _kept.pop()
     cgroup = parent / mark
     try:

@@ -174,7 +174,7 @@ class NodeAgent:
                 with self.children:
                     pid = spawn([str(a) for a in message["argv"]], output=out, env=env)
                     # Contained and pinned before the reaper may see its end.
-                    cgroup, contained = contain(
+                    cgroup, contained, _ = contain(
                         pid, mark=mark, cpus=None if cpus is None else [self.cpus[c] for c in cpus])
                     self.tasks[pid] = _Started(task, mark, time.monotonic(), cgroup, contained)
                     self.by_id[task] = pid

@@ -34,7 +34,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,8 @@ class ExitStatus:
 
     returncode: int
     usage: Usage | None = None
+    oom: bool = False
+    """Killed by the kernel's OOM killer for passing its ``MEM`` (:mod:`metaq_py.launch.memory`)."""
 
     @property
     def ok(self) -> bool:
@@ -96,6 +98,8 @@ class ExitStatus:
         if self.returncode >= 0:
             return f"exit code {self.returncode}"
         sig = self.signal
+        if self.oom:
+            return "killed by the kernel's OOM killer past its MEM"
         return f"killed by {sig.name if sig else f'signal {-self.returncode}'}"
 
 
@@ -119,6 +123,7 @@ class TaskProcess:
         mark: str | None = None,
         cgroup: Path | None = None,
         contained: bool = False,
+        limited: bool = False,
     ) -> None:
         self.spec = spec
         self.pid = pid
@@ -127,6 +132,9 @@ class TaskProcess:
         self.cgroup = cgroup
         """The task's own cgroup, where the kernel let the runner make one (see
         :mod:`metaq_py.launch.cgroup`): stopping the task kills all of it at once."""
+        self.limited = limited
+        """Whether the cgroup holds the task to its ``MEM`` (``memory.max``; see
+        :mod:`metaq_py.launch.memory`): made for it, never kept for another."""
         self.contained = contained
         """Whether the cgroup holds every process of the task (none was forked before the
         script was moved in): the sweep at its exit then looks only there."""
@@ -237,19 +245,32 @@ class TaskProcess:
                         stopped=bool(self.sent_signals))
             returncode, usage = reap(self.pid)
             self._reaped = True
-        if self.cgroup is not None and self.sent_signals:
+        oom = False
+        if self.spec.mem is not None and not self.spec.srun_wrap:
+            from metaq_py.launch.memory import memory_end, out_of_memory
+
+            ended = memory_end(self.cgroup) if self.cgroup is not None and self.limited \
+                else None
+            if ended is not None and ended.peak is not None and usage is not None:
+                usage = replace(usage, memory_peak_bytes=ended.peak)
+            oom = out_of_memory(
+                returncode, mem=self.spec.mem,
+                oom_kills=None if ended is None else ended.oom_kills,
+                max_rss=None if usage is None else usage.max_rss_bytes,
+                runner_killed=signal.SIGKILL in self.sent_signals)
+        if self.cgroup is not None and (self.sent_signals or self.limited):
             remove_cgroup(self.cgroup, wait=1.0)  # its killed processes may linger a moment
         elif self.cgroup is not None:
             release_cgroup(self.cgroup)
-        self._finish(returncode, usage)
+        self._finish(returncode, usage, oom)
 
-    def _finish(self, returncode: int, usage: Usage | None) -> None:
+    def _finish(self, returncode: int, usage: Usage | None, oom: bool = False) -> None:
         """The script is over and reaped: complete its output, record how it ended and call
         ``on_exit``."""
         self.ended_at = self._clock()
         if self._tee is not None:
             self.output_errors = tuple(self._tee.finish())
-        self._status = ExitStatus(returncode, usage)
+        self._status = ExitStatus(returncode, usage, oom)
         self._done.set()
         if self._on_exit is not None:
             try:
@@ -363,7 +384,9 @@ def launch(
     ready.close_program()
     started_at = clock()
     try:
-        cgroup, contained = contain(pid, mark=ready.mark, cpus=cpus)
+        # a task in a SLURM step of its own runs elsewhere: here is only its srun
+        mem = None if spec.srun_wrap else spec.mem
+        cgroup, contained, limited = contain(pid, mark=ready.mark, cpus=cpus, mem=mem)
     except OSError as e:
         if tee is not None:
             tee.abandon()
@@ -372,17 +395,19 @@ def launch(
         tee.start()
     return TaskProcess(
         spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
-        mark=ready.mark, cgroup=cgroup, contained=contained,
+        mark=ready.mark, cgroup=cgroup, contained=contained, limited=limited,
     )
 
 
-def contain(pid: int, *, mark: str, cpus: list[int] | None) -> tuple[Path | None, bool]:
+def contain(pid: int, *, mark: str, cpus: list[int] | None,
+            mem: int | None = None) -> tuple[Path | None, bool, bool]:
     """Move the script ``pid``, just started, into a cgroup of its own where the kernel allows
-    (:mod:`metaq_py.launch.cgroup`), then pin it to ``cpus`` if it is a bound share (after the
-    move, which a pinned child makes dearer): its cgroup, and whether that holds all of the
-    task (no child was forked before the move). A script that cannot be pinned is killed and
-    reaped, and the ``OSError`` raised: a start that failed."""
-    cgroup = task_cgroup(mark, pid)
+    (:mod:`metaq_py.launch.cgroup`), held to ``mem`` bytes if given and the kernel lets it,
+    then pin it to ``cpus`` if it is a bound share (after the move, which a pinned child makes
+    dearer): its cgroup, whether that holds all of the task (no child was forked before the
+    move), and whether it holds the task to ``mem``. A script that cannot be pinned is killed
+    and reaped, and the ``OSError`` raised: a start that failed."""
+    cgroup, limited = task_cgroup(mark, pid, mem)
     alone = None
     if cpus is not None:
         try:
@@ -392,7 +417,7 @@ def contain(pid: int, *, mark: str, cpus: list[int] | None) -> tuple[Path | None
             raise
     if cgroup is not None and alone is None:
         alone = born_inside(pid)
-    return cgroup, cgroup is not None and bool(alone)
+    return cgroup, cgroup is not None and bool(alone), limited
 
 
 def terminate_all(tasks: Iterable[TaskProcess], *, grace: float, sig: int = signal.SIGTERM) -> None:

@@ -69,6 +69,9 @@ class LaunchSpec:
 
     ``mpirun`` is the task's ready launch prefix, ``$METAQ_MPIRUN``
     (:mod:`metaq_py.launch.binding`); empty: none is set.
+
+    ``mem`` is the task's ``MEM`` in bytes (``None``: it says none): its cgroup holds it to
+    that where the kernel allows (:mod:`metaq_py.launch.memory`).
     """
 
     script: Path
@@ -92,6 +95,7 @@ class LaunchSpec:
     streams: StreamWriter | None = field(default=None, compare=False, repr=False)
     """The batch job's stream file: with it (and no ``tee``), stdout and stderr go there as
     frames (:mod:`metaq_py.launch.streamcopy`), and ``log`` is never made."""
+    mem: int | None = None
 
     def __post_init__(self) -> None:
         if self.srun_wrap or self.shared_hostfile is None:

@@ -29,12 +29,16 @@ _RSS_UNIT = 1 if sys.platform == "darwin" else 1024
 @dataclass(frozen=True, slots=True)
 class Usage:
     """CPU seconds in user and in system mode, the peak resident memory in bytes (``None``:
-    not known), and where the figures come from (``wait4`` or ``sacct``)."""
+    not known), and where the figures come from (``wait4`` or ``sacct``); for a task whose
+    cgroup held it to its ``MEM``, the most memory the whole task held at once
+    (``memory_peak_bytes``, the cgroup's ``memory.peak``, page cache included; ``None``: not
+    known)."""
 
     user_seconds: float
     system_seconds: float
     max_rss_bytes: int | None
     source: str
+    memory_peak_bytes: int | None = None
 
     @property
     def cpu_seconds(self) -> float:
@@ -50,9 +54,13 @@ class Usage:
     def fields(self) -> dict[str, float | int | str | None]:
         """The usage as event and logbook fields
         (:data:`metaq_py.queue.logbook.USAGE_FIELDS`), CPU times rounded to milliseconds."""
-        return {"cpu_user_seconds": round(self.user_seconds, 3),
-                "cpu_system_seconds": round(self.system_seconds, 3),
-                "max_rss_bytes": self.max_rss_bytes, "usage_from": self.source}
+        out: dict[str, float | int | str | None] = {
+            "cpu_user_seconds": round(self.user_seconds, 3),
+            "cpu_system_seconds": round(self.system_seconds, 3),
+            "max_rss_bytes": self.max_rss_bytes, "usage_from": self.source}
+        if self.memory_peak_bytes is not None:
+            out["memory_peak_bytes"] = self.memory_peak_bytes
+        return out
 
 
 def reap(pid: int) -> tuple[int, Usage | None]:

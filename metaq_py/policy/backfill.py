@@ -109,7 +109,7 @@ def backfill(work: Work, queue: Sequence[Job], depth: int) -> None:
         if job.id in started or _never(work, job):
             continue
         if room is not None and job.cores:
-            if not room.shape.fits(job.cores, job.gpus) or \
+            if not room.shape.fits(job.cores, job.gpus, job.mem) or \
                     _share_start(work, room, job, math.inf, 0) >= 0:
                 continue
         else:
@@ -291,11 +291,11 @@ def _share_start(work: Work, room: ShareRoom, job: Job, shadow_time: float,
     finish = work.now + job.time_at(1, work.oracle)
     if finish > work.end:
         return -1
-    node = room.join(job.cores, job.gpus, finish, shadow=shadow_time)
+    node = room.join(job.cores, job.gpus, finish, shadow=shadow_time, mem=job.mem)
     if node is not None:
         work.start(job, (node,))
         return 0
-    if work.free.count == 0 or not room.shape.fits(job.cores, job.gpus):
+    if work.free.count == 0 or not room.shape.fits(job.cores, job.gpus, job.mem):
         return -1
     if finish > shadow_time and extra < 1:
         return -1
@@ -315,7 +315,7 @@ def _backfill_shares(work: Work, room: ShareRoom, rest: Sequence[Job], shadow_ti
         if job.id in work.started:
             continue
         if job.cores:
-            if room.shape.fits(job.cores, job.gpus):
+            if room.shape.fits(job.cores, job.gpus, job.mem):
                 extra -= max(0, _share_start(work, room, job, shadow_time, extra))
         elif job.min_size <= pool.count:
             extra = _offer(work, job, shadow_time, extra)
@@ -327,10 +327,11 @@ def _settled(work: Work, room: ShareRoom, job: Job) -> bool:
     expected end."""
     if not job.cores:
         return False
-    if not room.shape.fits(job.cores, job.gpus):
+    if not room.shape.fits(job.cores, job.gpus, job.mem):
         return True
     finish = work.now + job.time_at(1, work.oracle)
-    node = room.join(job.cores, job.gpus, finish, shadow=math.inf, extend=False)
+    node = room.join(job.cores, job.gpus, finish, shadow=math.inf, extend=False,
+                     mem=job.mem)
     if node is None:
         return False
     work.start(job, (node,))

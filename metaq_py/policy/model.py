@@ -54,6 +54,8 @@ class Job:
     ``cores`` above 0 makes the job a *share* of one node (:mod:`metaq_py.policy.shares`):
     ``size`` is then 1, the job is rigid, and it uses ``cores`` cores and ``gpus`` GPUs of
     its node beside other shares. With ``cores`` 0 (every trace job) it takes whole nodes.
+    ``mem`` is the bytes of memory it needs per node (its ``MEM``; 0: not said): a share
+    joins only a node whose memory not yet given to shares covers it.
 
     ``shapes`` are the other shapes a rigid job accepts, each a Job of the same id (with no
     shapes of its own), in the order its task names them, after the job's own; ``shape``
@@ -96,6 +98,7 @@ class Job:
     resize_cost: float = 0.0
     resize_fixed: bool = False
     fixed_setup: bool = False
+    mem: int = 0
 
     def __init__(self, id: JobId, kind: Kind, size: int, walltime: float, submit: float,
                  min_size: int = 0, runtime: float | None = None, priority: int = 0,
@@ -103,7 +106,7 @@ class Job:
                  checkpoint_cost: float = 0.0, notice: str | None = None, cores: int = 0,
                  gpus: int = 0, shape: int = 0, shapes: tuple[Job, ...] = (),
                  serial: float = 0.0, resize_cost: float = 0.0,
-                 resize_fixed: bool = False, fixed_setup: bool = False) -> None:
+                 resize_fixed: bool = False, fixed_setup: bool = False, mem: int = 0) -> None:
         # written out (see "Hot values" below)
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "kind", kind)
@@ -126,6 +129,7 @@ class Job:
         object.__setattr__(self, "resize_cost", resize_cost)
         object.__setattr__(self, "resize_fixed", resize_fixed)
         object.__setattr__(self, "fixed_setup", fixed_setup)
+        object.__setattr__(self, "mem", mem)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -137,6 +141,8 @@ class Job:
         if self.cores and (self.size != 1 or self.kind is not Kind.RIGID or self.gpus < 0):
             raise ValueError(f"job {self.id!r}: a share of a node ({self.cores} cores) is a "
                              f"rigid job on one node with 0 or more GPUs")
+        if self.mem < 0:
+            raise ValueError(f"job {self.id!r}: memory is 0 bytes or more, got {self.mem}")
         if self.serial and (self.kind is not Kind.MALLEABLE or not 0 < self.serial < 1):
             raise ValueError(f"job {self.id!r}: only a malleable job has a serial fraction, "
                              f"in [0, 1), got {self.serial}")

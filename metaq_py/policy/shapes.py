@@ -79,10 +79,10 @@ def soonest_start(work: Work, job: Job, releases: Sequence[tuple[float, int]]) -
     now = work.now
     room = work.shares
     if job.cores:
-        if room is None or not room.shape.fits(job.cores, job.gpus):
+        if room is None or not room.shape.fits(job.cores, job.gpus, job.mem):
             return math.inf
         if work.free.count or room.join(job.cores, job.gpus, now + job.time_at(1, work.oracle),
-                                        shadow=math.inf) is not None:
+                                        shadow=math.inf, mem=job.mem) is not None:
             return now
         need = 1
     else:

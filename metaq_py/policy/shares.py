@@ -15,6 +15,12 @@ is one decision's working view of them (what its own starts have taken so far).
 Cores held back for GPUs (``NodeShape.cores_per_gpu``, as mpi_jm suggests, to keep a GPU
 task's cores and caches free of CPU-only work): shares without GPUs may together use at most
 ``cores - gpus * cores_per_gpu`` cores of a node; shares with GPUs may use any free core.
+
+Memory (``NodeShape.mem``, where the nodes' memory is known): a share that says its memory
+(:attr:`Job.mem <metaq_py.policy.model.Job.mem>`, a task's ``MEM``) joins only a node whose
+memory not yet given to shares covers it (``NodeLoad.mem_room``); a share that does not say
+counts for none, as before. Where the nodes' memory is not known (``mem`` 0) it is not
+counted at all.
 """
 
 from __future__ import annotations
@@ -25,7 +31,12 @@ from dataclasses import dataclass
 
 from metaq_py.policy.model import JobId, NodeId
 
-__all__ = ["NodeLoad", "NodeShape", "Placement", "ShareRoom", "SharedNode", "SharedNodes"]
+__all__ = ["UNCOUNTED", "NodeLoad", "NodeShape", "Placement", "ShareRoom", "SharedNode",
+           "SharedNodes"]
+
+UNCOUNTED = 1 << 62
+"""The memory room of a node whose memory is not known: more than any share asks for
+(``MEM`` is at most a pebibyte), so that every check of memory passes without a branch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,38 +44,48 @@ class NodeShape:
     """What one node offers shares: ``cores`` cores and ``gpus`` GPUs, of which
     ``cores_per_gpu`` cores per GPU are held back from shares without GPUs. ``near`` names,
     per GPU, the cores next to it (``()``: not known): a share's cores are then taken next to
-    its GPUs first, and a share without GPUs takes cores next to no free GPU first."""
+    its GPUs first, and a share without GPUs takes cores next to no free GPU first. ``mem``
+    is the bytes of memory of a node (0: not known, and memory is not counted)."""
 
     cores: int
     gpus: int = 0
     cores_per_gpu: int = 0
     near: tuple[tuple[int, ...], ...] = ()
+    mem: int = 0
 
     def __post_init__(self) -> None:
-        if self.cores < 1 or self.gpus < 0 or self.cores_per_gpu < 0:
+        if self.cores < 1 or self.gpus < 0 or self.cores_per_gpu < 0 or self.mem < 0:
             raise ValueError(f"a node shape needs at least 1 core and no negative counts, got "
                              f"{self.cores} cores, {self.gpus} GPUs, {self.cores_per_gpu} "
-                             f"cores per GPU")
+                             f"cores per GPU, {self.mem} bytes")
+
+    @property
+    def mem_room(self) -> int:
+        """The memory an empty node has for shares: all of it, or :data:`UNCOUNTED`."""
+        return self.mem if self.mem else UNCOUNTED
 
     @property
     def cpu_only(self) -> int:
         """The most cores shares without GPUs may use on one node together."""
         return max(0, self.cores - self.gpus * self.cores_per_gpu)
 
-    def fits(self, cores: int, gpus: int) -> bool:
-        """Whether a share of ``cores`` cores and ``gpus`` GPUs fits on an empty node."""
+    def fits(self, cores: int, gpus: int, mem: int = 0) -> bool:
+        """Whether a share of ``cores`` cores, ``gpus`` GPUs and ``mem`` bytes fits on an
+        empty node."""
         return 1 <= cores <= self.cores and 0 <= gpus <= self.gpus and \
-            (gpus > 0 or cores <= self.cpu_only)
+            (gpus > 0 or cores <= self.cpu_only) and mem <= self.mem_room
 
 
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a share runs: its ``node`` and the ids of its ``cores`` and ``gpus`` there
-    (``0 .. cores-1`` and ``0 .. gpus-1`` of the node's shape)."""
+    (``0 .. cores-1`` and ``0 .. gpus-1`` of the node's shape), and the bytes of the node's
+    memory it holds (``mem``, 0: it did not say)."""
 
     node: NodeId
     cores: tuple[int, ...]
     gpus: tuple[int, ...]
+    mem: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +97,11 @@ class SharedNode:
 
 class NodeLoad:
     """One shared node: its free core and GPU ids (ascending), the cores shares without GPUs
-    may still take (``cpu_room``), and each share's placement and expected ends."""
+    may still take (``cpu_room``), the memory not given to shares (``mem_room``), and each
+    share's placement and expected ends."""
 
-    __slots__ = ("cpu_room", "end", "free_cores", "free_gpus", "jobs", "near", "node",
-                 "true_end")
+    __slots__ = ("cpu_room", "end", "free_cores", "free_gpus", "jobs", "mem_room", "near",
+                 "node", "true_end")
 
     def __init__(self, node: NodeId, shape: NodeShape) -> None:
         self.node = node
@@ -87,6 +109,7 @@ class NodeLoad:
         self.free_cores: list[int] = list(range(shape.cores))
         self.free_gpus: list[int] = list(range(shape.gpus))
         self.cpu_room = shape.cpu_only
+        self.mem_room = shape.mem_room
         self.jobs: dict[JobId, tuple[Placement, float, float]] = {}
         """Each share: its placement, end by walltime and true end (its end where unknown)."""
         self.end = -math.inf
@@ -94,13 +117,13 @@ class NodeLoad:
         self.true_end = -math.inf
         """The latest true end of the shares (their walltime end where unknown)."""
 
-    def fits(self, cores: int, gpus: int) -> bool:
-        """Whether a share of ``cores`` cores and ``gpus`` GPUs fits here now."""
+    def fits(self, cores: int, gpus: int, mem: int = 0) -> bool:
+        """Whether a share of ``cores`` cores, ``gpus`` GPUs and ``mem`` bytes fits here now."""
         return cores <= len(self.free_cores) and gpus <= len(self.free_gpus) and \
-            (gpus > 0 or cores <= self.cpu_room)
+            (gpus > 0 or cores <= self.cpu_room) and mem <= self.mem_room
 
     def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float,
-            at: Placement | None = None) -> Placement:
+            at: Placement | None = None, mem: int = 0) -> Placement:
         """Give a share the lowest free ids, its cores next to its GPUs first where the
         shape says which are, or the ids of ``at`` (the caller checked :meth:`fits`, or
         :meth:`free_at`)."""
@@ -119,7 +142,8 @@ class NodeLoad:
                 del self.free_cores[:cores]
         if not gpus:
             self.cpu_room -= cores
-        placed = Placement(self.node, given_cores, given_gpus)
+        self.mem_room -= mem
+        placed = Placement(self.node, given_cores, given_gpus, mem)
         self.jobs[jid] = (placed, end, true_end)
         self.end = max(self.end, end)
         self.true_end = max(self.true_end, true_end)
@@ -131,9 +155,9 @@ class NodeLoad:
 
     def free_at(self, at: Placement) -> bool:
         """Whether every core and GPU id of ``at`` is free here, and the cores a share without
-        GPUs may take leave room for it."""
+        GPUs may take and the memory leave room for it."""
         return set(at.cores) <= set(self.free_cores) and set(at.gpus) <= set(self.free_gpus) \
-            and (bool(at.gpus) or len(at.cores) <= self.cpu_room)
+            and (bool(at.gpus) or len(at.cores) <= self.cpu_room) and at.mem <= self.mem_room
 
     def _near_cores(self, cores: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
         """``cores`` free cores: next to ``gpus`` first, then (for every share) those next to
@@ -152,6 +176,7 @@ class NodeLoad:
         self.free_gpus = sorted(self.free_gpus + list(placed.gpus))
         if not placed.gpus:
             self.cpu_room += len(placed.cores)
+        self.mem_room += placed.mem
         self.end = max((e for _, e, _ in self.jobs.values()), default=-math.inf)
         self.true_end = max((t for _, _, t in self.jobs.values()), default=-math.inf)
         return placed
@@ -181,19 +206,29 @@ class SharedNodes:
         return len(self.loads)
 
     def add(self, node: NodeId, jid: JobId, cores: int, gpus: int, end: float,
-            true_end: float, at: Placement | None = None) -> Placement:
-        """Place a share on ``node`` (a free node, which becomes shared, or a shared node
-        with room: the caller checked), on the ids of ``at`` if given."""
+            true_end: float, at: Placement | None = None, mem: int = 0) -> Placement:
+        """Place a share of ``mem`` bytes on ``node`` (a free node, which becomes shared, or
+        a shared node with room: the caller checked), on the ids of ``at`` if given."""
         load = self.loads.get(node)
         if load is None:
             load = self.loads[node] = self.open[node] = NodeLoad(node, self.shape)
         else:
             self._unlist(load)
-        placed = load.add(jid, cores, gpus, end, true_end, at)
+        placed = load.add(jid, cores, gpus, end, true_end, at, mem)
         self._list(load)
         if not load.free_cores:
             self.open.pop(node, None)
         return placed
+
+    def know_memory(self, mem: int) -> None:
+        """The nodes' memory became known (``mem`` bytes each): shares are packed by it from
+        now on, and each shared node's room is what its shares leave of it (a share started
+        before asked for none: the driver learns the memory before it offers one that does).
+        """
+        self.shape = NodeShape(self.shape.cores, self.shape.gpus, self.shape.cores_per_gpu,
+                               self.shape.near, mem)
+        for load in self.loads.values():
+            load.mem_room = self.shape.mem_room - sum(p.mem for p, _, _ in load.jobs.values())
 
     def remove(self, node: NodeId, jid: JobId) -> bool:
         """A share on ``node`` ended; ``True`` when it was the last one (the node is free)."""
@@ -226,7 +261,8 @@ class ShareRoom:
     starts took, plus the free nodes it opened for shares. Never mutates the snapshot's.
 
     ``taken`` maps a node to the cores, GPUs and CPU-only cores this decision gave shares on
-    it, and its latest end so far; ``full`` remembers the share sizes no node had room for,
+    it, its latest end so far and the memory it gave; ``full`` remembers the share sizes
+    (cores, GPUs, memory) no node had room for,
     so that a long queue of such shares costs one comparison each. ``filled`` holds the nodes
     this decision's starts left without a free core, and ``closed`` counts the snapshot's open
     nodes that are no longer open (filled or dropped), so that :meth:`any_open` is a count.
@@ -241,25 +277,28 @@ class ShareRoom:
         self.oracle = oracle
         self.taken: dict[NodeId, list[float]] = {}
         self.opened: list[NodeId] = []
-        self.full: list[tuple[int, int]] = []
+        self.full: list[tuple[int, int, int]] = []
         self.filled: set[NodeId] = set()
         self.closed = 0
         self.opened_filled = 0
         self.dropped: set[NodeId] = set()
         """Shared nodes this decision preempted whole (free nodes now)."""
 
-    def _room(self, node: NodeId) -> tuple[int, int, int, float]:
-        """``(free cores, free GPUs, CPU-only room, expected end)`` of a node now."""
+    def _room(self, node: NodeId) -> tuple[int, int, int, float, int]:
+        """``(free cores, free GPUs, CPU-only room, expected end, memory room)`` of a node
+        now."""
         load = self.shared.loads.get(node)
         if load is None:  # opened by this decision
             c, g, cpu, end = self.shape.cores, self.shape.gpus, self.shape.cpu_only, -math.inf
+            mem = self.shape.mem_room
         else:
             c, g, cpu = len(load.free_cores), len(load.free_gpus), load.cpu_room
-            end = load.expected_end(self.oracle)
+            end, mem = load.expected_end(self.oracle), load.mem_room
         t = self.taken.get(node)
         if t is not None:
             c, g, cpu, end = c - int(t[0]), g - int(t[1]), cpu - int(t[2]), max(end, t[3])
-        return c, g, cpu, end
+            mem -= int(t[4])
+        return c, g, cpu, end, mem
 
     def drop(self, node: NodeId) -> None:
         """A shared node was preempted whole by this decision: it is a free node now."""
@@ -274,27 +313,29 @@ class ShareRoom:
         return len(self.opened) > self.opened_filled or len(self.shared.open) > self.closed
 
     def join(self, cores: int, gpus: int, end: float, *, shadow: float,
-             extend: bool = True) -> NodeId | None:
-        """A shared node where a share of ``cores`` and ``gpus`` ending at ``end`` may run
-        now, or ``None``. The share must not hold a node past ``shadow`` that would have been
-        free by then (EASY's protection of its head); with ``extend`` false it must not hold
-        the node past its expected end at all (conservative backfilling's promise)."""
-        for c, g in self.full:
-            if cores >= c and gpus >= g:
+             extend: bool = True, mem: int = 0) -> NodeId | None:
+        """A shared node where a share of ``cores``, ``gpus`` and ``mem`` bytes ending at
+        ``end`` may run now, or ``None``. The share must not hold a node past ``shadow`` that
+        would have been free by then (EASY's protection of its head); with ``extend`` false
+        it must not hold the node past its expected end at all (conservative backfilling's
+        promise)."""
+        for c, g, m in self.full:
+            if cores >= c and gpus >= g and mem >= m:
                 return None
         roomy = False
         taken, dropped, oracle = self.taken, self.dropped, self.oracle
         # the snapshot's open nodes, read directly (this loop is the cost of a share's start)
         for node, load in self.shared.open.items():
             c, g, cpu = len(load.free_cores), len(load.free_gpus), load.cpu_room
-            if cores > c or gpus > g or (not gpus and cores > cpu):
+            if cores > c or gpus > g or (not gpus and cores > cpu) or mem > load.mem_room:
                 continue
             node_end = load.true_end if oracle else load.end
             if taken:
                 t = taken.get(node)
                 if t is not None:
                     c, g, cpu = c - int(t[0]), g - int(t[1]), cpu - int(t[2])
-                    if cores > c or gpus > g or (not gpus and cores > cpu):
+                    if cores > c or gpus > g or (not gpus and cores > cpu) or \
+                            mem > load.mem_room - int(t[4]):
                         continue
                     node_end = max(node_end, t[3])
             if dropped and node in dropped:
@@ -303,14 +344,14 @@ class ShareRoom:
             if end <= node_end or (extend and (end <= shadow or node_end > shadow)):
                 return node
         for node in self.opened:
-            c, g, cpu, node_end = self._room(node)
-            if cores > c or gpus > g or (not gpus and cores > cpu):
+            c, g, cpu, node_end, m = self._room(node)
+            if cores > c or gpus > g or (not gpus and cores > cpu) or mem > m:
                 continue
             roomy = True
             if end <= node_end or (extend and (end <= shadow or node_end > shadow)):
                 return node
         if not roomy:
-            self.full.append((cores, gpus))
+            self.full.append((cores, gpus, mem))
         return None
 
     def open_node(self, node: NodeId) -> None:
@@ -318,16 +359,17 @@ class ShareRoom:
         self.opened.append(node)
         self.full.clear()  # room the sizes found none of
 
-    def take(self, node: NodeId, cores: int, gpus: int, end: float) -> None:
-        """Record a share started on ``node``."""
+    def take(self, node: NodeId, cores: int, gpus: int, end: float, mem: int = 0) -> None:
+        """Record a share of ``mem`` bytes started on ``node``."""
         t = self.taken.get(node)
         if t is None:
-            t = self.taken[node] = [0.0, 0.0, 0.0, -math.inf]
+            t = self.taken[node] = [0.0, 0.0, 0.0, -math.inf, 0.0]
         t[0] += cores
         t[1] += gpus
         if not gpus:
             t[2] += cores
         t[3] = max(t[3], end)
+        t[4] += mem
         if node not in self.filled and self._room(node)[0] <= 0:
             self.filled.add(node)
             if node in self.shared.open and node not in self.dropped:

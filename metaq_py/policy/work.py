@@ -142,7 +142,7 @@ class Work:
         if job.cores:
             # a share frees no node by itself: its node's release is the ShareRoom's
             assert self.shares is not None
-            self.shares.take(nodes[0], job.cores, job.gpus, end)
+            self.shares.take(nodes[0], job.cores, job.gpus, end, job.mem)
             k = 0
         self.started[job.id] = (end, k, borrowed)
 

@@ -96,7 +96,7 @@ def _job_in(spec: TaskSpec, task: Task, index: int, *, gpus_per_node: int,
             priority=spec.priority, rank=task.rank, setup=spec.setup,
             checkpoint_interval=cp.interval if cp else None,
             checkpoint_cost=cp.cost if cp else 0.0, cores=share_cores(spec, shape),
-            gpus=spec.gpus, shape=index, shapes=others)
+            gpus=spec.gpus, shape=index, shapes=others, mem=spec.mem or 0)
     smallest = _smallest(spec, gpus_per_node) or spec.nodes
     return Job(
         id=task.id, kind=spec.type, size=spec.nodes, min_size=smallest,

@@ -67,11 +67,13 @@ __all__ = [
 LOGBOOK_LIMIT = 4 * 1024 * 1024
 """The largest logbook (bytes) that is read: thousands of state changes."""
 
-USAGE_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "max_rss_bytes", "usage_from")
+USAGE_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "max_rss_bytes", "usage_from",
+                "memory_peak_bytes")
 """The fields of a history entry that say what the run it ends used: CPU seconds in user and
 system mode, the peak resident memory in bytes, and where the figures come from (``wait4``:
 the kernel, when the runner reaped the script; ``sacct``: SLURM's accounting of the task's
-own step). See :mod:`metaq_py.launch.usage`."""
+own step), and, for a task its cgroup held to its ``MEM``, the peak of the whole task's
+memory. See :mod:`metaq_py.launch.usage`."""
 
 LOGBOOK_SUFFIX = ".record"
 """The suffix of a logbook's file name, unchanged since logbooks were called records, so that

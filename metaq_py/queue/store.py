@@ -62,13 +62,14 @@ class Queue(ClaimingQueue):
 
     def finish(self, claim: Claim, *, exit_code: int, reason: str | None = None,
                usage: Mapping[str, object] | None = None,
-               timed_out: bool = False) -> Moved | None:
+               timed_out: bool = False, oom: bool = False) -> Moved | None:
         """Settle the end of a run by its exit code's class (:mod:`metaq_py.queue.failure`):
         0 goes to ``finished/``, a ``SOFT_FAIL_ON`` code too with its warning; a
         ``REQUEUE_ON`` code back to its folder with no retry spent; any other back to its
         folder while it has retries left (``RETRIES``, or the queue's default), and else to
         ``failed/`` with a ``.reason`` file. A task sent back waits its retry delay.
-        ``timed_out``: the run was stopped at its ``TIME_LIMIT``. ``None``: the claim was
+        ``timed_out``: the run was stopped at its ``TIME_LIMIT``; ``oom``: the kernel's OOM
+        killer ended it past its ``MEM`` (outcome ``oom``). ``None``: the claim was
         already gone. ``usage``: the run's resource use, added to its logbook entry
         (:data:`~metaq_py.queue.logbook.USAGE_FIELDS`). :attr:`Moved.outcome` is the word
         for the run's ``end`` event."""
@@ -80,13 +81,15 @@ class Queue(ClaimingQueue):
                         d.soft_fail_on, caps.attempts, caps.requeues)
         host = claim.host or "an unknown host"
         what = (f"stopped at its TIME_LIMIT in job {claim.jobid} on {host}" if timed_out
+                else f"killed by the kernel's OOM killer past its MEM in job {claim.jobid} "
+                     f"on {host}" if oom
                 else f"exited with code {exit_code} in job {claim.jobid} on {host}")
         if reason:
             what += f" ({reason})"
         requeues = code_requeues(logbook_of(claim.path, now=self.clock.now()).history) \
             if claim.has_logbook and exit_code != 0 else 0
         plan = plan_end(claim.spec, policy, exit_code=exit_code, attempts=claim.attempts,
-                        requeues=requeues, what=what, timed_out=timed_out)
+                        requeues=requeues, what=what, timed_out=timed_out, oom=oom)
         event = plan.outcome if plan.outcome in (SOFT_FAILED, REQUEUED) else \
             DONE if plan.outcome == DONE else "failed"
         if plan.back:

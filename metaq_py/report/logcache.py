@@ -4,11 +4,12 @@ log rather than on every call.
 A past job's log never changes again (a reclaim may add a line to it, once), yet a queue
 gathers one per batch job, and replaying a thousand of them takes seconds. So each log is
 boiled down to a :class:`JobDigest` (its job as it stands, if it could still be live; the
-jobs it says were reclaimed as dead; the notices its runner released as expired; the lines
-that could not be read), kept in ``jobs/.summary/joblogs.json`` under the log's inode, size and
-modification time. A later call reads only the logs whose key changed: one ``stat`` per past
-job. The file is a cache: it is written only where the queue's ``jobs/.summary/`` folder exists and
-is writable, replaced whole (last writer wins), and a damaged or missing one is rebuilt.
+jobs it says were reclaimed as dead; the notices its runner released as expired; its runs
+counted by outcome; the lines that could not be read), kept in
+``jobs/.summary/joblogs.json`` under the log's inode, size and modification time. A later
+call reads only the logs whose key changed: one ``stat`` per past job. The file is a cache:
+it is written only where the queue's ``jobs/.summary/`` folder exists and is writable,
+replaced whole (last writer wins), and a damaged or missing one is rebuilt.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from metaq_py.report.joblog import EVENTS_NAME, JobLog, read_job_log
 __all__ = ["JobDigest", "digest", "job_digests"]
 
 CACHE_NAME = "joblogs.json"
-VERSION = 1
+VERSION = 2
 CACHE_LIMIT = 64 * 1024 * 1024
 """The largest cache file (bytes) that is read; a larger one is rebuilt."""
 
@@ -38,13 +39,15 @@ class JobDigest:
     """One job's event log, boiled down. ``view`` is ``None`` when the job can never be live
     again (it never started metaq, its runner stopped, or its allocation had ended when the
     log was read); ``dead`` are the job ids its ``reclaim`` events name; ``expired`` maps each
-    notice its runner released as expired to the latest such release."""
+    notice its runner released as expired to the latest such release; ``outcomes`` counts its
+    ``end`` events by outcome (``oom``, ``timeout``, ...)."""
 
     jobid: str
     view: JobView | None
     dead: tuple[str, ...] = ()
     expired: dict[str, float] | None = None
     problems: tuple[str, ...] = ()
+    outcomes: dict[str, int] | None = None
 
 
 def digest(log: JobLog, *, now: float) -> JobDigest:
@@ -58,7 +61,11 @@ def digest(log: JobLog, *, now: float) -> JobDigest:
     for e in log.of("release"):
         if e.get("reason") == "expired" and isinstance(e.get("notice"), str):
             expired[e["notice"]] = max(expired.get(e["notice"], 0.0), float(e["time"]))
-    return JobDigest(log.jobid, view, tuple(dead), expired, log.problems)
+    outcomes: dict[str, int] = {}
+    for e in log.of("end"):
+        if isinstance(e.get("outcome"), str):
+            outcomes[e["outcome"]] = outcomes.get(e["outcome"], 0) + 1
+    return JobDigest(log.jobid, view, tuple(dead), expired, log.problems, outcomes)
 
 
 def job_digests(root: str | os.PathLike[str], *, now: float) -> list[JobDigest]:
@@ -120,7 +127,8 @@ def _store(path: Path, jobs: dict[str, Any]) -> None:
 
 def _to_json(d: JobDigest) -> dict[str, Any]:
     return {"view": asdict(d.view) if d.view is not None else None, "dead": list(d.dead),
-            "expired": d.expired or {}, "problems": list(d.problems)}
+            "expired": d.expired or {}, "problems": list(d.problems),
+            "outcomes": d.outcomes or {}}
 
 
 def _from_json(jobid: str, data: dict[str, Any]) -> JobDigest:
@@ -134,4 +142,5 @@ def _from_json(jobid: str, data: dict[str, Any]) -> JobDigest:
                           "reserved": {n: tuple(hs) for n, hs in v["reserved"].items()}})
     return JobDigest(jobid, view, tuple(data["dead"]),
                      {str(k): float(t) for k, t in data["expired"].items()},
-                     tuple(data["problems"]))
+                     tuple(data["problems"]),
+                     {str(k): int(n) for k, n in data["outcomes"].items()})

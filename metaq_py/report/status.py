@@ -98,6 +98,9 @@ class QueueStatus:
     problems: tuple[str, ...]
     delayed: tuple[tuple[str, float], ...] = ()
     """The waiting tasks still in their retry delay, each with when it becomes eligible."""
+    outcomes: Mapping[str, int] | None = None
+    """The runs the queue's batch jobs ended, counted by outcome (the ``end`` events' words:
+    ``finished``, ``oom``, ``timeout``, ...), most first."""
 
     def json(self) -> dict[str, Any]:
         """The value as ``metaq status --json`` prints it."""
@@ -124,6 +127,7 @@ class QueueStatus:
             "alloc": [dict(a) for a in self.alloc],
             "problems": list(self.problems),
             "delayed": [{"task": t, "eligible": at} for t, at in self.delayed],
+            "outcomes": dict(self.outcomes or {}),
         }
 
 
@@ -140,11 +144,16 @@ def read_status(q: Queue, *, now: float) -> QueueStatus:
     notices = tuple(_notice(r, _released(digests), now) for r in records)
     problems = tuple([p for d in digests for p in d.problems] + bad)
     counts = queue_counts(q)
+    outcomes: dict[str, int] = {}
+    for d in digests:
+        for word, n in (d.outcomes or {}).items():
+            outcomes[word] = outcomes.get(word, 0) + n
     return QueueStatus(queue=str(q.root), now=now, counts=counts, running=running,
                        allocations=tuple(_allocation(j, now) for j in jobs.values()),
                        notices=notices, alloc=tuple(alloc_made(q.root)), problems=problems,
                        delayed=tuple(sorted(((t, at) for t, at in counts.delayed if at > now),
-                                            key=lambda d: d[1])))
+                                            key=lambda d: d[1])),
+                       outcomes=dict(sorted(outcomes.items(), key=lambda o: (-o[1], o[0]))))
 
 
 def _running(q: Queue, c: Claim, job: JobView | None, now: float) -> RunningNow:

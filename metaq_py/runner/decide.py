@@ -99,6 +99,8 @@ class Decider:
         end = ctx.end - ctx.options.margin - ctx.options.grace
         for _ in range(_MAX_REDECIDE):
             waiting = self.offers.waiting(pass_no)
+            if self.offers.node_memory:
+                self.cluster.know_memory(self.offers.node_memory)  # asked at the first MEM
             snap = self.cluster.snapshot(now=now, waiting=waiting, ordered=True, end=end,
                                          shaped=self.offers.shaped)
             decision = self.scheduler.decide(snap)

@@ -180,13 +180,27 @@ class Offers:
 
     def mem_per_node(self, task: Task) -> int | None:
         """The memory of a node here, asked of the batch system the first time a task gives
-        a ``MEM`` (``None`` before, and where it is not known)."""
+        a ``MEM`` (``None`` before, and where it is not known). Then the runner also says,
+        once, when its tasks' cgroups cannot hold them to their ``MEM``."""
         if task.spec.mem is None and not self._mem_asked:
             return None
         if not self._mem_asked:
+            from metaq_py.launch.cgroup import memory_problem
+
             self._mem_asked = True
             nodes = self.ctx.alloc.nodes
             self._mem = self.ctx.batch.node_memory(nodes[0]) if nodes else None
+            problem = memory_problem()
+            if problem is not None:
+                self.ctx.say(f"MEM is not enforced here: {problem}; shares of a node are "
+                             f"still packed by it, and a task killed at its MEM is still "
+                             f"told apart (outcome oom)")
+        return self._mem
+
+    @property
+    def node_memory(self) -> int | None:
+        """The memory of a node here once a task's ``MEM`` made the runner ask (``None``
+        before, and where it is not known): the Cluster packs shares by it."""
         return self._mem
 
     def _reuse(self, pending: Sequence[Task], jobs: list[Job]) -> int:

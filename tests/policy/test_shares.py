@@ -138,7 +138,7 @@ def test_the_node_is_free_again_only_when_its_last_share_ends() -> None:
     ([share("a", 5)], (0,), "more than a node has"),
     ([share("a", 1, 3)], (0,), "more than a node has"),
     ([share("a", 1), share("b", 1)], (0, 1), "one node"),
-    ([share("a", 2, 1), share("b", 3)], (0,), "node 0 has 2 cores and 1 GPUs free"),
+    ([share("a", 2, 1), share("b", 3)], (0,), "node 0 has 2 cores, 1 GPUs"),
     ([whole("w", 1), share("b", 1)], (0,), "neither free nor shared"),
 ])
 def test_refused_shares_say_why(jobs: list[Job], nodes: tuple[int, ...], words: str) -> None:

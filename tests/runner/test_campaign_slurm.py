@@ -1,8 +1,8 @@
 """A campaign's failure semantics end to end (issue 31): ``metaq run`` in a real batch job on
 the local four-node SLURM, with a generator's tasks as a lattice campaign writes them. A third
 of the outputs exist beforehand, some tasks exit 75 once, one array fails on every index, one
-task hangs, one asks for more memory than a node has. Skips, with the reason, when the cluster
-is not up."""
+task hangs, one asks for more memory than a node has, one allocates past its ``MEM``. Skips,
+with the reason, when the cluster is not up."""
 
 from __future__ import annotations
 
@@ -59,6 +59,17 @@ def test_a_campaign_ends_as_its_directives_say(slurm: SlurmCluster, tmp_path: Pa
         while true; do sleep 0.2; done
     """, TIME_LIMIT="3s", SIGNAL="USR1@2")
     task(q, "hog.sh", f"echo hog >> {ledger}", MEM="900T")
+    # Fills twice its MEM, 1 MiB at a time, then is killed as the node's OOM killer would
+    # (where its cgroup holds it to its MEM, the kernel kills it first).
+    task(q, "greedy.sh", f"""
+        echo greedy >> {ledger}
+        {sys.executable} -c '
+import os, signal
+pieces = [b"x" * (1 << 20) for _ in range(128)]
+os.kill(os.getpid(), signal.SIGKILL)
+' || exit $?
+        echo survived >> {ledger}
+    """, MEM="64M")
     jobid = slurm.sbatch("-N", "4", "-t", "5", "-o", tmp_path / "job.out", JOBSCRIPT,
                          "--launch-pause", "0", cwd=tmp_path, env={"PYTHONPATH": str(REPO),
                                                                    "METAQ_QUEUE": str(q.root)})
@@ -96,6 +107,11 @@ def test_a_campaign_ends_as_its_directives_say(slurm: SlurmCluster, tmp_path: Pa
     # The task asking for more memory than any node has never ran, and said why.
     assert runs["hog"] == 0 and [t.id for t in q.pending()] == ["todo/hog.sh"]
     assert "its MEM on line" in job_out
+    # The task past its MEM: outcome oom, with its peak memory, in failed/ (no RETRIES).
+    greedy = [e for e in ends if e["task"] == "todo/greedy.sh"]
+    assert [e["outcome"] for e in greedy] == ["oom"] and runs["greedy"] == 1
+    assert (greedy[0].get("memory_peak_bytes") or greedy[0]["max_rss_bytes"]) >= 60 << 20
+    assert "survived" not in runs and (q.root / "failed/todo/greedy.sh").exists()
     # report adds up: one count per end event, with the same words.
     rep = subprocess.run([sys.executable, "-m", "metaq_py", "report", "--json", "-q",
                           str(q.root)], capture_output=True, text=True, check=True,

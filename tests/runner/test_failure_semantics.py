@@ -4,6 +4,8 @@ exit-code classes (``REQUEUE_ON``, ``SOFT_FAIL_ON``), the retry delay, ``TIME_LI
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from metaq_py.queue.logbook import Logbook, find_logbook
@@ -348,3 +350,49 @@ def test_a_task_that_answers_its_time_limit_with_75_is_requeued(tmp_path: Path) 
     ends = of(events(q), "end", task="todo/saver.sh")
     assert [e["outcome"] for e in ends] == ["requeued", "finished"]
     assert ends[0]["exit_code"] == 75
+
+
+# A command that fills memory 1 MiB at a time up to twice its MEM of 64M, then kills itself
+# as the node's OOM killer would: where the task's cgroup holds it to its MEM (memory.max),
+# the kernel kills it first; where none can, the SIGKILL at its peak is what tells the oom.
+HOG = f"""
+    echo started >> {{ledger}}
+    {sys.executable} -c '
+import os, signal
+pieces = [b"x" * (1 << 20) for _ in range(128)]
+os.kill(os.getpid(), signal.SIGKILL)
+' || exit $?
+    echo survived >> {{ledger}}
+"""
+
+
+def test_a_task_past_its_mem_ends_oom_with_its_peak_memory(tmp_path: Path) -> None:
+    q = make_queue(tmp_path / "q")
+    ledger = tmp_path / "ledger"
+    task(q, "hog.sh", HOG.format(ledger=ledger), MEM="64M", RETRIES=1)
+    r = runner(q, nodes=1)
+    r.run()
+    assert where(q, "hog.sh") == "failed"
+    ends = of(events(q), "end", task="todo/hog.sh")
+    assert [e["outcome"] for e in ends] == ["oom", "oom"], "retried once, as a failure"
+    for e in ends:
+        peak = e.get("memory_peak_bytes") or e["max_rss_bytes"]
+        assert peak >= 60 << 20, e
+    assert ledger.read_text().split() == ["started", "started"], "never past the kill"
+    book = _logbook(q, q.root / "failed/todo/hog.sh")
+    assert book is not None and book.attempts == 2
+    last = book.history[-1]
+    assert "OOM killer" in last["reason"] and "MEM" in last["reason"], last
+    shown = subprocess.run([sys.executable, "-m", "metaq_py", "show", "todo/hog.sh", "-q",
+                            str(q.root)], capture_output=True, text=True, check=True).stdout
+    assert shown.count("killed for passing its MEM (oom)") == 2, shown
+    assert "peak memory" in shown
+    assert "reason: killed by the kernel's OOM killer past its MEM" in shown
+    assert "(MEM 64 MiB, peak " in shown
+    status = json.loads(subprocess.run(
+        [sys.executable, "-m", "metaq_py", "status", "--json", "-q", str(q.root)],
+        capture_output=True, text=True, check=True).stdout)
+    assert status["outcomes"] == {"oom": 2}, status
+    table = subprocess.run([sys.executable, "-m", "metaq_py", "status", "-q", str(q.root)],
+                           capture_output=True, text=True, check=True).stdout
+    assert "runs ended, by outcome" in table and "oom" in table, table

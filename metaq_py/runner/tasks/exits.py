@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from metaq_py.cluster import Cluster
 from metaq_py.launch import TaskProcess
 from metaq_py.launch.usage import Usage
-from metaq_py.outcomes import FAILED, FINISHED, RECLAIMED, TIMEOUT
+from metaq_py.outcomes import FAILED, FINISHED, OOM, RECLAIMED, TIMEOUT
 from metaq_py.queue.fit import gpu_ids_for
 from metaq_py.queue.lease import mark_ended
 from metaq_py.runner.context import Context
@@ -91,7 +91,7 @@ class Settler:
             self.unsettled.remove(live)
             self.ctx.say(f"{self.ctx.named(live.id)} is settled now: {outcome}")
         self._write_end(live, outcome)
-        if outcome in (FAILED, TIMEOUT) and live.claim.spec.max_fails is not None:
+        if outcome in (FAILED, TIMEOUT, OOM) and live.claim.spec.max_fails is not None:
             self._max_fails(live)
         return True
 
@@ -205,8 +205,12 @@ class Settler:
                 reason = f"killed by {signal.Signals(-returncode).name}"
             except ValueError:
                 reason = f"killed by signal {-returncode}"
+        status = live.process.status if live.process is not None else None
+        oom = status is not None and status.oom
+        if oom:
+            reason = _oom_words(claim.spec.mem, usage)
         moved = q.finish(claim, exit_code=code, reason=reason, usage=used,
-                         timed_out=why is Why.TIMEOUT)
+                         timed_out=why is Why.TIMEOUT, oom=oom)
         if moved is None:
             return RECLAIMED  # the claim was taken from us meanwhile
         return moved.outcome or (FINISHED if moved.state == FINISHED else FAILED)
@@ -224,3 +228,10 @@ class Settler:
         restarted.gpu_ids = gpu_ids_for(live.claim.spec.gpus, len(new_ids),
                                         self.ctx.alloc.gpu_ids)
         self.roster.add(restarted)
+
+
+def _oom_words(mem: int | None, usage: Usage | None) -> str:
+    """The MEM a task passed and the peak its run reached, for the reason of an ``oom``."""
+    words = f"MEM {mem >> 20} MiB" if mem is not None else "MEM"
+    peak = None if usage is None else usage.memory_peak_bytes or usage.max_rss_bytes
+    return words + (f", peak {peak >> 20} MiB" if peak is not None else "")

@@ -206,7 +206,7 @@ class Launcher:
                 mpirun=self._mpirun(live),
                 env=claim.program.env if claim.program is not None else {},
                 run_folder=claim.spec.checkpoint is not None or resize is not None,
-                streams=self.streams)
+                streams=self.streams, mem=claim.spec.mem)
             self._make_room(spec)
         except (LaunchError, OSError) as e:
             self._failed(live, str(e))
