@@ -1,9 +1,10 @@
 """``python -m metaq_py.launch.rank CPUS PROGRAM [ARG...]``: bind one MPI rank, then run it.
 
-The last words of ``$METAQ_MPIRUN`` over ``srun`` (:mod:`metaq_py.launch.binding`). ``CPUS``
+The last words of ``$METAQ_MPIRUN`` over ``srun`` and Open MPI's ``mpirun``
+(:mod:`metaq_py.launch.binding`). ``CPUS``
 lists each local rank's cores, ranks by commas and a rank's cores by ``+`` (``0+1,2+3``),
 numbered among the CPUs this step may use on its node. The rank finds its place on the node
-(``SLURM_LOCALID``, or the local rank Hydra, Open MPI or PALS give), binds itself to its
+(the local rank Open MPI, Hydra or PALS give, else ``SLURM_LOCALID``), binds itself to its
 cores where the launcher did not (SLURM's ``task/none`` only warns), and becomes
 ``PROGRAM``. A rank the launcher already narrowed to as many CPUs is left alone.
 
@@ -19,9 +20,12 @@ import sys
 
 from metaq_py.ranges import cpu_list, machine_cpus
 
-LOCAL_RANK = ("SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
-              "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID")
-"""Where launchers say which rank of its node a process is, in the order they are read."""
+LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+              "PALS_LOCAL_RANKID", "SLURM_LOCALID")
+"""Where launchers say which rank of its node a process is, in the order they are read.
+``SLURM_LOCALID`` comes last: a launcher whose daemons ``srun`` started (Open MPI's ``orted``,
+Hydra's proxies) hands its ranks the daemon's environment, where it is the daemon's place
+(0 on every node), and sets its own variable beside it."""
 
 
 def parse_ranks(text: str) -> list[tuple[int, ...]]:

@@ -32,14 +32,34 @@ def test_each_launcher_s_line_for_two_nodes_of_two_ranks() -> None:
         "--kill-on-bad-exit=1", "py", "-m", "metaq_py.launch.rank", "0,1"]
     assert mpirun_line("mpiexec", TWO_BY_TWO) == [
         "mpiexec", "-hosts", "n1,n2", "-n", "4", "-ppn", "2", "-bind-to", "user:0,1"]
-    assert mpirun_line("mpirun", TWO_BY_TWO) == [
-        "mpirun", "--host", "n1:2,n2:2", "-np", "4", "--map-by", "ppr:2:node:PE=1",
-        "--bind-to", "core", "--cpu-set", "0,1"]
+    assert mpirun_line("mpirun", TWO_BY_TWO, python="py") == [
+        "mpirun", "--mca", "ras", "^slurm,tm", "--mca", "plm_slurm_args", "--nodelist=n1,n2",
+        "--host", "n1:2,n2:2", "-np", "4", "--map-by", "ppr:2:node", "--bind-to", "none",
+        "py", "-m", "metaq_py.launch.rank", "0,1"]
     assert mpirun_line("aprun", TWO_BY_TWO) == [
         "aprun", "-L", "n1,n2", "-n", "4", "-N", "2", "-d", "1", "-cc", "0:1"]
     assert mpirun_line("jsrun", MpiLayout(("n1", "n2"), 2, (0, 1), gpus=2)) == [
         "jsrun", "--nrs", "4", "--rs_per_host", "2", "--tasks_per_rs", "1", "--cpu_per_rs",
         "1", "--gpu_per_rs", "1", "--bind", "packed:1"]
+
+
+def test_a_launcher_installed_under_another_name_starts_its_line() -> None:
+    line = mpirun_line("mpirun", TWO_BY_TWO, executable="/usr/bin/mpirun.openmpi",
+                       args=("--mca", "btl", "self,vader,tcp"))
+    assert line[:4] == ["/usr/bin/mpirun.openmpi", "--mca", "btl", "self,vader,tcp"]
+    assert line[4:] == mpirun_line("mpirun", TWO_BY_TWO)[1:]
+    assert mpirun_line("mpiexec", TWO_BY_TWO, executable="mpiexec.mpich", local=True,
+                       args=("-v",))[:4] == ["mpiexec.mpich", "-launcher", "fork", "-v"]
+    installed = {"/usr/bin/mpirun.openmpi", "mpirun"}
+    def which(name: str) -> str | None:
+        return name if name in installed else None
+    assert which_launcher("mpirun", "/usr/bin/mpirun.openmpi", which=which) is None
+    assert which_launcher("mpirun", "/opt/ompi/bin/mpirun", which=which) == (
+        "metaq.yaml names the MPI launcher 'mpirun' as '/opt/ompi/bin/mpirun', which is not "
+        "installed on this node (not an executable file)")
+    assert which_launcher("mpirun", "mpirun.openmpi", which=which) == (
+        "metaq.yaml names the MPI launcher 'mpirun' as 'mpirun.openmpi', which is not "
+        "installed on this node (not on PATH)")
 
 
 def test_a_rank_of_several_cores_and_a_step_inside_a_step() -> None:
@@ -48,6 +68,7 @@ def test_a_rank_of_several_cores_and_a_step_inside_a_step() -> None:
     assert "--overlap" in line and "--cpu-bind=mask_cpu:0x30,0xc0" in line
     assert line[-1] == "4+5,6+7" and "--cpus-per-task=2" in line
     assert mpirun_line("mpiexec", share)[-1] == "user:4+5,6+7"
+    assert mpirun_line("mpirun", share)[-1] == "4+5,6+7"
     assert mpirun_line("aprun", share)[-1] == "4-5:6-7"
 
 
@@ -105,6 +126,15 @@ def test_a_rank_binds_itself_to_its_local_rank_s_cores(variable: str) -> None:
         done, seen = _affinity_of("0,1", {variable: str(local)})
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert seen == str([allowed[local]])
+
+
+@pytest.mark.skipif(len(machine_cpus()) < 2, reason="needs two CPUs to bind one of them")
+def test_the_launcher_s_local_rank_wins_over_its_daemon_s_step() -> None:
+    # Open MPI's orted, started by srun, hands its ranks its own SLURM_LOCALID (0 on every
+    # node): the second rank of the node must still get the second core.
+    done, seen = _affinity_of("0,1", {"SLURM_LOCALID": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert seen == str([machine_cpus()[1]])
 
 
 def test_a_rank_without_its_place_says_so_and_still_runs() -> None:

@@ -240,7 +240,7 @@ class Launcher:
             if name is None:
                 name = detect_launcher(self.ctx.alloc.system)
             else:
-                why = which_launcher(name)
+                why = which_launcher(name, settings.executable)
                 if why is not None:
                     self.ctx.say(f"{why}; tasks that use $METAQ_MPIRUN will fail")
             self._launcher = (name, why)
@@ -253,7 +253,9 @@ class Launcher:
             tuple(range(self.ctx.alloc.cores_per_node))
         gpus = len(live.gpu_ids or ())
         layout = MpiLayout(live.hosts, gpus or len(cpus), cpus, gpus)
-        return tuple(mpirun_line(name, layout, args=self.ctx.queue.config.mpi.args,
+        settings = self.ctx.queue.config.mpi
+        return tuple(mpirun_line(name, layout, args=settings.args,
+                                 executable=settings.executable,
                                  in_step=self.ctx.options.srun,
                                  local=self.ctx.alloc.system == "local"))
 
