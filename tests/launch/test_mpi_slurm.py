@@ -64,6 +64,10 @@ def rankinfo_openmpi(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for tool in ("mpicc.openmpi", "mpirun.openmpi"):
         if shutil.which(tool) is None:
             missing(f"{tool} is not installed (apt-get install openmpi-bin libopenmpi-dev)")
+    where = subprocess.run(["mpicc.openmpi", "--showme:incdirs"], capture_output=True,
+                           text=True, timeout=60, check=False).stdout.split()
+    if not any((Path(d) / "mpi.h").exists() for d in where):
+        missing("Open MPI's mpi.h is not installed (apt-get install libopenmpi-dev)")
     out = tmp_path_factory.mktemp("openmpi") / "rankinfo"
     subprocess.run(["mpicc.openmpi", "-O2", "-o", str(out), str(SOURCE)], check=True,
                    timeout=120)
