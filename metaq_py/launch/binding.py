@@ -92,6 +92,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,7 +101,8 @@ from metaq_py.launch.spec import LaunchError
 from metaq_py.ranges import cpu_list, machine_cpus
 
 __all__ = ["PIN_MOST", "MpiLayout", "bind_here", "cpu_mask", "detect_launcher",
-           "mpirun_line", "pin_tree", "rank_cpus", "srun_binding", "which_launcher"]
+           "mpirun_line", "other_kind", "pin_tree", "rank_cpus", "srun_binding",
+           "which_launcher"]
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -300,4 +302,40 @@ def which_launcher(launcher: str, executable: str | None = None, *,
         where = "not an executable file" if "/" in program else "not on PATH"
         return (f"metaq.yaml names the MPI launcher {named}, which is not installed on "
                 f"this node ({where})")
+    return None
+
+
+_KINDS = {"mpirun": ("Open MPI's mpirun", ("(Open MPI)", "(OpenRTE)"), "mpirun.openmpi"),
+          "mpiexec": ("MPICH's Hydra", ("HYDRA build details",), "mpiexec.mpich")}
+"""The two launchers that go by the same names (Debian installs MPICH's and Open MPI's each
+as ``mpirun`` and ``mpiexec``, and ``update-alternatives`` says which the plain names are):
+each one's name for people, what its ``--version`` says, and its own name on Debian."""
+
+
+def _version(program: str) -> str:
+    """What ``program --version`` says (its output and errors), or ``""`` when it cannot run."""
+    try:
+        done = subprocess.run([program, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout + done.stderr
+
+
+def other_kind(launcher: str, program: str, *,
+               version: Callable[[str], str] = _version) -> str | None:
+    """Why ``program`` cannot serve as ``launcher`` (one sentence) when its ``--version`` says
+    it is the other of :data:`_KINDS`, whose line it would not read; ``None`` otherwise, a
+    launcher it cannot tell included (only a sure mismatch is refused)."""
+    if launcher not in _KINDS:
+        return None
+    said = version(program)
+    mine, signs, own = _KINDS[launcher]
+    if any(sign in said for sign in signs):
+        return None
+    for kind, (name, others, _) in _KINDS.items():
+        if kind != launcher and any(sign in said for sign in others):
+            return (f"metaq.yaml names the MPI launcher {launcher!r} ({mine}), but {program} "
+                    f"here is {name}; name {mine}'s program with mpi.executable (on Debian: "
+                    f"{own})")
     return None

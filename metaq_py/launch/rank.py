@@ -9,8 +9,10 @@ cores where the launcher did not (SLURM's ``task/none`` only warns), and becomes
 ``PROGRAM``. A rank the launcher already narrowed to as many CPUs is left alone.
 
 ``python -m metaq_py.launch.rank --unavailable LAUNCHER`` is ``$METAQ_MPIRUN`` when the
-launcher ``metaq.yaml`` names is not installed: it says so in the task's log and fails (exit
-127), so that ``$METAQ_MPIRUN ./prop`` never runs ``./prop`` as one lone rank.
+launcher ``metaq.yaml`` names is not installed, and ``--other-kind LAUNCHER PROGRAM`` when
+``PROGRAM`` is the other MPI's launcher of that name (MPICH's Hydra for Open MPI's ``mpirun``,
+or the reverse): it says so in the task's log and fails (exit 127), so that
+``$METAQ_MPIRUN ./prop`` never runs ``./prop`` as one lone rank.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "--unavailable":
         print(f"metaq: metaq.yaml names the MPI launcher {argv[1]!r}, which is not installed "
               f"on the batch node, so $METAQ_MPIRUN cannot start this task's ranks",
+              file=sys.stderr)
+        return 127
+    if len(argv) >= 3 and argv[0] == "--other-kind":
+        print(f"metaq: metaq.yaml names the MPI launcher {argv[1]!r}, but {argv[2]} on the "
+              f"batch node is another MPI's launcher, so $METAQ_MPIRUN cannot start this "
+              f"task's ranks (name the launcher's own program with mpi.executable)",
               file=sys.stderr)
         return 127
     if len(argv) < 2:

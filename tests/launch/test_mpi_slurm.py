@@ -176,11 +176,22 @@ def test_an_mpi_program_exiting_on_one_rank_fails_its_task_and_the_runner_goes_o
     assert len((seen / "good.ranks").read_text().splitlines()) == 4
 
 
-def test_a_launcher_that_is_not_installed_fails_the_task_with_one_sentence(
-        slurm: SlurmCluster, tmp_path: Path) -> None:
-    if shutil.which("jsrun") is not None:
+@pytest.mark.parametrize(("mpi", "said", "logged"), [
+    ("launcher: jsrun", "names the MPI launcher 'jsrun', which is not installed",
+     "metaq.yaml names the MPI launcher 'jsrun', which is not installed on the batch node"),
+    # Open MPI's kind of line, given MPICH's launcher: Hydra would refuse its options.
+    ("launcher: mpirun\n  executable: mpiexec.mpich",
+     "but mpiexec.mpich here is MPICH's Hydra; name Open MPI's mpirun's program with "
+     "mpi.executable", "names the MPI launcher 'mpirun', but mpiexec.mpich on the batch node "
+     "is another MPI's launcher"),
+], ids=["not-installed", "another-mpi-s"])
+def test_a_launcher_that_cannot_serve_fails_the_task_with_one_sentence(
+        slurm: SlurmCluster, tmp_path: Path, mpi: str, said: str, logged: str) -> None:
+    if "jsrun" in mpi and shutil.which("jsrun") is not None:
         pytest.skip("jsrun is installed here")
-    q = make_queue(tmp_path / "q", SETTINGS + "mpi:\n  launcher: jsrun\n")
+    if "mpich" in mpi and shutil.which("mpiexec.mpich") is None:
+        missing("mpiexec.mpich is not installed (apt-get install mpich)")
+    q = make_queue(tmp_path / "q", SETTINGS + f"mpi:\n  {mpi}\n")
     task(q, "mpi.sh", "$METAQ_MPIRUN hostname")
     task(q, "plain.sh", "true")
     jobid = slurm.sbatch("-N", "1", "-t", "5", "-o", tmp_path / "job.out", JOBSCRIPT,
@@ -188,11 +199,10 @@ def test_a_launcher_that_is_not_installed_fails_the_task_with_one_sentence(
     end = slurm.wait(jobid, timeout=120)
     out = (tmp_path / "job.out").read_text()
     assert end.state == "COMPLETED", out
-    assert out.count("names the MPI launcher 'jsrun', which is not installed") == 1, out
+    assert out.count(said) == 1, out
     admin = QueueAdmin(q)
     assert [e.id for e in admin.entries("finished", specs=False)] == ["todo/plain.sh"], out
     assert [e.id for e in admin.entries("failed", specs=False)] == ["todo/mpi.sh"], out
     logs = list((q.root / "jobs" / jobid / "logs").rglob("mpi.sh.log"))
     assert len(logs) == 1
-    assert "metaq.yaml names the MPI launcher 'jsrun', which is not installed on the batch " \
-           "node" in logs[0].read_text()
+    assert logged in logs[0].read_text()

@@ -5,6 +5,7 @@ mpiexec are in ``test_mpi_slurm.py``."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,11 +17,13 @@ from metaq_py.launch.binding import (
     MpiLayout,
     detect_launcher,
     mpirun_line,
+    other_kind,
     rank_cpus,
     which_launcher,
 )
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.ranges import machine_cpus
+from tests.capability import missing
 
 TWO_BY_TWO = MpiLayout(("n1", "n2"), 2, (0, 1))
 
@@ -154,3 +157,45 @@ def test_a_missing_launcher_s_prefix_fails_with_one_sentence() -> None:
     assert done.returncode == 127 and done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert "names the MPI launcher 'jsrun', which is not installed" in done.stderr
+
+
+def test_a_launcher_of_the_other_mpi_is_told_by_its_version() -> None:
+    # What each one's --version prints (Debian's MPICH 4.0.2 and Open MPI 4.1.4 and 5.0).
+    said = {"mpiexec.hydra": "HYDRA build details:\n    Version:  4.0.2\n",
+            "mpirun.openmpi": "mpirun.openmpi (OpenRTE) 4.1.4\n\nReport bugs to ...\n",
+            "mpirun5": "mpirun (Open MPI) 5.0.7\n", "mpiexec.intel": "Intel(R) MPI Library\n"}
+    def version(program: str) -> str:
+        return said.get(program, "")
+    assert other_kind("mpirun", "mpirun.openmpi", version=version) is None
+    assert other_kind("mpirun", "mpirun5", version=version) is None
+    assert other_kind("mpiexec", "mpiexec.hydra", version=version) is None
+    assert other_kind("mpirun", "mpiexec.hydra", version=version) == (
+        "metaq.yaml names the MPI launcher 'mpirun' (Open MPI's mpirun), but mpiexec.hydra "
+        "here is MPICH's Hydra; name Open MPI's mpirun's program with mpi.executable (on "
+        "Debian: mpirun.openmpi)")
+    assert "but mpirun.openmpi here is Open MPI's mpirun" in other_kind(
+        "mpiexec", "mpirun.openmpi", version=version)
+    # A launcher it cannot tell, or one that says nothing, is let be: only a sure mismatch.
+    assert other_kind("mpiexec", "mpiexec.intel", version=version) is None
+    assert other_kind("mpirun", "gone", version=version) is None
+    assert other_kind("srun", "mpiexec.hydra", version=version) is None
+
+
+@pytest.mark.parametrize(("launcher", "program", "other"), [
+    ("mpirun", "mpiexec.mpich", "MPICH's Hydra"), ("mpiexec", "mpirun.openmpi", "Open MPI's")])
+def test_the_installed_mpis_are_told_apart(launcher: str, program: str, other: str) -> None:
+    for tool in ("mpiexec.mpich", "mpirun.openmpi"):
+        if shutil.which(tool) is None:
+            missing(f"{tool} is not installed (apt-get install mpich openmpi-bin)")
+    assert other_kind(launcher, program) is not None
+    assert other in other_kind(launcher, program)
+    assert other_kind("mpiexec" if launcher == "mpirun" else "mpirun", program) is None
+
+
+def test_a_launcher_of_the_other_mpi_fails_its_task_with_one_sentence() -> None:
+    done = subprocess.run([sys.executable, "-m", "metaq_py.launch.rank", "--other-kind",
+                           "mpirun", "/usr/bin/mpirun", "./prop"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 127 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert ("names the MPI launcher 'mpirun', but /usr/bin/mpirun on the batch node is "
+            "another MPI's launcher") in done.stderr
