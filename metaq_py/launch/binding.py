@@ -26,8 +26,11 @@ cores.
 
 A task script writes ``$METAQ_MPIRUN ./prop`` and its ranks land on exactly the nodes the runner
 gave it, so many per node, each bound to its own cores, whatever the site's launcher. The
-launcher is named in ``metaq.yaml`` (``mpi: {launcher: ..., args: [...]}``) or detected
-(:func:`detect_launcher`); ``args`` are put in right after the launcher's name (``--mpi=pmi2``
+launcher is named in ``metaq.yaml`` (``mpi: {launcher: ..., executable: ..., args: [...]}``)
+or detected (:func:`detect_launcher`). ``launcher`` is the kind, which says how the line is
+written; ``executable`` is the program the line starts when it is not the kind's own name on
+``PATH`` (Debian installs Open MPI's as ``mpirun.openmpi`` beside MPICH's, and ``mpirun`` is
+whichever ``update-alternatives`` chose); ``args`` are put in right after it (``--mpi=pmi2``
 where SLURM's default MPI plugin is ``none``, a site's account options, ...).
 
 **Ranks and cores.** A task gets one rank per GPU on each node when it was given GPUs, else one
@@ -55,8 +58,22 @@ The line of each launcher, for a task on ``n1,n2`` with 2 ranks a node on cores 
     does not end the other ranks when one rank exits alone (the task then runs on until its
     ranks end or it is stopped): where that matters, prefer ``srun``.
 ``mpirun`` (Open MPI)
-    ``mpirun --host n1:2,n2:2 -np 4 --map-by ppr:2:node:PE=1 --bind-to core
-    --cpu-set 0,1``.
+    ``mpirun --mca ras ^slurm,tm --mca plm_slurm_args --nodelist=n1,n2 --host n1:2,n2:2
+    -np 4 --map-by ppr:2:node --bind-to none PYTHON -m metaq_py.launch.rank 0,1``. Open MPI
+    starts its daemons on the nodes with ``srun`` inside a SLURM job (``tm`` under PBS,
+    ``ssh`` elsewhere). It would count its slots on each node from the batch system's
+    allocation (``SLURM_TASKS_PER_NODE``, one a node for ``sbatch -N 4``) and refuse two ranks
+    there, ``--oversubscribe`` or not; with ``--mca ras ^slurm,tm`` it reads no allocation and
+    the line's ``--host n1:2`` is the whole truth, which it is: metaq shares the allocation
+    out. Its ``srun`` for the daemons then names no node (it takes the hosts for the whole
+    allocation), and SLURM would put them on any two nodes of the job, another task's
+    included (seen): ``plm_slurm_args`` adds the task's ``--nodelist`` to it. Open MPI
+    4.1's ``--cpu-set`` binds every rank to the whole set, ``--bind-to core``
+    notwithstanding (seen with Debian's 4.1.4), so the ranks bind themselves through
+    :mod:`metaq_py.launch.rank` by ``OMPI_COMM_WORLD_LOCAL_RANK``, as under ``srun``, and
+    ``--bind-to none`` keeps Open MPI from binding them first. Open MPI ends the other ranks
+    when one exits alone. A local pretend cluster's node names name no machine: Open MPI
+    reaches them only where ``ssh n1`` does.
 ``aprun`` (Cray ALPS)
     ``aprun -L n1,n2 -n 4 -N 2 -d 1 -cc 0:1`` (``-cc 0-1:2-3`` for two cores a rank; ALPS
     names nodes by their numeric ``nid``, which is what its batch job lists).
@@ -75,6 +92,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -83,7 +101,8 @@ from metaq_py.launch.spec import LaunchError
 from metaq_py.ranges import cpu_list, machine_cpus
 
 __all__ = ["PIN_MOST", "MpiLayout", "bind_here", "cpu_mask", "detect_launcher",
-           "mpirun_line", "pin_tree", "rank_cpus", "srun_binding", "which_launcher"]
+           "mpirun_line", "other_kind", "pin_tree", "rank_cpus", "srun_binding",
+           "which_launcher"]
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -205,36 +224,39 @@ def rank_cpus(cpus: Sequence[int], ranks_per_node: int) -> list[tuple[int, ...]]
 
 
 def mpirun_line(launcher: str, layout: MpiLayout, *, args: Sequence[str] = (),
-                in_step: bool = False, local: bool = False,
+                executable: str | None = None, in_step: bool = False, local: bool = False,
                 python: str = sys.executable) -> list[str]:
-    """The words of ``$METAQ_MPIRUN`` for ``launcher`` and ``layout`` (see the module's
-    text); ``args`` follow the launcher's name. ``in_step``: the script is itself a SLURM
+    """The words of ``$METAQ_MPIRUN`` for the kind of ``launcher`` and ``layout`` (see the
+    module's text); the line starts ``executable`` (a name on ``PATH`` or a path; by default
+    the launcher's own name) and ``args`` follow it. ``in_step``: the script is itself a SLURM
     step (``metaq run --srun``), whose own steps must overlap it. ``local``: the nodes are
     a local pretend cluster's, all this machine, which Hydra reaches with ``-launcher fork``
     (its host names name no machine)."""
     per = rank_cpus(layout.cpus, layout.ranks_per_node)
     n, ppn, depth = str(layout.ranks), str(layout.ranks_per_node), len(per[0])
     nodes = ",".join(layout.nodes)
+    start = [executable or launcher, *args]
+    rank = [python, "-m", "metaq_py.launch.rank", _joined(per, "+")]
     if launcher == "srun":
-        return ["srun", *args, "--exact", *(["--overlap"] if in_step else []),
+        return [*start, "--exact", *(["--overlap"] if in_step else []),
                 f"--nodelist={nodes}", f"--nodes={len(layout.nodes)}", f"--ntasks={n}",
                 f"--ntasks-per-node={ppn}", f"--cpus-per-task={depth}",
                 f"--cpu-bind=mask_cpu:{','.join(cpu_mask(c) for c in per)}",
-                "--kill-on-bad-exit=1",
-                python, "-m", "metaq_py.launch.rank", _joined(per, "+")]
+                "--kill-on-bad-exit=1", *rank]
     if launcher == "mpiexec":
         fork = ["-launcher", "fork"] if local else []
-        return ["mpiexec", *fork, *args, "-hosts", nodes, "-n", n, "-ppn", ppn,
+        return [start[0], *fork, *args, "-hosts", nodes, "-n", n, "-ppn", ppn,
                 "-bind-to", f"user:{_joined(per, '+')}"]
     if launcher == "mpirun":
-        return ["mpirun", *args, "--host", ",".join(f"{h}:{ppn}" for h in layout.nodes),
-                "-np", n, "--map-by", f"ppr:{ppn}:node:PE={depth}", "--bind-to", "core",
-                "--cpu-set", ",".join(map(str, layout.cpus))]
+        hosts = ",".join(f"{h}:{ppn}" for h in layout.nodes)
+        return [*start, "--mca", "ras", "^slurm,tm", "--mca", "plm_slurm_args",
+                f"--nodelist={nodes}", "--host", hosts, "-np", n,
+                "--map-by", f"ppr:{ppn}:node", "--bind-to", "none", *rank]
     if launcher == "aprun":
-        return ["aprun", *args, "-L", nodes, "-n", n, "-N", ppn, "-d", str(depth),
+        return [*start, "-L", nodes, "-n", n, "-N", ppn, "-d", str(depth),
                 "-cc", ":".join(f"{c[0]}-{c[-1]}" if len(c) > 1 else str(c[0]) for c in per)]
     if launcher == "jsrun":
-        return ["jsrun", *args, "--nrs", n, "--rs_per_host", ppn, "--tasks_per_rs", "1",
+        return [*start, "--nrs", n, "--rs_per_host", ppn, "--tasks_per_rs", "1",
                 "--cpu_per_rs", str(depth),
                 "--gpu_per_rs", str(layout.gpus // layout.ranks_per_node),
                 "--bind", f"packed:{depth}"]
@@ -267,13 +289,53 @@ def detect_launcher(system: str, *, which: Callable[[str], str | None] = shutil.
     return None
 
 
-def which_launcher(launcher: str, *,
+def which_launcher(launcher: str, executable: str | None = None, *,
                    which: Callable[[str], str | None] = shutil.which) -> str | None:
-    """Why ``launcher`` cannot be used here (one sentence), or ``None`` when it is installed."""
+    """Why ``launcher`` (started as ``executable``, by default its own name) cannot be used
+    here (one sentence), or ``None`` when it is installed."""
     if launcher not in _launchers():
         return (f"metaq.yaml names the MPI launcher {launcher!r}, which metaq does not know "
                 f"(known: {', '.join(_launchers())})")
-    if which(launcher) is None:
-        return (f"metaq.yaml names the MPI launcher {launcher!r}, which is not installed on "
-                f"this node (not on PATH)")
+    program = executable or launcher
+    if which(program) is None:
+        named = repr(launcher) if program == launcher else f"{launcher!r} as {program!r}"
+        where = "not an executable file" if "/" in program else "not on PATH"
+        return (f"metaq.yaml names the MPI launcher {named}, which is not installed on "
+                f"this node ({where})")
+    return None
+
+
+_KINDS = {"mpirun": ("Open MPI's mpirun", ("(Open MPI)", "(OpenRTE)"), "mpirun.openmpi"),
+          "mpiexec": ("MPICH's Hydra", ("HYDRA build details",), "mpiexec.mpich")}
+"""The two launchers that go by the same names (Debian installs MPICH's and Open MPI's each
+as ``mpirun`` and ``mpiexec``, and ``update-alternatives`` says which the plain names are):
+each one's name for people, what its ``--version`` says, and its own name on Debian."""
+
+
+def _version(program: str) -> str:
+    """What ``program --version`` says (its output and errors), or ``""`` when it cannot run."""
+    try:
+        done = subprocess.run([program, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout + done.stderr
+
+
+def other_kind(launcher: str, program: str, *,
+               version: Callable[[str], str] = _version) -> str | None:
+    """Why ``program`` cannot serve as ``launcher`` (one sentence) when its ``--version`` says
+    it is the other of :data:`_KINDS`, whose line it would not read; ``None`` otherwise, a
+    launcher it cannot tell included (only a sure mismatch is refused)."""
+    if launcher not in _KINDS:
+        return None
+    said = version(program)
+    mine, signs, own = _KINDS[launcher]
+    if any(sign in said for sign in signs):
+        return None
+    for kind, (name, others, _) in _KINDS.items():
+        if kind != launcher and any(sign in said for sign in others):
+            return (f"metaq.yaml names the MPI launcher {launcher!r} ({mine}), but {program} "
+                    f"here is {name}; name {mine}'s program with mpi.executable (on Debian: "
+                    f"{own})")
     return None

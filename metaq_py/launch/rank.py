@@ -1,15 +1,18 @@
 """``python -m metaq_py.launch.rank CPUS PROGRAM [ARG...]``: bind one MPI rank, then run it.
 
-The last words of ``$METAQ_MPIRUN`` over ``srun`` (:mod:`metaq_py.launch.binding`). ``CPUS``
+The last words of ``$METAQ_MPIRUN`` over ``srun`` and Open MPI's ``mpirun``
+(:mod:`metaq_py.launch.binding`). ``CPUS``
 lists each local rank's cores, ranks by commas and a rank's cores by ``+`` (``0+1,2+3``),
 numbered among the CPUs this step may use on its node. The rank finds its place on the node
-(``SLURM_LOCALID``, or the local rank Hydra, Open MPI or PALS give), binds itself to its
+(the local rank Open MPI, Hydra or PALS give, else ``SLURM_LOCALID``), binds itself to its
 cores where the launcher did not (SLURM's ``task/none`` only warns), and becomes
 ``PROGRAM``. A rank the launcher already narrowed to as many CPUs is left alone.
 
 ``python -m metaq_py.launch.rank --unavailable LAUNCHER`` is ``$METAQ_MPIRUN`` when the
-launcher ``metaq.yaml`` names is not installed: it says so in the task's log and fails (exit
-127), so that ``$METAQ_MPIRUN ./prop`` never runs ``./prop`` as one lone rank.
+launcher ``metaq.yaml`` names is not installed, and ``--other-kind LAUNCHER PROGRAM`` when
+``PROGRAM`` is the other MPI's launcher of that name (MPICH's Hydra for Open MPI's ``mpirun``,
+or the reverse): it says so in the task's log and fails (exit 127), so that
+``$METAQ_MPIRUN ./prop`` never runs ``./prop`` as one lone rank.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import sys
 
 from metaq_py.ranges import cpu_list, machine_cpus
 
-LOCAL_RANK = ("SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
-              "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID")
-"""Where launchers say which rank of its node a process is, in the order they are read."""
+LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+              "PALS_LOCAL_RANKID", "SLURM_LOCALID")
+"""Where launchers say which rank of its node a process is, in the order they are read.
+``SLURM_LOCALID`` comes last: a launcher whose daemons ``srun`` started (Open MPI's ``orted``,
+Hydra's proxies) hands its ranks the daemon's environment, where it is the daemon's place
+(0 on every node), and sets its own variable beside it."""
 
 
 def parse_ranks(text: str) -> list[tuple[int, ...]]:
@@ -61,6 +67,12 @@ def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "--unavailable":
         print(f"metaq: metaq.yaml names the MPI launcher {argv[1]!r}, which is not installed "
               f"on the batch node, so $METAQ_MPIRUN cannot start this task's ranks",
+              file=sys.stderr)
+        return 127
+    if len(argv) >= 3 and argv[0] == "--other-kind":
+        print(f"metaq: metaq.yaml names the MPI launcher {argv[1]!r}, but {argv[2]} on the "
+              f"batch node is another MPI's launcher, so $METAQ_MPIRUN cannot start this "
+              f"task's ranks (name the launcher's own program with mpi.executable)",
               file=sys.stderr)
         return 127
     if len(argv) < 2:

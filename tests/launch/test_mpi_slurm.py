@@ -5,13 +5,19 @@ rank's node (every pretend node has the same host name: the ``SLURMD_NODENAME`` 
 set on the node, see the program) and the CPUs it may run on. Two 2-node tasks of 4 ranks run
 at once in one 4-node allocation, once with ``srun`` and once with MPICH's ``mpiexec`` as the
 launcher; each task's ranks must be on exactly its two nodes, two a node, each bound to its
-own core of the node.
+own core of the node. Then the same with Open MPI's ``mpirun`` (Debian's ``openmpi-bin``
+beside MPICH: the program compiled with ``mpicc.openmpi``, the launcher's program named
+``mpirun.openmpi`` in ``metaq.yaml``), whose daemons ``srun`` starts on the task's nodes.
 
 The pretend nodes are four daemons on one machine, and UCX is kept to its shared-memory
 transports (``UCX_TLS=self,sm``): over TCP on the loopback, Debian's MPICH 4.0.2 now and then
 hangs in ``MPI_Finalize`` on a loaded machine (a rank closing its UCX endpoints waits for a
 peer already blocked in the PMI barrier, which no longer makes progress; MPICH removed that
-barrier in pull request 6596). See docs/notebook.md, "Real MPI and node agents".
+barrier in pull request 6596). See docs/notebook.md, "Real MPI and node agents". Open MPI is
+kept to TCP over the loopback (``ob1`` with the ``self`` and ``tcp`` transports): its
+shared-memory transport names its segments by host name, job and local rank, so the first
+ranks of two pretend nodes (both ``vm``) would share one segment (seen: a segmentation fault
+in ``MPI_Barrier``).
 """
 
 from __future__ import annotations
@@ -35,8 +41,13 @@ pytestmark = pytest.mark.slurm
 JOBSCRIPT = REPO / "metaq_py" / "share" / "jobscripts" / "slurm.sh"
 SOURCE = Path(__file__).parent / "mpi" / "rankinfo.c"
 UCX = {"UCX_TLS": "self,sm", "UCX_NET_DEVICES": "lo"}
-MPI_ARGS = {"srun": "[--mpi=pmi2]", "mpiexec": "[]"}
+MPI_ARGS = {"srun": "[--mpi=pmi2]", "mpiexec": "[]", "mpirun": "[]"}
 """The test SLURM's ``MpiDefault`` is ``none``: MPICH's ranks under srun need PMI-2."""
+OPEN_MPI = {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,tcp",
+            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+"""Open MPI on pretend nodes: TCP over the loopback; and CI runs as root, which Open MPI's
+``mpirun`` refuses unless told."""
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +61,30 @@ def rankinfo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def rankinfo_openmpi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MPI program, compiled with Open MPI."""
+    for tool in ("mpicc.openmpi", "mpirun.openmpi"):
+        if shutil.which(tool) is None:
+            missing(f"{tool} is not installed (apt-get install openmpi-bin libopenmpi-dev)")
+    where = subprocess.run(["mpicc.openmpi", "--showme:incdirs"], capture_output=True,
+                           text=True, timeout=60, check=False).stdout.split()
+    if not any((Path(d) / "mpi.h").exists() for d in where):
+        missing("Open MPI's mpi.h is not installed (apt-get install libopenmpi-dev)")
+    out = tmp_path_factory.mktemp("openmpi") / "rankinfo"
+    subprocess.run(["mpicc.openmpi", "-O2", "-o", str(out), str(SOURCE)], check=True,
+                   timeout=120)
+    return out
+
+
 def _queue(root: Path, launcher: str) -> Queue:
-    return make_queue(root, SETTINGS + f"mpi:\n  launcher: {launcher}\n"
+    program = "  executable: mpirun.openmpi\n" if launcher == "mpirun" else ""
+    return make_queue(root, SETTINGS + f"mpi:\n  launcher: {launcher}\n{program}"
                                        f"  args: {MPI_ARGS[launcher]}\n")
 
 
 def _env(q: Queue) -> dict[str, str]:
-    return {"PYTHONPATH": str(REPO), "METAQ_QUEUE": str(q.root), **UCX}
+    return {"PYTHONPATH": str(REPO), "METAQ_QUEUE": str(q.root), **UCX, **OPEN_MPI}
 
 
 def _ends(q: Queue, jobid: str) -> list[dict]:
@@ -78,15 +106,17 @@ TOGETHER = """
     ("srun", ()), ("mpiexec", ()),
     ("srun", ("--srun",)),  # the script in a step of its own, whose ranks' step overlaps it
     ("srun", ("--agents",)),  # the script started by its first node's agent
-], ids=["srun", "mpiexec", "srun-in-a-step", "srun-by-agents"])
+    ("mpirun", ()),  # Open MPI's
+], ids=["srun", "mpiexec", "srun-in-a-step", "srun-by-agents", "openmpi-mpirun"])
 def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
-        slurm: SlurmCluster, rankinfo: Path, tmp_path: Path, launcher: str,
+        slurm: SlurmCluster, request: pytest.FixtureRequest, tmp_path: Path, launcher: str,
         run_args: tuple[str, ...]) -> None:
+    program = _program(request, launcher)
     q = _queue(tmp_path / "q", launcher)
     seen = tmp_path / "seen"
     seen.mkdir()
     for name in ("a", "b"):
-        task(q, f"{name}.sh", TOGETHER.format(seen=seen, name=name, program=rankinfo), NODES=2)
+        task(q, f"{name}.sh", TOGETHER.format(seen=seen, name=name, program=program), NODES=2)
     jobid = slurm.sbatch("-N", "4", "--exclusive", "-t", "5", "-o", tmp_path / "job.out",
                          JOBSCRIPT, "--launch-pause", "0", *run_args, cwd=tmp_path, env=_env(q))
     end = slurm.wait(jobid, timeout=180)
@@ -98,7 +128,7 @@ def test_two_mpi_tasks_share_an_allocation_each_on_its_nodes_and_cores(
     assert sorted(given["a"] + given["b"]) == ["n1", "n2", "n3", "n4"]
     for name in ("a", "b"):
         line = (seen / f"{name}.line").read_text()
-        assert line.startswith(launcher + " ")
+        assert line.startswith("mpirun.openmpi " if launcher == "mpirun" else launcher + " ")
         assert ("--overlap" in line) == (run_args == ("--srun",))
         ranks = {}
         for line in (seen / f"{name}.ranks").read_text().splitlines():
@@ -120,9 +150,16 @@ FAILING = """
 """
 
 
-@pytest.mark.parametrize("launcher", ["srun"])
+def _program(request: pytest.FixtureRequest, launcher: str) -> Path:
+    """The MPI program compiled for ``launcher``'s MPI: Open MPI's for ``mpirun``."""
+    return request.getfixturevalue("rankinfo_openmpi" if launcher == "mpirun" else "rankinfo")
+
+
+@pytest.mark.parametrize("launcher", ["srun", "mpirun"])
 def test_an_mpi_program_exiting_on_one_rank_fails_its_task_and_the_runner_goes_on(
-        slurm: SlurmCluster, rankinfo: Path, tmp_path: Path, launcher: str) -> None:
+        slurm: SlurmCluster, request: pytest.FixtureRequest, tmp_path: Path,
+        launcher: str) -> None:
+    rankinfo = _program(request, launcher)
     q = _queue(tmp_path / "q", launcher)
     seen = tmp_path / "seen"
     seen.mkdir()
@@ -142,11 +179,22 @@ def test_an_mpi_program_exiting_on_one_rank_fails_its_task_and_the_runner_goes_o
     assert len((seen / "good.ranks").read_text().splitlines()) == 4
 
 
-def test_a_launcher_that_is_not_installed_fails_the_task_with_one_sentence(
-        slurm: SlurmCluster, tmp_path: Path) -> None:
-    if shutil.which("jsrun") is not None:
+@pytest.mark.parametrize(("mpi", "said", "logged"), [
+    ("launcher: jsrun", "names the MPI launcher 'jsrun', which is not installed",
+     "metaq.yaml names the MPI launcher 'jsrun', which is not installed on the batch node"),
+    # Open MPI's kind of line, given MPICH's launcher: Hydra would refuse its options.
+    ("launcher: mpirun\n  executable: mpiexec.mpich",
+     "but mpiexec.mpich here is MPICH's Hydra; name Open MPI's mpirun's program with "
+     "mpi.executable", "names the MPI launcher 'mpirun', but mpiexec.mpich on the batch node "
+     "is another MPI's launcher"),
+], ids=["not-installed", "another-mpi-s"])
+def test_a_launcher_that_cannot_serve_fails_the_task_with_one_sentence(
+        slurm: SlurmCluster, tmp_path: Path, mpi: str, said: str, logged: str) -> None:
+    if "jsrun" in mpi and shutil.which("jsrun") is not None:
         pytest.skip("jsrun is installed here")
-    q = make_queue(tmp_path / "q", SETTINGS + "mpi:\n  launcher: jsrun\n")
+    if "mpich" in mpi and shutil.which("mpiexec.mpich") is None:
+        missing("mpiexec.mpich is not installed (apt-get install mpich)")
+    q = make_queue(tmp_path / "q", SETTINGS + f"mpi:\n  {mpi}\n")
     task(q, "mpi.sh", "$METAQ_MPIRUN hostname")
     task(q, "plain.sh", "true")
     jobid = slurm.sbatch("-N", "1", "-t", "5", "-o", tmp_path / "job.out", JOBSCRIPT,
@@ -154,11 +202,10 @@ def test_a_launcher_that_is_not_installed_fails_the_task_with_one_sentence(
     end = slurm.wait(jobid, timeout=120)
     out = (tmp_path / "job.out").read_text()
     assert end.state == "COMPLETED", out
-    assert out.count("names the MPI launcher 'jsrun', which is not installed") == 1, out
+    assert out.count(said) == 1, out
     admin = QueueAdmin(q)
     assert [e.id for e in admin.entries("finished", specs=False)] == ["todo/plain.sh"], out
     assert [e.id for e in admin.entries("failed", specs=False)] == ["todo/mpi.sh"], out
     logs = list((q.root / "jobs" / jobid / "logs").rglob("mpi.sh.log"))
     assert len(logs) == 1
-    assert "metaq.yaml names the MPI launcher 'jsrun', which is not installed on the batch " \
-           "node" in logs[0].read_text()
+    assert logged in logs[0].read_text()

@@ -5,6 +5,7 @@ mpiexec are in ``test_mpi_slurm.py``."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,11 +17,13 @@ from metaq_py.launch.binding import (
     MpiLayout,
     detect_launcher,
     mpirun_line,
+    other_kind,
     rank_cpus,
     which_launcher,
 )
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.ranges import machine_cpus
+from tests.capability import missing
 
 TWO_BY_TWO = MpiLayout(("n1", "n2"), 2, (0, 1))
 
@@ -32,14 +35,34 @@ def test_each_launcher_s_line_for_two_nodes_of_two_ranks() -> None:
         "--kill-on-bad-exit=1", "py", "-m", "metaq_py.launch.rank", "0,1"]
     assert mpirun_line("mpiexec", TWO_BY_TWO) == [
         "mpiexec", "-hosts", "n1,n2", "-n", "4", "-ppn", "2", "-bind-to", "user:0,1"]
-    assert mpirun_line("mpirun", TWO_BY_TWO) == [
-        "mpirun", "--host", "n1:2,n2:2", "-np", "4", "--map-by", "ppr:2:node:PE=1",
-        "--bind-to", "core", "--cpu-set", "0,1"]
+    assert mpirun_line("mpirun", TWO_BY_TWO, python="py") == [
+        "mpirun", "--mca", "ras", "^slurm,tm", "--mca", "plm_slurm_args", "--nodelist=n1,n2",
+        "--host", "n1:2,n2:2", "-np", "4", "--map-by", "ppr:2:node", "--bind-to", "none",
+        "py", "-m", "metaq_py.launch.rank", "0,1"]
     assert mpirun_line("aprun", TWO_BY_TWO) == [
         "aprun", "-L", "n1,n2", "-n", "4", "-N", "2", "-d", "1", "-cc", "0:1"]
     assert mpirun_line("jsrun", MpiLayout(("n1", "n2"), 2, (0, 1), gpus=2)) == [
         "jsrun", "--nrs", "4", "--rs_per_host", "2", "--tasks_per_rs", "1", "--cpu_per_rs",
         "1", "--gpu_per_rs", "1", "--bind", "packed:1"]
+
+
+def test_a_launcher_installed_under_another_name_starts_its_line() -> None:
+    line = mpirun_line("mpirun", TWO_BY_TWO, executable="/usr/bin/mpirun.openmpi",
+                       args=("--mca", "btl", "self,vader,tcp"))
+    assert line[:4] == ["/usr/bin/mpirun.openmpi", "--mca", "btl", "self,vader,tcp"]
+    assert line[4:] == mpirun_line("mpirun", TWO_BY_TWO)[1:]
+    assert mpirun_line("mpiexec", TWO_BY_TWO, executable="mpiexec.mpich", local=True,
+                       args=("-v",))[:4] == ["mpiexec.mpich", "-launcher", "fork", "-v"]
+    installed = {"/usr/bin/mpirun.openmpi", "mpirun"}
+    def which(name: str) -> str | None:
+        return name if name in installed else None
+    assert which_launcher("mpirun", "/usr/bin/mpirun.openmpi", which=which) is None
+    assert which_launcher("mpirun", "/opt/ompi/bin/mpirun", which=which) == (
+        "metaq.yaml names the MPI launcher 'mpirun' as '/opt/ompi/bin/mpirun', which is not "
+        "installed on this node (not an executable file)")
+    assert which_launcher("mpirun", "mpirun.openmpi", which=which) == (
+        "metaq.yaml names the MPI launcher 'mpirun' as 'mpirun.openmpi', which is not "
+        "installed on this node (not on PATH)")
 
 
 def test_a_rank_of_several_cores_and_a_step_inside_a_step() -> None:
@@ -48,6 +71,7 @@ def test_a_rank_of_several_cores_and_a_step_inside_a_step() -> None:
     assert "--overlap" in line and "--cpu-bind=mask_cpu:0x30,0xc0" in line
     assert line[-1] == "4+5,6+7" and "--cpus-per-task=2" in line
     assert mpirun_line("mpiexec", share)[-1] == "user:4+5,6+7"
+    assert mpirun_line("mpirun", share)[-1] == "4+5,6+7"
     assert mpirun_line("aprun", share)[-1] == "4-5:6-7"
 
 
@@ -107,6 +131,15 @@ def test_a_rank_binds_itself_to_its_local_rank_s_cores(variable: str) -> None:
         assert seen == str([allowed[local]])
 
 
+@pytest.mark.skipif(len(machine_cpus()) < 2, reason="needs two CPUs to bind one of them")
+def test_the_launcher_s_local_rank_wins_over_its_daemon_s_step() -> None:
+    # Open MPI's orted, started by srun, hands its ranks its own SLURM_LOCALID (0 on every
+    # node): the second rank of the node must still get the second core.
+    done, seen = _affinity_of("0,1", {"SLURM_LOCALID": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert seen == str([machine_cpus()[1]])
+
+
 def test_a_rank_without_its_place_says_so_and_still_runs() -> None:
     env = {k: "" for k in ("SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
                            "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID")}
@@ -124,3 +157,45 @@ def test_a_missing_launcher_s_prefix_fails_with_one_sentence() -> None:
     assert done.returncode == 127 and done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert "names the MPI launcher 'jsrun', which is not installed" in done.stderr
+
+
+def test_a_launcher_of_the_other_mpi_is_told_by_its_version() -> None:
+    # What each one's --version prints (Debian's MPICH 4.0.2 and Open MPI 4.1.4 and 5.0).
+    said = {"mpiexec.hydra": "HYDRA build details:\n    Version:  4.0.2\n",
+            "mpirun.openmpi": "mpirun.openmpi (OpenRTE) 4.1.4\n\nReport bugs to ...\n",
+            "mpirun5": "mpirun (Open MPI) 5.0.7\n", "mpiexec.intel": "Intel(R) MPI Library\n"}
+    def version(program: str) -> str:
+        return said.get(program, "")
+    assert other_kind("mpirun", "mpirun.openmpi", version=version) is None
+    assert other_kind("mpirun", "mpirun5", version=version) is None
+    assert other_kind("mpiexec", "mpiexec.hydra", version=version) is None
+    assert other_kind("mpirun", "mpiexec.hydra", version=version) == (
+        "metaq.yaml names the MPI launcher 'mpirun' (Open MPI's mpirun), but mpiexec.hydra "
+        "here is MPICH's Hydra; name Open MPI's mpirun's program with mpi.executable (on "
+        "Debian: mpirun.openmpi)")
+    assert "but mpirun.openmpi here is Open MPI's mpirun" in other_kind(
+        "mpiexec", "mpirun.openmpi", version=version)
+    # A launcher it cannot tell, or one that says nothing, is let be: only a sure mismatch.
+    assert other_kind("mpiexec", "mpiexec.intel", version=version) is None
+    assert other_kind("mpirun", "gone", version=version) is None
+    assert other_kind("srun", "mpiexec.hydra", version=version) is None
+
+
+@pytest.mark.parametrize(("launcher", "program", "other"), [
+    ("mpirun", "mpiexec.mpich", "MPICH's Hydra"), ("mpiexec", "mpirun.openmpi", "Open MPI's")])
+def test_the_installed_mpis_are_told_apart(launcher: str, program: str, other: str) -> None:
+    for tool in ("mpiexec.mpich", "mpirun.openmpi"):
+        if shutil.which(tool) is None:
+            missing(f"{tool} is not installed (apt-get install mpich openmpi-bin)")
+    assert other_kind(launcher, program) is not None
+    assert other in other_kind(launcher, program)
+    assert other_kind("mpiexec" if launcher == "mpirun" else "mpirun", program) is None
+
+
+def test_a_launcher_of_the_other_mpi_fails_its_task_with_one_sentence() -> None:
+    done = subprocess.run([sys.executable, "-m", "metaq_py.launch.rank", "--other-kind",
+                           "mpirun", "/usr/bin/mpirun", "./prop"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 127 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert ("names the MPI launcher 'mpirun', but /usr/bin/mpirun on the batch node is "
+            "another MPI's launcher") in done.stderr

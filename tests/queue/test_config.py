@@ -101,13 +101,21 @@ def test_the_mpi_launcher_and_its_options_are_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "mpi:\n  launcher: mpiexec\n  args: [-genv, A=1]\n"))
     assert config.mpi == MpiSettings(launcher="mpiexec", args=("-genv", "A=1"))
     assert load_config(write(tmp_path, "folders: [todo]\n")).mpi == MpiSettings()
+    text = "mpi:\n  launcher: mpirun\n  executable: /usr/bin/mpirun.openmpi\n"
+    assert load_config(write(tmp_path, text)).mpi == MpiSettings(
+        launcher="mpirun", executable="/usr/bin/mpirun.openmpi")
 
 
 @pytest.mark.parametrize(("text", "says"), [
     ("mpi:\n  launcher: mpich\n",
      "line 2: setting 'mpi.launcher' is 'mpich', which is not a launcher"),
     ("mpi:\n  args: ['--mpi pmi2']\n", "give each word of the options as its own list item"),
-    ("mpi:\n  ranks: 4\n", "known mpi settings are launcher and args"),
+    ("mpi:\n  ranks: 4\n", "known mpi settings are launcher, executable and args"),
+    ("mpi:\n  launcher: mpirun\n  executable: /opt/open mpi/bin/mpirun\n",
+     "line 3: setting 'mpi.executable' is '/opt/open mpi/bin/mpirun'; give the launcher's "
+     "program as one word"),
+    ("mpi:\n  executable: mpirun.openmpi\n",
+     "line 2: setting 'mpi.executable' is set without mpi.launcher; name the kind of launcher"),
 ])
 def test_a_bad_mpi_setting_is_named_with_its_line(tmp_path: Path, text: str, says: str) -> None:
     with pytest.raises(ConfigError) as caught:

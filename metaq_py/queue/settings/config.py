@@ -143,10 +143,14 @@ MPI_LAUNCHERS = ("srun", "mpiexec", "mpirun", "aprun", "jsrun")
 @dataclass(frozen=True, slots=True)
 class MpiSettings:
     """How ``$METAQ_MPIRUN`` starts a task's ranks (``mpi:``): ``launcher`` is one of
-    :data:`MPI_LAUNCHERS` (``None``: detected, ``srun`` in a SLURM job), ``args`` go right
-    after its name (``--mpi=pmi2``, ...)."""
+    :data:`MPI_LAUNCHERS`, the kind of launcher, which says how its line is written (``None``:
+    detected, ``srun`` in a SLURM job); ``executable`` is the program that line starts, a name
+    on ``PATH`` or a path (``None``: the launcher's own name), for a launcher installed under
+    another name (Debian's ``mpirun.openmpi`` beside MPICH's ``mpirun``); ``args`` go right
+    after it (``--mpi=pmi2``, ...)."""
 
     launcher: str | None = None
+    executable: str | None = None
     args: tuple[str, ...] = ()
 
 
@@ -497,6 +501,13 @@ def _mpi(r: _Reader, node: yaml.Node, key: str) -> MpiSettings:
                 raise r.fail(v, full, f"is {value!r}, which is not a launcher metaq knows; "
                                       f"the known launchers are {', '.join(MPI_LAUNCHERS)}")
             values[name] = value
+        elif name == "executable":
+            value = r.scalar(v, full)
+            if value is not None and (not isinstance(value, str) or not value.strip()
+                                      or any(c.isspace() for c in value)):
+                raise r.fail(v, full, f"is {value!r}; give the launcher's program as one word, "
+                                      f"a name on PATH or a path without spaces")
+            values[name] = value
         elif name == "args":
             values[name] = r.words(v, full)
             bad = [w for w in values[name] if any(c.isspace() for c in w)]
@@ -504,7 +515,12 @@ def _mpi(r: _Reader, node: yaml.Node, key: str) -> MpiSettings:
                 raise r.fail(v, full, f"has {bad[0]!r}; give each word of the options as its "
                                       f"own list item")
         else:
-            raise r.fail(k, full, "is unknown; known mpi settings are launcher and args")
+            raise r.fail(k, full, "is unknown; known mpi settings are launcher, executable "
+                                  "and args")
+    if values.get("executable") is not None and values.get("launcher") is None:
+        raise r.fail(node, f"{key}.executable", "is set without mpi.launcher; name the kind of "
+                                                "launcher it is too (its name alone does not "
+                                                "tell MPICH's mpirun from Open MPI's)")
     return MpiSettings(**values)
 
 

@@ -70,6 +70,7 @@ alloc:
 # Hydra), mpirun (Open MPI), aprun or jsrun; empty: srun in a SLURM job, else what is installed.
 mpi:
   launcher:
+  executable:              # its program, if not the launcher's name: mpirun.openmpi, a path
   args: []                 # options right after the launcher's name, such as [--mpi=pmi2]
 
 heartbeat: 30s             # how often a running job renews its leases

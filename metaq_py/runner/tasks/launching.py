@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 from metaq_py.errors import MetaqError
 from metaq_py.hybrid import Kind
 from metaq_py.launch import HostFiles, LaunchError, LaunchSpec, TaskProcess, launch
-from metaq_py.launch.binding import MpiLayout, detect_launcher, mpirun_line, which_launcher
+from metaq_py.launch.binding import (
+    MpiLayout,
+    detect_launcher,
+    mpirun_line,
+    other_kind,
+    which_launcher,
+)
 from metaq_py.launch.cgroup import runner_cgroup
 from metaq_py.policy.model import Job
 from metaq_py.queue.disk.folders import make_folders, set_aside
@@ -81,7 +87,7 @@ class Launcher:
         """Lost hosts already taken out of service (:meth:`hold_lost`)."""
         self.agents: AgentStarter | None = None
         """The node agents that start the tasks (``--agents``), once opened."""
-        self._launcher: tuple[str | None, str | None] | None = None
+        self._launcher: tuple[str | None, tuple[str, ...]] | None = None
         """The MPI launcher of ``$METAQ_MPIRUN`` and why it cannot be used (``None``: not
         yet worked out)."""
 
@@ -236,24 +242,34 @@ class Launcher:
         installed gets a prefix that says so and fails (said here once as well)."""
         if self._launcher is None:
             settings = self.ctx.queue.config.mpi
-            name, why = settings.launcher, None
+            name, failing = settings.launcher, ()
             if name is None:
                 name = detect_launcher(self.ctx.alloc.system)
             else:
-                why = which_launcher(name)
+                program = settings.executable or name
+                why = which_launcher(name, settings.executable)
+                if why is not None:
+                    failing = ("--unavailable", name)
+                else:
+                    why = other_kind(name, program)
+                    failing = ("--other-kind", name, program)
                 if why is not None:
                     self.ctx.say(f"{why}; tasks that use $METAQ_MPIRUN will fail")
-            self._launcher = (name, why)
-        name, why = self._launcher
+                else:
+                    failing = ()
+            self._launcher = (name, failing)
+        name, failing = self._launcher
         if name is None:
             return ()
-        if why is not None:
-            return (sys.executable, "-m", "metaq_py.launch.rank", "--unavailable", name)
+        if failing:
+            return (sys.executable, "-m", "metaq_py.launch.rank", *failing)
         cpus = live.cores if live.cores is not None else \
             tuple(range(self.ctx.alloc.cores_per_node))
         gpus = len(live.gpu_ids or ())
         layout = MpiLayout(live.hosts, gpus or len(cpus), cpus, gpus)
-        return tuple(mpirun_line(name, layout, args=self.ctx.queue.config.mpi.args,
+        settings = self.ctx.queue.config.mpi
+        return tuple(mpirun_line(name, layout, args=settings.args,
+                                 executable=settings.executable,
                                  in_step=self.ctx.options.srun,
                                  local=self.ctx.alloc.system == "local"))
 
