@@ -40,6 +40,7 @@ from metaq_py.queue.moves import Pack, move_task, rename_quietly
 from metaq_py.queue.settings.trust import Trust
 
 if TYPE_CHECKING:
+    from metaq_py.program import Program
     from metaq_py.queue.watcher import OwnMoves
 
 __all__ = ["ClaimingQueue"]
@@ -53,9 +54,6 @@ REJECT_EACH = 64
 leave at the pace of the runner's passes."""
 
 
-# Over 300 lines, because every way a runner takes a task (a scan that rejects junk, a claim
-# with its lease and its own rename, the heartbeat) and the one move are kept on one object's
-# state: the index, the folders made, the job folders already trusted, the open logbook packs.
 class ClaimingQueue(Layout):
     """One queue directory, as a batch job's runner takes tasks from it. Cheap to create; it
     reads ``metaq.yaml`` once. A runner uses :class:`~metaq_py.queue.store.Queue`, which adds
@@ -237,21 +235,7 @@ class ClaimingQueue(Layout):
                                  whole=True, folders_trusted=place in self._trusted)
         if verdict.spec is not None and place is not None:
             self._trusted.add(place)
-        program = why = None
-        if verdict.spec is not None:
-            assert verdict.data is not None and verdict.opened is not None
-            from metaq_py.program import Program  # only a claim reads a program
-            program = Program(verdict.data, str(dst), verdict.opened.st_uid)
-            if "/" in task.relpath:  # an index of an array is one, in its array's folder
-                from metaq_py.queue.campaign.arrays import index_program
-                stored = index_program(self.root, task.folder, task.relpath, program,
-                                       trust=self._trust)
-                if isinstance(stored, str):
-                    why = f"{task.path}: {stored}"
-                elif stored is not None:
-                    program = stored
-        else:
-            why = str(verdict.error)
+        program, why = self._program(task, dst, verdict)
         if why is not None or verdict.spec is None or program is None \
                 or verdict.opened is None:
             lease_path(dst).unlink(missing_ok=True)
@@ -262,6 +246,23 @@ class ClaimingQueue(Layout):
                      attempts=task.attempts, submit=task.submit, spec=verdict.spec,
                      has_logbook=has_logbook, program=program,
                      inode=verdict.opened.st_ino)
+
+    def _program(self, task: Task, dst: Path, verdict: Verdict
+                 ) -> tuple[Program | None, str | None]:
+        """What the claimed file ``dst`` of ``task``, judged as ``verdict``, runs: its own
+        bytes, or for an index of an array the array's script; else why it may not run."""
+        if verdict.spec is None:
+            return None, str(verdict.error)
+        assert verdict.data is not None and verdict.opened is not None
+        from metaq_py.program import Program  # only a claim reads a program
+        program = Program(verdict.data, str(dst), verdict.opened.st_uid)
+        if "/" not in task.relpath:
+            return program, None  # an index of an array sits in its array's folder
+        from metaq_py.queue.campaign.arrays import index_program
+        stored = index_program(self.root, task.folder, task.relpath, program, trust=self._trust)
+        if isinstance(stored, str):
+            return None, f"{task.path}: {stored}"
+        return (program if stored is None else stored), None
 
     def heartbeat(self, claim: Claim) -> bool:
         """Renew the lease. ``False`` means the claim is lost (see :meth:`renew`): the
