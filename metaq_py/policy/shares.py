@@ -9,7 +9,7 @@ use it meanwhile (they wait for whole free nodes).
 :class:`NodeShape` is what one node has (every node of a cluster has the same shape);
 :class:`NodeLoad` is one shared node: its free core and GPU ids and the shares on it;
 :class:`SharedNodes` is every shared node of a :class:`~metaq_py.cluster.Cluster`, kept by it
-and handed to decisions in the :class:`~metaq_py.policy.model.Snapshot`; :class:`ShareRoom`
+and handed to decisions in the :class:`~metaq_py.policy.snapshot.Snapshot`; :class:`ShareRoom`
 is one decision's working view of them (what its own starts have taken so far).
 
 Cores held back for GPUs (``NodeShape.cores_per_gpu``, as mpi_jm suggests, to keep a GPU
