@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.cli.test_queue import metaq, script
@@ -66,3 +67,50 @@ def test_a_range_is_moved_with_one_summary_line(tmp_path: Path) -> None:
                              "(their jobs will stop them)\n")
     one = metaq("retry", "--queue", str(q), "p.sh[4000]")
     assert one.stdout == "retry: todo/p.sh[4000] -> todo/p.sh/4000\n"
+
+
+def _prop(path: Path, flag: Path) -> Path:
+    """An array script whose index 2 fails until ``flag`` exists."""
+    path.write_text(f'#!/bin/sh\n#METAQ RETRIES 0\necho "prop $METAQ_ARRAY_INDEX"\n'
+                    f'[ "$METAQ_ARRAY_INDEX" != 2 ] || [ -e {flag} ]\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_a_finished_array_leaves_its_task_folder_and_stays_known(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    flag = tmp_path / "fixed"
+    sub = metaq("submit", "--queue", str(q), "--array", "0-3", str(_prop(tmp_path / "prop.sh",
+                                                                          flag)))
+    assert sub.returncode == 0, sub.stderr
+    assert (q / "todo/prop.sh/.array").exists()  # waiting: in its task folder
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    # Its last index ended: its own files went beside its finished indices.
+    assert not (q / "todo/prop.sh").exists() and os.listdir(q / "todo") == []
+    assert sorted(os.listdir(q / "finished/todo/prop.sh")) == [".array", ".script", "0", "1",
+                                                               "3"]
+    report = metaq("report", "--queue", str(q), "prop.sh")
+    assert report.returncode == 0, report.stderr
+    row = next(line for line in report.stdout.splitlines() if "todo/prop.sh" in line)
+    assert [c.strip() for c in row.split("│")][2:6] == ["4", "3", "1", "4"], row  # tasks, finished, failed, runs
+    shown = metaq("show", "--queue", str(q), "prop.sh[1]")
+    assert shown.returncode == 0 and "todo/prop.sh[1]: finished" in shown.stdout, shown.stderr
+    log = metaq("log", "--queue", str(q), "prop.sh[3]")
+    assert log.returncode == 0 and "prop 3" in log.stdout, log.stderr
+    # A new array binds per index to the ended one.
+    contract = script(tmp_path / "contract.sh", "#METAQ AFTER prop.sh[{index}]\n")
+    bound = metaq("submit", "--queue", str(q), "--array", "0-3", str(contract))
+    assert bound.returncode == 0, bound.stderr
+    assert "#METAQ AFTER todo/prop.sh/1\n" in (q / "todo/contract.sh/1").read_text()
+    # A retry of its failed index brings the array back to wait, and it leaves again.
+    flag.touch()
+    retry = metaq("retry", "--queue", str(q), "prop.sh", "--failed")
+    assert retry.returncode == 0, retry.stderr
+    assert sorted(os.listdir(q / "todo/prop.sh")) == [".2.record", ".array", ".script", "2"]
+    assert not (q / "finished/todo/prop.sh/.array").exists()
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert os.listdir(q / "todo") == []
+    assert sorted(os.listdir(q / "finished/todo/prop.sh")) == [".array", ".script", *"0123"]
+    assert sorted(os.listdir(q / "finished/todo/contract.sh")) == [".array", ".script",
+                                                                   *"0123"]

@@ -90,3 +90,46 @@ def test_split_ref_never_raises_and_keeps_the_name(text: str) -> None:
     assert text.startswith(base)
     if sel is not None:
         assert text == f"{base}[{sel}]"
+
+
+def test_an_array_leaves_its_folder_only_when_no_index_waits_is_held_or_runs(
+        q: Queue, tmp_path: Path) -> None:
+    Submitter(q).submit(script(tmp_path / "p.sh", "true"), array="0-3")
+    admin = QueueAdmin(q)
+    admin.hold("p.sh[3]")
+    running = q.claim(next(t for t in q.scan().tasks if t.relpath == "p.sh/2"),
+                      machine="m", jobid="1")
+    assert running is not None
+    for t in q.scan().tasks:  # 0 and 1 end; 2 runs; 3 is held
+        claim = q.claim(t, machine="m", jobid="1")
+        assert claim is not None
+        q.finish(claim, exit_code=0)
+    assert (q.root / "todo/p.sh/.array").exists()
+    q.finish(running, exit_code=0)
+    assert (q.root / "todo/p.sh/.array").exists()  # 3 is held still
+    admin.cancel("p.sh[3]")  # a person's move ends the last index
+    assert not (q.root / "todo/p.sh").exists()
+    assert sorted(os.listdir(q.root / "finished/todo/p.sh")) == [".array", ".script", "0", "1",
+                                                                "2"]
+    info = read_array(q.root, "todo/p.sh")
+    assert info is not None and info.indices == (0, 1, 2, 3)
+    assert [e.id for e in admin.select("p.sh[*]", states=("cancelled",))] == ["todo/p.sh/3"]
+    # A retried index waits in a whole array again: the runner claims and runs it.
+    admin.retry("p.sh[3]")
+    assert sorted(os.listdir(q.root / "todo/p.sh")) == [".3.record", ".array", ".script", "3"]
+    claim = q.claim(q.scan().tasks[0], machine="m", jobid="2")
+    assert claim is not None and claim.program is not None
+    assert claim.program.data == (q.root / "todo/p.sh/.script").read_bytes()
+
+
+def test_an_index_claimed_as_its_array_leaves_still_reads_its_script(
+        q: Queue, tmp_path: Path) -> None:
+    from metaq_py.queue.campaign.arrays import _move_home
+
+    Submitter(q).submit(script(tmp_path / "p.sh", "print('hi')"), array="0")
+    # The files moved while the claim was under way (their move races a claim's rename).
+    _move_home(q.root, "todo/p.sh", "finished/todo/p.sh")
+    claim = q.claim(q.scan().tasks[0], machine="m", jobid="1")
+    assert claim is not None and claim.program is not None
+    assert b"print('hi')" in claim.program.data
+    assert claim.program.source == str(q.root / "finished/todo/p.sh/.script")
