@@ -93,7 +93,8 @@ def test_a_finished_array_leaves_its_task_folder_and_stays_known(tmp_path: Path)
     report = metaq("report", "--queue", str(q), "prop.sh")
     assert report.returncode == 0, report.stderr
     row = next(line for line in report.stdout.splitlines() if "todo/prop.sh" in line)
-    assert [c.strip() for c in row.split("│")][2:6] == ["4", "3", "1", "4"], row  # tasks, finished, failed, runs
+    # tasks, finished, failed, runs
+    assert [c.strip() for c in row.split("│")][2:6] == ["4", "3", "1", "4"], row
     shown = metaq("show", "--queue", str(q), "prop.sh[1]")
     assert shown.returncode == 0 and "todo/prop.sh[1]: finished" in shown.stdout, shown.stderr
     log = metaq("log", "--queue", str(q), "prop.sh[3]")
