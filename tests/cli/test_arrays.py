@@ -115,3 +115,58 @@ def test_a_finished_array_leaves_its_task_folder_and_stays_known(tmp_path: Path)
     assert sorted(os.listdir(q / "finished/todo/prop.sh")) == [".array", ".script", *"0123"]
     assert sorted(os.listdir(q / "finished/todo/contract.sh")) == [".array", ".script",
                                                                    *"0123"]
+
+
+def test_an_array_grows_by_new_indices_and_refuses_old_ones(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    prop = _prop(tmp_path / "prop.sh", tmp_path / "fixed")
+    assert metaq("submit", "--queue", str(q), "--array", "0-3", str(prop)).returncode == 0
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert not (q / "todo/prop.sh").exists()  # ended: 0, 1, 3 finished, 2 failed
+    contract = script(tmp_path / "contract.sh", "#METAQ AFTER prop.sh[{index}]\n")
+    assert metaq("submit", "--queue", str(q), "--array", "0-3", str(contract)).returncode == 0
+    # Next week's configurations: both arrays grow, in one command.
+    grow = metaq("submit", "--queue", str(q), "--array", "20-21", str(prop), str(contract))
+    assert grow.returncode == 0, grow.stderr
+    assert grow.stdout.splitlines() == [
+        f"submitted {prop} into the array todo/prop.sh: 2 new tasks [20-21], now "
+        f"todo/prop.sh[0-3,20-21]",
+        f"submitted {contract} into the array todo/contract.sh: 2 new tasks [20-21], now "
+        f"todo/contract.sh[0-3,20-21]"]
+    assert sorted(os.listdir(q / "todo/prop.sh")) == [".array", ".script", "20", "21"]
+    assert "#METAQ AFTER todo/prop.sh/21\n" in (q / "todo/contract.sh/21").read_text()
+    ls = metaq("ls", "--queue", str(q), "--each")
+    assert "todo/contract.sh[20]" in ls.stdout and "waiting on todo/prop.sh[20]" in ls.stdout
+    # Indices it has are refused, named with their states.
+    old = metaq("submit", "--queue", str(q), "--array", "1-2,21-22", str(prop))
+    assert old.returncode == 1
+    assert old.stderr == ("metaq: the array todo/prop.sh already has the indices 1 (finished), "
+                          "2 (failed), 21 (waiting); submit only new indices, or with --again "
+                          "to queue those once more.\n")
+    assert not (q / "todo/prop.sh/22").exists()
+    busy = metaq("submit", "--queue", str(q), "--again", "--array", "2,21", str(prop))
+    assert busy.returncode == 1 and "21 (waiting)" in busy.stderr, busy.stderr
+    again = metaq("submit", "--queue", str(q), "--again", "--array", "2", str(prop))
+    assert again.returncode == 0, again.stderr
+    assert (q / "todo/prop.sh/2").exists() and (q / "failed/todo/prop.sh/2").exists()
+    # Another script under the array's name is another array.
+    other = tmp_path / "new" / "prop.sh"
+    other.parent.mkdir()
+    other.write_text(prop.read_text() + "echo more\n")
+    other.chmod(0o755)
+    refused = metaq("submit", "--queue", str(q), "--array", "30", str(other))
+    assert refused.returncode == 1
+    assert "is not the script of the array todo/prop.sh" in refused.stderr
+    assert "--folder" in refused.stderr
+    assert metaq("submit", "--queue", str(q), "--array", "30", "--folder", "b2",
+                 str(other)).returncode == 0
+    (tmp_path / "x").mkdir()
+    one = metaq("submit", "--queue", str(q), str(script(tmp_path / "x" / "prop.sh")))
+    assert one.returncode == 1 and "already in the queue" in one.stderr
+    # Everything runs; both arrays end and leave todo/ again.
+    (tmp_path / "fixed").touch()
+    assert metaq("run", "--queue", str(q), "--batch", "local").returncode == 0
+    assert os.listdir(q / "todo") == ["b2"] and os.listdir(q / "todo/b2") == []
+    assert sorted(os.listdir(q / "finished/todo/contract.sh")) == [
+        ".array", ".script", "0", "1", "20", "21", "3"]

@@ -54,8 +54,8 @@ from metaq_py.queue.layout import Layout
 from metaq_py.queue.settings.trust import Trust, user_name
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["ArrayInfo", "array_lock", "index_file", "index_program", "make_array",
-           "read_array", "recall", "retire", "split_ref"]
+__all__ = ["ArrayInfo", "array_lock", "index_file", "index_program", "make_array", "move_home",
+           "read_array", "read_script", "recall", "retire", "split_ref", "write_indices"]
 
 ARRAY_LIMIT = 64 * 1024
 """The largest ``.array`` (bytes) that is read: it holds a script name, indices and a time."""
@@ -120,7 +120,7 @@ def index_program(root: Path, folder: str, relpath: str, stub: Program, *,
             match.group(1).decode() != index:
         return None
     what = f"the script of the task array {folder}/{array_rel}"
-    found = _read_script(root, f"{folder}/{array_rel}")
+    found = read_script(root, f"{folder}/{array_rel}")
     if isinstance(found, Refused):
         return f"{what} cannot be run: {found}"
     array, data, st = found
@@ -134,7 +134,7 @@ def index_program(root: Path, folder: str, relpath: str, stub: Program, *,
                    {"METAQ_ARRAY_INDEX": index, "METAQ_ARRAY_ID": f"{folder}/{array_rel}"})
 
 
-def _read_script(root: Path, ident: str) -> tuple[Path, bytes, os.stat_result] | Refused:
+def read_script(root: Path, ident: str) -> tuple[Path, bytes, os.stat_result] | Refused:
     """The array ``ident``'s folder, script and its status, read where the array waits or
     else where it ended (its last other index may end meanwhile, moving it there); what
     refused the first read if neither is readable."""
@@ -196,34 +196,11 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
     tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
     os.mkdir(tmp, 0o777)
     try:
-        script = dst.absolute() / SCRIPT_FILE
         _write(tmp / SCRIPT_FILE, data, mode)
         meta = {"script": Path(spec.path).name, "indices": indices_text, "submit": now}
         _write(tmp / ARRAY_FILE, json.dumps(meta).encode(), 0o644)
-        plain = None
-        if not any(INDEX in n for n in (*spec.after, *spec.after_any, spec.log or "")):
-            after, after_any = resolve(indices[0])
-            plain = index_file(spec, script=script, index=0, array_id=array_id,
-                               after=after, after_any=after_any)
-        base_ns = int(now * 1e9)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        for n, i in enumerate(indices):
-            if plain is not None:
-                # Only the two index lines differ from index 0's file.
-                body = plain.replace(b"index 0 of", f"index {i} of".encode(), 1).replace(
-                    b"METAQ_ARRAY_INDEX=0 ", f"METAQ_ARRAY_INDEX={i} ".encode(), 1)
-            else:
-                after, after_any = resolve(i)
-                body = index_file(spec, script=script, index=i, array_id=array_id,
-                                  after=after, after_any=after_any)
-            fd = os.open(tmp / str(i), flags, mode)
-            try:
-                write_all(fd, body)
-                # Submit times one microsecond apart, in index order: the queue order.
-                at = base_ns + n * 1000
-                os.utime(fd, ns=(at, at))
-            finally:
-                os.close(fd)
+        write_indices(tmp, spec, script=dst.absolute() / SCRIPT_FILE, array_id=array_id,
+                      indices=indices, mode=mode, now=now, resolve=resolve)
         os.rename(tmp, dst)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -235,6 +212,36 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dst
+
+
+def write_indices(folder: Path, spec: TaskSpec, *, script: Path, array_id: str,
+                  indices: tuple[int, ...], mode: int, now: float, resolve: Resolve) -> None:
+    """Write the task file of each of ``indices`` into ``folder`` (new files), each an
+    ``exec`` of ``script``; their modification times go up with the index from ``now``."""
+    plain = None
+    if not any(INDEX in n for n in (*spec.after, *spec.after_any, spec.log or "")):
+        after, after_any = resolve(indices[0])
+        plain = index_file(spec, script=script, index=0, array_id=array_id,
+                           after=after, after_any=after_any)
+    base_ns = int(now * 1e9)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    for n, i in enumerate(indices):
+        if plain is not None:
+            # Only the two index lines differ from index 0's file.
+            body = plain.replace(b"index 0 of", f"index {i} of".encode(), 1).replace(
+                b"METAQ_ARRAY_INDEX=0 ", f"METAQ_ARRAY_INDEX={i} ".encode(), 1)
+        else:
+            after, after_any = resolve(i)
+            body = index_file(spec, script=script, index=i, array_id=array_id,
+                              after=after, after_any=after_any)
+        fd = os.open(folder / str(i), flags, mode)
+        try:
+            write_all(fd, body)
+            # Submit times one microsecond apart, in index order: the queue order.
+            at = base_ns + n * 1000
+            os.utime(fd, ns=(at, at))
+        finally:
+            os.close(fd)
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -266,9 +273,9 @@ def retire(q: Layout, ident: str) -> bool:
         with array_lock(root):
             if array_home(root, ident) != ident or _busy(q, folder, rel, leases=True):
                 return False
-            _move_home(root, ident, f"{ENDED_ARRAYS}/{ident}")
+            move_home(root, ident, f"{ENDED_ARRAYS}/{ident}")
             if _busy(q, folder, rel, leases=False):
-                _move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
+                move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
                 return False
     except OSError:
         return False  # it stays in its task folder, where every reader finds it too
@@ -288,7 +295,7 @@ def recall(q: Layout, ident: str) -> bool:
         if array_home(root, ident) == ident:
             return False
         make_folders(root, root / ident)
-        _move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
+        move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
     return True
 
 
@@ -321,7 +328,7 @@ def _has_task(path: Path) -> bool:
         return False
 
 
-def _move_home(root: Path, src: str, dst: str) -> None:
+def move_home(root: Path, src: str, dst: str) -> None:
     """Move an array's ``.script`` and then its ``.array`` from ``src`` to ``dst`` (both
     relative to ``root``): a reader finds the array by its ``.array``, and reads the script
     from wherever it is (see :func:`index_program`)."""
