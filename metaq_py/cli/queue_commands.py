@@ -56,8 +56,9 @@ def submit(
     folder: Annotated[str | None, typer.Option(
         "--folder", help="Sub-folder inside the task folder, such as alice/run7.")] = None,
     array: Annotated[str | None, typer.Option(
-        "--array", help="Queue one task per index: 0-999, 1-99:2 or 1,5,7 "
-                        "(as #METAQ ARRAY).")] = None,
+        "--array", help="Queue one task per index: 0-999, 1-99:2 or 1,5,7; 0-999%4 runs "
+                        "at most 4 at once (as #METAQ ARRAY). An array of that name "
+                        "in the queue grows by the new indices.")] = None,
     after: Annotated[list[str] | None, typer.Option(
         "--after", help="Wait until this task, array or glob has finished "
                         "(as #METAQ AFTER; repeatable).")] = None,

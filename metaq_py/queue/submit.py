@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directive_keys import INDEX, parse_indices
+from metaq_py.directive_keys import INDEX, parse_array
 from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
@@ -155,7 +155,7 @@ class Submitter:
         indices = None
         if spec.array is not None:
             try:
-                indices = parse_indices(spec.array)
+                indices = parse_array(spec.array)[0]
             except ValueError as e:
                 raise QueueError(f"--array {e}") from None
         grows = indices is not None and self._grows(src, data, f"{folder}/{rel}", indices,

@@ -170,3 +170,30 @@ def test_an_array_grows_by_new_indices_and_refuses_old_ones(tmp_path: Path) -> N
     assert os.listdir(q / "todo") == ["b2"] and os.listdir(q / "todo/b2") == []
     assert sorted(os.listdir(q / "finished/todo/contract.sh")) == [
         ".array", ".script", "0", "1", "20", "21", "3"]
+
+
+def test_an_array_throttle_bounds_the_indices_running_at_once(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    live = tmp_path / "live"
+    live.mkdir()
+    counts = tmp_path / "counts"
+    run = tmp_path / "run.sh"
+    # Each index notes how many indices are running as it starts, and runs a while.
+    run.write_text(f"#!/bin/sh\n#METAQ ARRAY 0-7%2\n#METAQ MIN_WC_TIME 1:00\n"
+                   f"touch {live}/$METAQ_ARRAY_INDEX\nls {live} | wc -l >> {counts}\n"
+                   f"sleep 1\nrm {live}/$METAQ_ARRAY_INDEX\n")
+    run.chmod(0o755)
+    sub = metaq("submit", "--queue", str(q), str(run))
+    assert sub.returncode == 0, sub.stderr
+    assert json.loads((q / "todo/run.sh/.array").read_text())["throttle"] == 2
+    checked = metaq("check", "--queue", str(q), str(run))
+    assert "0-7%2" in checked.stdout and "at most 2 at once" in checked.stdout, checked.stdout
+    shown = metaq("show", "--queue", str(q), "run.sh[5]")
+    assert "array        todo/run.sh[0-7], at most 2 at once" in shown.stdout, shown.stdout
+    ran = metaq("run", "--queue", str(q), "--batch", "local", "--nodes", "4")
+    assert ran.returncode == 0, ran.stderr
+    seen = [int(n) for n in counts.read_text().split()]
+    assert len(seen) == 8 and max(seen) == 2, seen  # 4 nodes, never more than 2 at once
+    assert sorted(os.listdir(q / "finished/todo/run.sh")) == [".array", ".script",
+                                                              *map(str, range(8))]

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directive_keys import INDEX, parse_indices
+from metaq_py.directive_keys import INDEX, parse_array, parse_indices
 from metaq_py.directives import SCRIPT_LIMIT, format_directives
 from metaq_py.errors import QueueError
 from metaq_py.program import Program
@@ -64,12 +64,15 @@ ARRAY_LIMIT = 64 * 1024
 @dataclass(frozen=True, slots=True)
 class ArrayInfo:
     """An array as its ``.array`` file tells it: its identity ``id`` (``todo/run.sh``), the
-    ``script`` name it was submitted as, its ``indices`` in order and its ``submit`` time."""
+    ``script`` name it was submitted as, its ``indices`` in order, its ``submit`` time and
+    its ``throttle``."""
 
     id: str
     script: str
     indices: tuple[int, ...]
     submit: float
+    throttle: int | None = None
+    """At most this many of its indices run at once (``ARRAY 0-19%4``); ``None``: no limit."""
 
     def member(self, index: int) -> str:
         """The identity of the task of ``index``."""
@@ -94,8 +97,10 @@ def _read_info(path: Path, array_id: str) -> ArrayInfo | None:
     try:
         raw, _ = read_regular(path, limit=ARRAY_LIMIT)
         data = json.loads(raw)
+        throttle = data.get("throttle")
         return ArrayInfo(array_id, str(data["script"]), parse_indices(str(data["indices"])),
-                         float(data["submit"]))
+                         float(data["submit"]),
+                         int(throttle) if throttle is not None and int(throttle) >= 1 else None)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -192,12 +197,13 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
     """Make the array folder ``dst`` (which must not exist) for the script ``data``: its
     ``.array``, ``.script`` and one task file per index, all written in a hidden folder beside
     ``dst`` and then renamed into place at once. Returns ``dst``."""
-    indices = parse_indices(indices_text)
+    indices, throttle = parse_array(indices_text)
     tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
     os.mkdir(tmp, 0o777)
     try:
         _write(tmp / SCRIPT_FILE, data, mode)
-        meta = {"script": Path(spec.path).name, "indices": indices_text, "submit": now}
+        meta = {"script": Path(spec.path).name, "indices": indices_text.partition("%")[0],
+                "submit": now, "throttle": throttle}
         _write(tmp / ARRAY_FILE, json.dumps(meta).encode(), 0o644)
         write_indices(tmp, spec, script=dst.absolute() / SCRIPT_FILE, array_id=array_id,
                       indices=indices, mode=mode, now=now, resolve=resolve)

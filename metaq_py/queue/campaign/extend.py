@@ -38,7 +38,7 @@ from metaq_py.queue.disk.folders import ARRAY_FILE, ENDED_ARRAYS, SCRIPT_FILE, a
 from metaq_py.queue.disk.lock import LockTimeout
 from metaq_py.queue.finding import STATE_WORDS
 from metaq_py.queue.layout import DONE_STATES, HOLD, PENDING, WORKING, Layout
-from metaq_py.ranges import MAX_ARRAY, format_indices
+from metaq_py.ranges import MAX_ARRAY, format_indices, parse_array
 from metaq_py.task_spec import TaskSpec
 
 __all__ = ["extend_array", "extension_problem"]
@@ -102,7 +102,8 @@ def extend_array(q: Layout, data: bytes, spec: TaskSpec, *, array_id: str,
                  resolve: Resolve) -> Path:
     """Add ``indices`` of the script ``data`` (judged as ``spec``) to the array ``array_id``,
     under the array lock, checked again there (see :func:`extension_problem`). An ended
-    array comes back to its task folder first. Returns the array's folder. Raises
+    array comes back to its task folder first. A throttle given (``%4``) replaces the
+    array's; without one it keeps its own. Returns the array's folder. Raises
     :class:`QueueError` with one sentence; nothing is added then."""
     root = q.root
     try:
@@ -117,7 +118,9 @@ def extend_array(q: Layout, data: bytes, spec: TaskSpec, *, array_id: str,
             if array_home(root, array_id) != array_id:
                 move_home(root, f"{ENDED_ARRAYS}/{array_id}", array_id)
             dst = root / array_id
-            _add(dst, spec, info, indices, mode=mode, now=now, resolve=resolve)
+            throttle = parse_array(spec.array)[1] if spec.array else None
+            _add(dst, spec, info, indices, mode=mode, now=now, resolve=resolve,
+                 throttle=throttle)
     except LockTimeout as e:
         raise QueueError(f"cannot add indices to {array_id}: {e}; nothing was written") \
             from None
@@ -128,7 +131,7 @@ def extend_array(q: Layout, data: bytes, spec: TaskSpec, *, array_id: str,
 
 
 def _add(dst: Path, spec: TaskSpec, info: ArrayInfo, indices: tuple[int, ...], *, mode: int,
-         now: float, resolve: Resolve) -> None:
+         now: float, resolve: Resolve, throttle: int | None) -> None:
     """Link the new index files into the array folder ``dst``, then replace its ``.array``;
     a failure unlinks those linked."""
     tmp = dst / f".extend.{secrets.token_hex(4)}.tmp"
@@ -141,7 +144,8 @@ def _add(dst: Path, spec: TaskSpec, info: ArrayInfo, indices: tuple[int, ...], *
             os.link(tmp / str(i), dst / str(i))
             linked.append(dst / str(i))
         union = format_indices([*info.indices, *indices])
-        meta = {"script": info.script, "indices": union, "submit": info.submit}
+        meta = {"script": info.script, "indices": union, "submit": info.submit,
+                "throttle": info.throttle if throttle is None else throttle}
         replace_file(dst / ARRAY_FILE, json.dumps(meta).encode())
     except BaseException:
         for path in linked:
