@@ -358,6 +358,21 @@ class Throttles:
             kept.append(job)
         return kept
 
+    def over(self, ident: str) -> str | None:
+        """For the task ``ident`` just claimed (its lease written), one sentence when it is an
+        index of a throttled array that more indices than its throttle now hold, counted
+        from every runner's leases: it must go back unstarted. A claim written after every
+        other runner's sees them all, so of claims made at once, the last ones go back."""
+        array = _array_of(ident)
+        limit = self.limit(array) if array else None
+        if limit is None:
+            return None
+        held = sum(1 for c in self.leases() if _array_of(f"{c.folder}/{c.relpath}") == array)
+        if held <= limit:
+            return None
+        return (f"given back unstarted: {held} indices of the array {array} were claimed at "
+                f"once, over its throttle of {limit}")
+
     def limit(self, array: str) -> int | None:
         """The throttle of the array ``array`` (``None``: none, or no array)."""
         try:

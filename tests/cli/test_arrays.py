@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli.test_queue import metaq, script
@@ -197,3 +199,27 @@ def test_an_array_throttle_bounds_the_indices_running_at_once(tmp_path: Path) ->
     assert len(seen) == 8 and max(seen) == 2, seen  # 4 nodes, never more than 2 at once
     assert sorted(os.listdir(q / "finished/todo/run.sh")) == [".array", ".script",
                                                               *map(str, range(8))]
+
+
+def test_two_runners_keep_to_an_array_throttle_together(tmp_path: Path) -> None:
+    q = tmp_path / "q"
+    assert metaq("init", str(q)).returncode == 0
+    live, counts = tmp_path / "live", tmp_path / "counts"
+    live.mkdir()
+    run = tmp_path / "run.sh"
+    run.write_text(f"#!/bin/sh\n#METAQ MIN_WC_TIME 1:00\n"
+                   f"touch {live}/$METAQ_ARRAY_INDEX\nls {live} | wc -l >> {counts}\n"
+                   f"sleep 0.5\nrm {live}/$METAQ_ARRAY_INDEX\n")
+    run.chmod(0o755)
+    assert metaq("submit", "--queue", str(q), "--array", "0-11%2", str(run)).returncode == 0
+    runners = [subprocess.Popen([sys.executable, "-m", "metaq_py", "run", "--queue", str(q),
+                                 "--batch", "local", "--nodes", "3"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    for r in runners:
+        _, err = r.communicate(timeout=240)
+        assert r.returncode == 0, err
+    seen = [int(n) for n in counts.read_text().split()]
+    assert len(seen) == 12 and max(seen) <= 2, seen  # 6 nodes in all, 2 at once
+    assert sorted(os.listdir(q / "finished/todo/run.sh")) == sorted(
+        [".array", ".script", *map(str, range(12))])

@@ -40,3 +40,21 @@ def test_the_indices_offered_are_the_throttle_less_those_running_anywhere(
     again = throttles.keep([job_of(t, gpus_per_node=0) for t in q.scan().tasks])
     assert not [j for j in again if j.id.startswith("todo/p.sh/")]
     assert throttles.limit("todo/free.sh") is None and throttles.limit("todo/p.sh") == 3
+
+
+def test_claims_made_at_once_over_the_throttle_are_given_back(tmp_path: Path) -> None:
+    q = Queue.init(tmp_path / "q")
+    Submitter(q).submit(_script(tmp_path / "p.sh"), array="0-3%1")
+    throttles = Throttles(q.root, q.leases)
+    first, second = q.scan().tasks[:2]
+    # Two runners each offered one index (the throttle left one) and claimed it at once.
+    a = q.claim(first, machine="m", jobid="A")
+    b = q.claim(second, machine="m", jobid="B")
+    assert a is not None and b is not None
+    why = throttles.over(b.id)
+    assert why == ("given back unstarted: 2 indices of the array todo/p.sh were claimed at "
+                   "once, over its throttle of 1")
+    assert throttles.over(a.id) is not None  # each sees both: neither starts over it
+    q.requeue(b, reason=why, started=False)
+    assert throttles.over(a.id) is None  # alone now: it starts
+    assert throttles.over("todo/solo.sh") is None
