@@ -24,6 +24,7 @@ import hashlib
 import os
 import socket
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -322,7 +323,7 @@ class ClaimingQueue(Layout):
             self._settle_array(rel, relative_parts(moved, self.root))
         return moved
 
-    def _settle_array(self, src: tuple[str, ...], dst: tuple[str, ...]) -> None:
+    def _settle_array(self, src: Sequence[str], dst: Sequence[str]) -> None:
         """After an index of an array moved from ``src`` to ``dst`` (parts below the root):
         its array's own files leave its task folder when it was the last to end, and come
         back when a retry makes one wait again (:mod:`metaq_py.queue.campaign.arrays`)."""

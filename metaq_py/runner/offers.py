@@ -339,7 +339,7 @@ class Throttles:
         only when an index of a throttled array is offered."""
         limits: dict[str, int] = {}
         for job in jobs:
-            array = _array_of(job.id)
+            array = _array_of(str(job.id))
             if array and array not in limits and (limit := self.limit(array)) is not None:
                 limits[array] = limit
         if not limits:
@@ -350,7 +350,7 @@ class Throttles:
                 limits[array] -= 1
         kept: list[Job] = []
         for job in jobs:
-            array = _array_of(job.id)
+            array = _array_of(str(job.id))
             if array in limits:
                 if limits[array] <= 0:
                     continue
