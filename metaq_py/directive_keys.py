@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from metaq_py.durations import DurationError, format_duration, parse_duration
 from metaq_py.hybrid import Kind
-from metaq_py.ranges import MAX_ARRAY, parse_indices
+from metaq_py.ranges import MAX_ARRAY, parse_array, parse_indices
 from metaq_py.task_spec import Checkpoint, Resize, ResizeMode, Signal
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "BadValue",
     "codes_of",
     "exit_codes",
+    "parse_array",
     "parse_indices",
     "parse_mem",
 ]
@@ -285,9 +286,10 @@ def _set_after(spec: dict, key: str, words: list[str]) -> None:
 
 
 def _set_array(spec: dict, key: str, words: list[str]) -> None:
-    text = _one(key, words, "indices such as 0-999, 1-99:2 or 1,5,7")
+    text = _one(key, words, "indices such as 0-999, 1-99:2 or 1,5,7, and %4 to run at "
+                            "most 4 at once")
     try:
-        parse_indices(text)
+        parse_array(text)
     except ValueError as e:
         raise BadValue(f"{key} {e}") from None
     spec["array"] = text

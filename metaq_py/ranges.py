@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-__all__ = ["MAX_ARRAY", "cpu_list", "format_indices", "machine_cpus", "parse_cpu_list",
-           "parse_indices"]
+__all__ = ["MAX_ARRAY", "cpu_list", "format_indices", "machine_cpus", "parse_array",
+           "parse_cpu_list", "parse_indices"]
 
 MAX_ARRAY = 100_000
 """The most indices one task array may have (``ARRAY``, ``metaq submit --array``)."""
@@ -86,3 +86,14 @@ def parse_indices(text: str) -> tuple[int, ...]:
             raise ValueError(f"{text[:40]!r} names more than {MAX_ARRAY} indices")
         out.update(dict.fromkeys(range(lo, hi + 1, step)))
     return tuple(out)
+
+
+def parse_array(text: str) -> tuple[tuple[int, ...], int | None]:
+    """An ``ARRAY`` value: its index list (:func:`parse_indices`) and the throttle after a
+    ``%``, how many of its indices may run at once (``0-19%4``, as ``sbatch --array``), or
+    ``None`` without one. Raises ``ValueError`` with one sentence saying what is wrong."""
+    body, pct, limit = text.partition("%")
+    if pct and not (limit.isdigit() and int(limit) >= 1):
+        raise ValueError(f"{text!r}: after % comes how many indices may run at once, a whole "
+                         f"number of at least 1 (e.g. 0-19%4)")
+    return parse_indices(body), int(limit) if pct else None

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_indices
+from metaq_py.directive_keys import MAX_SIGNAL_LEAD, parse_array, parse_indices
 from metaq_py.directives import (
     HEADER_LIMIT,
     format_directives,
@@ -484,6 +484,10 @@ def test_after_is_repeatable_and_array_takes_an_index_list() -> None:
     (b"#METAQ AFTER", "needs the name"),
     (b"#METAQ AFTER ../x.sh", "inside the queue"),
     (b"#METAQ ARRAY 1\n#METAQ ARRAY 2", "given again"),
+    (b"#METAQ ARRAY 0-19%0", "after % comes how many"),
+    (b"#METAQ ARRAY 0-19%", "after % comes how many"),
+    (b"#METAQ ARRAY 0-19%4%2", "after % comes how many"),
+    (b"#METAQ ARRAY %4", "not an index list item"),
 ])
 def test_bad_arrays_and_dependencies_name_the_line(line: bytes, problem: str) -> None:
     with pytest.raises(TaskError, match=problem) as e:
@@ -498,6 +502,33 @@ def test_parse_indices_raises_value_error_or_gives_sorted_unique(text: str) -> N
     except ValueError:
         return
     assert len(set(out)) == len(out) and all(i >= 0 for i in out)
+
+
+def test_an_array_throttle_follows_its_indices() -> None:
+    spec = parse_header(b"#!/bin/sh\n#METAQ ARRAY 0-19%4\ntrue\n", path="t")
+    assert spec.array == "0-19%4" and parse_array(spec.array) == (tuple(range(20)), 4)
+    assert parse_array("3,5") == ((3, 5), None)
+    again = parse_header(f"#!/bin/sh\n{format_directives(spec)}true\n".encode(), path="t")
+    assert again == spec
+
+
+@given(st.text(alphabet="0123456789-,:%", max_size=24))
+def test_parse_array_is_parse_indices_and_a_throttle_of_at_least_one(text: str) -> None:
+    try:
+        indices, throttle = parse_array(text)
+    except ValueError:
+        return
+    body, pct, limit = text.partition("%")
+    assert indices == parse_indices(body)
+    assert (throttle is None) == (not pct)
+    assert throttle is None or (throttle >= 1 and throttle == int(limit))
+
+
+@given(st.sets(st.integers(0, 500), min_size=1, max_size=40), st.integers(1, 10**6))
+def test_an_index_list_with_a_throttle_reads_back(indices: set[int], limit: int) -> None:
+    from metaq_py.ranges import format_indices
+
+    assert parse_array(f"{format_indices(indices)}%{limit}") == (tuple(sorted(indices)), limit)
 
 
 # --- METAQ's GPU-only task (NODES 0 with GPUS) ---------------------------------------------

@@ -206,10 +206,14 @@ def show(
         data["running"] = _placement(q, found) if found.state == "working" else None
         tries = _attempts(q, found, data["history"])
         data["attempts"] = [a.to_json() for a in tries]
+        named = PeopleIds(q.root)
+        array = _array_json(q, named.array_of(found.id))
+        if array is not None:
+            data["array"] = array
         if json_out:
             typer.echo(json.dumps(data, indent=2))
             return
-        typer.echo(printable(f"{PeopleIds(q.root)(found.id)}: {found.state} ({found.path})"))
+        typer.echo(printable(f"{named(found.id)}: {found.state} ({found.path})"))
         if found.reason:
             typer.echo(f"reason: {printable(found.reason)}")
         if found.state == REJECTED:
@@ -217,6 +221,10 @@ def show(
                                  f"then 'metaq retry {found.id}'"))
         if found.spec is not None:
             print_spec(found.spec, header=False, words=True)
+        if array is not None:
+            limit = array["throttle"]
+            typer.echo(printable(f"  {'array':<12} {array['id']}[{array['indices']}]"
+                                 f"{f', at most {limit} at once' if limit else ''}"))
         if data["running"]:
             _print_placement(data["running"])
         print_history(data["submitted"], data["history"], now=time.time())
@@ -224,6 +232,18 @@ def show(
         if found.spec is not None and found.spec.retries is not None:
             retries = found.spec.retries
         print_attempts(tries, retries=retries)
+
+
+def _array_json(q: Queue, ident: str) -> dict[str, Any] | None:
+    """The array ``ident`` (``""``: none) as ``show`` gives it: identity, indices, throttle."""
+    if not ident:
+        return None
+    from metaq_py.queue.campaign.arrays import read_array  # only an index's show
+
+    info = read_array(q.root, ident)
+    if info is None:
+        return None
+    return {"id": info.id, "indices": format_indices(info.indices), "throttle": info.throttle}
 
 
 def _attempts(q: Queue, e: Entry, history: list[dict[str, Any]]) -> list[Attempt]:

@@ -19,13 +19,14 @@ import typer
 from metaq_py.cli.shared import JsonOpt, QueueOpt, app, open_layout, open_queue, reported
 from metaq_py.directives import miscased_directives, read_head
 from metaq_py.errors import MetaqError, QueueError
-from metaq_py.queue.disk.folders import PeopleIds
+from metaq_py.queue.disk.folders import PeopleIds, is_array
 from metaq_py.queue.judge import judge
 from metaq_py.queue.layout import CANCELLED, FAILED, HOLD, PENDING, REJECTED, WORKING, Layout
 from metaq_py.queue.submit import Submitter
 from metaq_py.ranges import format_indices
 
 if TYPE_CHECKING:
+    from metaq_py.queue.campaign.arrays import ArrayInfo
     from metaq_py.queue.store import Queue
 
 
@@ -55,8 +56,9 @@ def submit(
     folder: Annotated[str | None, typer.Option(
         "--folder", help="Sub-folder inside the task folder, such as alice/run7.")] = None,
     array: Annotated[str | None, typer.Option(
-        "--array", help="Queue one task per index: 0-999, 1-99:2 or 1,5,7 "
-                        "(as #METAQ ARRAY).")] = None,
+        "--array", help="Queue one task per index: 0-999, 1-99:2 or 1,5,7; 0-999%4 runs "
+                        "at most 4 at once (as #METAQ ARRAY). An array of that name "
+                        "in the queue grows by the new indices.")] = None,
     after: Annotated[list[str] | None, typer.Option(
         "--after", help="Wait until this task, array or glob has finished "
                         "(as #METAQ AFTER; repeatable).")] = None,
@@ -69,7 +71,7 @@ def submit(
                                    "rest (as #METAQ MAX_FAILS).")] = None,
     again: Annotated[bool, typer.Option(
         "--again", help="Queue it even when a task of the same content is already waiting, "
-                        "held or running.")] = False,
+                        "held or running, or an index of its array has run.")] = False,
     queue: QueueOpt = Path("queue"),
 ) -> None:
     """Check each script and copy it into the queue, all or nothing.
@@ -77,7 +79,8 @@ def submit(
     If any script is bad, or names an unknown task or a cycle in AFTER, none is submitted.
     A #METAQ line below the first command makes a script bad (METAQ read it; here the
     header ends at the first command), unless --header-only says it belongs to the script.
-    An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX. A script
+    An array is queued as one task per index, each seeing METAQ_ARRAY_INDEX; the same
+    script with new indices adds them to its array in the queue. A script
     whose content already waits, is held or runs in the queue is refused (--again queues it
     once more)."""
     with reported():
@@ -86,22 +89,36 @@ def submit(
         if target is not None and target not in q.config.folders:
             raise QueueError(f"this queue has no priority folder; its task folders are "
                              f"{', '.join(q.config.folders)}")
+        where = {s: f"{target or q.config.default_folder}/{folder + '/' if folder else ''}"
+                    f"{s.name}" for s in scripts}
+        grown = {s: _array(q.root, ident) if is_array(q.root, ident) else None
+                 for s, ident in where.items()}  # arrays the scripts may add indices to
         made = Submitter(q).submit_all(scripts, folder=target, sub=folder, hold=hold,
                                        array=array, after=tuple(after or ()),
                                        header_only=header_only, force=force, again=again,
                                        max_fails=max_fails)
         for script, dst in zip(scripts, made, strict=True):
             rel = dst.relative_to(q.root)
-            info = None
-            if dst.is_dir():
-                from metaq_py.queue.campaign.arrays import read_array  # only an array's folder
-                info = read_array(q.root, str(rel))
-            if info is not None:
+            info = _array(q.root, str(rel)) if dst.is_dir() else None
+            old = grown[script]
+            if info is not None and old is not None:
+                new = sorted(set(info.indices) - set(old.indices))
+                what = (f"{len(new)} new tasks [{format_indices(new)}]" if new else
+                        "indices that ran, queued again")
+                typer.echo(f"submitted {script} into the array {rel}: {what}, now "
+                           f"{rel}[{format_indices(list(info.indices))}]")
+            elif info is not None:
                 span = format_indices(list(info.indices))
                 typer.echo(f"submitted {script} as the array {rel}[{span}] "
                            f"({len(info.indices)} tasks)")
             else:
                 typer.echo(f"submitted {script} as {rel}")
+
+
+def _array(root: Path, ident: str) -> ArrayInfo | None:
+    from metaq_py.queue.campaign.arrays import read_array  # only an array's folder
+
+    return read_array(root, ident)
 
 
 @app.command()

@@ -159,7 +159,9 @@ def print_spec(spec: TaskSpec, *, header: bool = True, words: bool = False) -> N
         if value is not None:
             rows.append((name, str(value)))
     if spec.array is not None:
-        rows.append(("array", spec.array))
+        throttle = spec.array.partition("%")[2]
+        rows.append(("array", spec.array + (f" (at most {throttle} at once)" if throttle
+                                            else "")))
     if spec.after:
         rows.append(("after", " ".join(spec.after) + " (to finish)"))
     if spec.after_any:

@@ -24,6 +24,7 @@ import hashlib
 import os
 import socket
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ from metaq_py.queue.disk.fileio import name_problem
 from metaq_py.queue.disk.folders import CANCEL_SUFFIX, MadeFolders, companion, relative_parts
 from metaq_py.queue.index import Index, Invalid, Scan, Task
 from metaq_py.queue.judge import Verdict, judge_in_queue
-from metaq_py.queue.layout import DONE_STATES, REJECTED, WORKING, Layout, safe_name
+from metaq_py.queue.layout import DONE_STATES, HOLD, REJECTED, WORKING, Layout, safe_name
 from metaq_py.queue.lease import Claim, JobFolder, lease_path, write_lease
 from metaq_py.queue.logbook import Logbook, LogbookPack, PackedLogbooks, logbook_path
 from metaq_py.queue.moves import Pack, move_task, rename_quietly
@@ -320,7 +321,26 @@ class ClaimingQueue(Layout):
         if moved is not None:  # the summary metaq status reads (see queue/tally.py)
             from metaq_py.queue.tally import note_move  # submit moves nothing
             note_move(self.root, src, moved, spec=claim.spec if claim is not None else None)
+            self._settle_array(rel, relative_parts(moved, self.root))
         return moved
+
+    def _settle_array(self, src: Sequence[str], dst: Sequence[str]) -> None:
+        """After an index of an array moved from ``src`` to ``dst`` (parts below the root):
+        its array's own files leave its task folder when it was the last to end, and come
+        back when a retry makes one wait again (:mod:`metaq_py.queue.campaign.arrays`)."""
+        ended, was_ended = dst[0] in DONE_STATES, src[0] in DONE_STATES
+        if ended == was_ended or (not ended and dst[0] == WORKING):
+            return
+        parts = dst[1:] if ended or dst[0] == HOLD else dst
+        parent, _, name = "/".join(parts).rpartition("/")
+        if not name.isdigit() or "/" not in parent:
+            return
+        from metaq_py.queue.campaign.arrays import recall, retire  # an index's move alone
+        if ended:
+            retire(self, parent)
+        else:
+            with contextlib.suppress(OSError):  # it runs all the same (see index_program)
+                recall(self, parent)
 
     def _pack_for(self, jobid: str) -> Pack:
         """How a move by this object's job ``jobid`` packs the logbook of a task it made done

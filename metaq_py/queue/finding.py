@@ -13,12 +13,12 @@ never for a runner's pass.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from metaq_py.errors import QueueError
-from metaq_py.queue.disk.folders import ARRAY_FILE, subfolders, task_files
+from metaq_py.queue.disk.folders import ARRAY_FILE, ENDED_ARRAYS, subfolders, task_files
 from metaq_py.queue.layout import (
     CANCELLED,
     FAILED,
@@ -145,7 +145,22 @@ def arrays_below(root: Path, folder: str, name: str) -> Iterator[str]:
     walk of its sub-folders that never enters an array nor follows a link. For a person's
     command, when ``name`` is not an array right below a task folder."""
     tail = tuple(p for p in name.split("/") if p)
-    stack: list[tuple[Path, tuple[str, ...]]] = [(root / folder, (folder,))]
+    waiting = list(_arrays_in(root / folder, folder, tail, lambda _p: False))
+    yield from waiting
+    # An array whose last index ended keeps its files beside its finished indices; the
+    # folders there of arrays still waiting hold only indices, and are not entered.
+    for ident in _arrays_in(root / ENDED_ARRAYS / folder, folder, tail,
+                            lambda where: os.path.lexists(root.joinpath(*where, ARRAY_FILE))):
+        if ident not in waiting:  # moved there while this walk went on
+            yield ident
+
+
+def _arrays_in(top_folder: Path, folder: str, tail: tuple[str, ...],
+               skip: Callable[[tuple[str, ...]], bool]) -> Iterator[str]:
+    """The arrays below ``top_folder`` (the task folder ``folder``'s place in a state)
+    whose identity ends with ``tail``; a folder of identity parts ``where`` for which
+    ``skip`` says so is not entered."""
+    stack: list[tuple[Path, tuple[str, ...]]] = [(top_folder, (folder,))]
     while stack:
         top, parts = stack.pop()
         try:
@@ -159,5 +174,5 @@ def arrays_below(root: Path, folder: str, name: str) -> Iterator[str]:
             if os.path.lexists(path / ARRAY_FILE):
                 if len(where) > len(tail) and where[-len(tail):] == tail:
                     yield "/".join(where)
-            else:
+            elif not skip(where):
                 stack.append((path, where))

@@ -115,6 +115,8 @@ FILE_KINDS: tuple[FileKind, ...] = (
     FileKind("reason", "failed/{folder}/{task}.reason", ("status", "doctor")),
     FileKind("array", "{folder}/{array}/.array", ("run", "status", "report")),
     FileKind("array-script", "{folder}/{array}/.script", ("run",)),
+    FileKind("ended-array", "finished/{folder}/{array}/.array", ("run", "report")),
+    FileKind("ended-array-script", "finished/{folder}/{array}/.script", ("run",)),
     FileKind("notice", "notices/{task}.json", ("run", "status", "doctor")),
     FileKind("event-log", "jobs/{jobid}/events.jsonl", ("run", "status", "report")),
     FileKind("stream", "jobs/{jobid}/streams/1-1.frames", ("doctor",)),

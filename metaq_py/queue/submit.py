@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directive_keys import INDEX, parse_indices
+from metaq_py.directive_keys import INDEX, parse_array
 from metaq_py.directives import HEADER_LIMIT, read_script
 from metaq_py.errors import QueueError, TaskError
 from metaq_py.queue.campaign.deps import Resolver, find_cycle, rewrite_after
 from metaq_py.queue.disk.fileio import NAME_MAX, Refused, name_problem, read_regular, write_all
-from metaq_py.queue.disk.folders import SCRIPT_FILE, make_folders
+from metaq_py.queue.disk.folders import SCRIPT_FILE, is_array, make_folders
 from metaq_py.queue.finding import files_in, locate
 from metaq_py.queue.index import Index
 from metaq_py.queue.judge import Head, judge
@@ -47,6 +47,8 @@ class _Plan:
     extra: tuple[str, ...]
     original: bytes = b""
     """The script's bytes as submitted, which :meth:`Submitter._refuse_twins` compares."""
+    grows: bool = False
+    """Whether it adds indices to an array already in the queue."""
 
     @property
     def ident(self) -> str:
@@ -103,11 +105,15 @@ class Submitter:
         if folder not in q.config.folders:
             raise QueueError(f"{folder!r} is not a task folder of this queue; use one of "
                              f"{', '.join(q.config.folders)}")
-        plans = [self._plan(Path(s), folder, sub, array, after, header_only, force, max_fails)
-                 for s in scripts]
+        plans = [self._plan(Path(s), folder, sub, array, after, header_only, force, max_fails,
+                            again) for s in scripts]
+        grown = next((p for p in plans if p.grows), None)
+        if hold and grown is not None:
+            raise QueueError(f"--hold cannot add indices to the array {grown.ident}; submit "
+                             f"them, then hold them: metaq hold '{grown.rel}[{grown.spec.array}]'")
         if not again:
             self._refuse_twins(plans)
-        coming = {p.ident: p.indices for p in plans}
+        coming = {p.ident: self._indices_after(p) for p in plans}
         if len(coming) < len(plans):
             raise QueueError("two of the scripts would have the same name in the queue; "
                              "submit them with different --folder")
@@ -123,11 +129,11 @@ class Submitter:
         if cycle is not None:
             raise QueueError(f"these tasks would wait for each other for ever: "
                              f"{' -> '.join(cycle)}; drop one AFTER")
-        return [self._write(p, resolver, hold) for p in plans]
+        return [self._write(p, resolver, hold, again) for p in plans]
 
     def _plan(self, src: Path, folder: str, sub: str | None, array: str | None,
               after: tuple[str, ...], header_only: bool, force: bool,
-              max_fails: int | None = None) -> _Plan:
+              max_fails: int | None = None, again: bool = True) -> _Plan:
         q = self.queue
         data, head = _read_whole(src)
         original = data
@@ -146,28 +152,53 @@ class Submitter:
         too_long = name_problem(src.name, path=q.root / folder / rel)
         if too_long is not None:
             raise TaskError(str(src), None, too_long)
-        where = locate(q, folder, rel, states=(PENDING, HOLD, WORKING))
-        if where is not None or (q.root / folder / rel).is_dir() or \
-                (q.root / HOLD / folder / rel).is_dir():
-            what = f" ({where.state}: {where.path})" if where is not None else ""
-            raise QueueError(f"a task {folder}/{rel} is already in the queue{what}; use "
-                             f"--folder or another name")
         indices = None
         if spec.array is not None:
             try:
-                indices = parse_indices(spec.array)
+                indices = parse_array(spec.array)[0]
             except ValueError as e:
                 raise QueueError(f"--array {e}") from None
-        elif any(INDEX in n for n in (*spec.after, *spec.after_any)):
-            raise TaskError(str(src), spec.line_of("AFTER"), f"{INDEX} stands for the index "
-                            f"of an array task, and this script is not an array")
-        elif any(INDEX in n for n in spec.creates):
-            raise TaskError(str(src), spec.line_of("CREATES"), f"CREATES uses {INDEX}, which "
-                            f"only a task array has; add an ARRAY line or --array")
-        elif spec.max_fails is not None:
-            raise TaskError(str(src), spec.line_of("MAX_FAILS"), "MAX_FAILS applies only to "
-                            "a task array; add an ARRAY line or --array")
-        return _Plan(src, data, spec, folder, rel, indices, after, original)
+        grows = indices is not None and self._grows(src, data, f"{folder}/{rel}", indices,
+                                                    again)
+        where = None if grows else locate(q, folder, rel, states=(PENDING, HOLD, WORKING))
+        if not grows and (where is not None or (q.root / folder / rel).is_dir() or
+                          (q.root / HOLD / folder / rel).is_dir() or
+                          is_array(q.root, f"{folder}/{rel}")):
+            what = f" ({where.state}: {where.path})" if where is not None else ""
+            raise QueueError(f"a task {folder}/{rel} is already in the queue{what}; use "
+                             f"--folder or another name")
+        if indices is None:
+            _refuse_array_words(src, spec)
+        return _Plan(src, data, spec, folder, rel, indices, after, original, grows)
+
+    def _grows(self, src: Path, data: bytes, ident: str, indices: tuple[int, ...],
+               again: bool) -> bool:
+        """Whether ``indices`` of the script ``data`` add to an array ``ident`` already in
+        the queue (:mod:`metaq_py.queue.campaign.extend`); its refusal is raised here."""
+        if not is_array(self.queue.root, ident):
+            return False
+        from metaq_py.queue.campaign.arrays import read_array  # only a growing array
+        from metaq_py.queue.campaign.extend import extension_problem
+
+        info = read_array(self.queue.root, ident)
+        why = "its .array cannot be read" if info is None else \
+            extension_problem(self.queue, info, data, src.name, indices, again=again)
+        if why is not None:
+            raise QueueError(why if info is not None else
+                             f"{ident} is an array in the queue, but {why}; use --folder or "
+                             f"another name")
+        return True
+
+    def _indices_after(self, p: _Plan) -> tuple[int, ...] | None:
+        """The indices ``p``'s identity will have once submitted: an array it grows keeps
+        its own."""
+        if not p.grows or p.indices is None:
+            return p.indices
+        from metaq_py.queue.campaign.arrays import read_array  # only a growing array
+
+        info = read_array(self.queue.root, p.ident)
+        old = info.indices if info is not None else ()
+        return (*old, *(i for i in p.indices if i not in set(old)))
 
     def _refuse_twins(self, plans: list[_Plan]) -> None:
         """Refuse the submission when a script's content is already waiting, held or
@@ -216,7 +247,7 @@ class Submitter:
         info = read_array(self.queue.root, str(where.relative_to(self.queue.root)))
         return info is None or bool(set(info.indices) & set(p.indices))
 
-    def _write(self, p: _Plan, resolver: Resolver, hold: bool) -> Path:
+    def _write(self, p: _Plan, resolver: Resolver, hold: bool, again: bool) -> Path:
         q = self.queue
         dst = q.path_of(HOLD if hold else PENDING, p.folder, p.rel)
         make_folders(q.root, dst.parent)  # a link planted at --folder's name is set aside
@@ -228,6 +259,13 @@ class Submitter:
             return tuple(d for n in names
                          for d in resolver.resolve(_for_index(n, index), near=near))
 
+        if p.grows:
+            assert p.indices is not None
+            from metaq_py.queue.campaign.extend import extend_array  # only a growing array
+            return extend_array(
+                q, p.data, p.spec, array_id=p.ident, indices=p.indices, mode=mode,
+                now=q.clock.now(), again=again,
+                resolve=lambda i: (resolved(p.spec.after, i), resolved(p.spec.after_any, i)))
         if p.indices is not None:
             assert p.spec.array is not None
             from metaq_py.queue.campaign.arrays import make_array  # only an array needs it
@@ -254,6 +292,19 @@ class Submitter:
         finally:
             tmp.unlink(missing_ok=True)
         return dst
+
+
+def _refuse_array_words(src: Path, spec: TaskSpec) -> None:
+    """Refuse a script that is no array but uses what only an array has."""
+    if any(INDEX in n for n in (*spec.after, *spec.after_any)):
+        raise TaskError(str(src), spec.line_of("AFTER"), f"{INDEX} stands for the index "
+                        f"of an array task, and this script is not an array")
+    elif any(INDEX in n for n in spec.creates):
+        raise TaskError(str(src), spec.line_of("CREATES"), f"CREATES uses {INDEX}, which "
+                        f"only a task array has; add an ARRAY line or --array")
+    elif spec.max_fails is not None:
+        raise TaskError(str(src), spec.line_of("MAX_FAILS"), "MAX_FAILS applies only to "
+                        "a task array; add an ARRAY line or --array")
 
 
 MAX_FOLDER_NAME = NAME_MAX - len(".planted-000000")

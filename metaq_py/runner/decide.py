@@ -11,6 +11,7 @@ on a fresh view of the queue.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections import Counter
@@ -231,6 +232,12 @@ class Decider:
             self.claims_paused = False
             ctx.say("claims go on: the queue can be written again")
         if claim is None:
+            self.offers.claim_lost(task.id)
+            return None
+        over = self.offers.throttles.over(claim.id)
+        if over is not None:  # another runner started one of its array in the same instant
+            with contextlib.suppress(OSError):
+                ctx.queue.requeue(claim, reason=over, started=False)
             self.offers.claim_lost(task.id)
             return None
         if claim.spec.creates and not claim.spec.force and self._skipped(claim):

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from operator import is_
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metaq_py.hybrid import Kind
 from metaq_py.policy.model import Job
 from metaq_py.policy.shares import NodeShape
+from metaq_py.queue.disk.folders import ARRAY_FILE
 from metaq_py.queue.fit import fit_problem, job_of
 from metaq_py.queue.index import Task
 from metaq_py.queue.lease import Claim
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from metaq_py.queue.campaign.deps import Dependencies, Readiness
     from metaq_py.runner.context import Context
 
-__all__ = ["WINDOW", "History", "Offers", "past_runs"]
+__all__ = ["WINDOW", "History", "Offers", "Throttles", "past_runs"]
 
 WINDOW = 1000
 """At most this many waiting tasks (or 16 per node, if more) are handed to the scheduler, in
@@ -108,6 +110,8 @@ class Offers:
         been offered here, so that the policy need not look for one at every decision;
         ``None`` (let it look) from the first."""
         self._pass = 0
+        self.throttles = Throttles(ctx.queue.root, ctx.queue.leases)
+        """The arrays that run at most so many indices at once (``ARRAY 0-19%4``)."""
         self.shape = NodeShape(ctx.alloc.cores_per_node, ctx.alloc.gpus_per_node,
                                ctx.alloc.cores_per_gpu, ctx.alloc.gpu_cores)
         """What a node of this allocation offers shares of a node."""
@@ -157,6 +161,7 @@ class Offers:
         # Tasks waiting for a dependency may run here later: they are not skipped for good.
         self.skipped = {k: v for k, v in skipped.items()
                         if k not in self.blocked and k not in self.delayed}
+        jobs = self.throttles.keep(jobs)
         self.count = len(jobs)
         return jobs
 
@@ -329,3 +334,79 @@ def _may_finish(ready: Readiness, running_only: bool) -> bool:
 
 def _queue_order(task: Task) -> tuple:
     return task.order
+
+
+class Throttles:
+    """The throttles of arrays (``ARRAY 0-19%4``: at most 4 of its indices run at once) in
+    the queue at ``root``, whose running indices ``leases`` lists (every runner's claims:
+    the queue has no server that counts them). Each array's throttle is read from its
+    ``.array`` when that file changes."""
+
+    def __init__(self, root: Path, leases: Callable[[], list[Claim]]) -> None:
+        self.root = root
+        self.leases = leases
+        self._limits: dict[str, tuple[tuple[int, int], int | None]] = {}
+
+    def keep(self, jobs: list[Job]) -> list[Job]:
+        """``jobs`` (in queue order) without the indices of a throttled array beyond what it
+        may start now: its throttle less its indices running anywhere. The leases are read
+        only when an index of a throttled array is offered."""
+        limits: dict[str, int] = {}
+        for job in jobs:
+            array = _array_of(str(job.id))
+            if array and array not in limits and (limit := self.limit(array)) is not None:
+                limits[array] = limit
+        if not limits:
+            return jobs
+        for claim in self.leases():
+            array = _array_of(f"{claim.folder}/{claim.relpath}")
+            if array in limits:
+                limits[array] -= 1
+        kept: list[Job] = []
+        for job in jobs:
+            array = _array_of(str(job.id))
+            if array in limits:
+                if limits[array] <= 0:
+                    continue
+                limits[array] -= 1
+            kept.append(job)
+        return kept
+
+    def over(self, ident: str) -> str | None:
+        """For the task ``ident`` just claimed (its lease written), one sentence when it is an
+        index of a throttled array that more indices than its throttle now hold, counted
+        from every runner's leases: it must go back unstarted. A claim written after every
+        other runner's sees them all, so of claims made at once, the last ones go back."""
+        array = _array_of(ident)
+        limit = self.limit(array) if array else None
+        if limit is None:
+            return None
+        held = sum(1 for c in self.leases() if _array_of(f"{c.folder}/{c.relpath}") == array)
+        if held <= limit:
+            return None
+        return (f"given back unstarted: {held} indices of the array {array} were claimed at "
+                f"once, over its throttle of {limit}")
+
+    def limit(self, array: str) -> int | None:
+        """The throttle of the array ``array`` (``None``: none, or no array)."""
+        try:
+            st = os.lstat(self.root / array / ARRAY_FILE)
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns)
+        known = self._limits.get(array)
+        if known is not None and known[0] == key:
+            return known[1]
+        from metaq_py.queue.campaign.arrays import read_array  # only an array's index
+
+        info = read_array(self.root, array)
+        limit = None if info is None else info.throttle
+        self._limits[array] = (key, limit)
+        return limit
+
+
+def _array_of(ident: str) -> str:
+    """The array ``ident`` may be an index of (``todo/run.sh`` for ``todo/run.sh/3``), or
+    ``""``."""
+    parent, _, last = ident.rpartition("/")
+    return parent if last.isdigit() and "/" in parent else ""

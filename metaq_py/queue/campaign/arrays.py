@@ -24,6 +24,7 @@ some of its indices as ``run.sh[17]``, ``run.sh[0-9]`` or ``run.sh[*]`` (see :fu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -35,18 +36,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metaq_py.directive_keys import INDEX, parse_indices
+from metaq_py.directive_keys import INDEX, parse_array, parse_indices
 from metaq_py.directives import SCRIPT_LIMIT, format_directives
 from metaq_py.errors import QueueError
 from metaq_py.program import Program
 from metaq_py.queue.disk.fileio import Refused, read_regular, write_all
-from metaq_py.queue.disk.folders import ARRAY_FILE, SCRIPT_FILE
+from metaq_py.queue.disk.folders import (
+    ARRAY_FILE,
+    ENDED_ARRAYS,
+    SCRIPT_FILE,
+    array_home,
+    make_folders,
+)
+from metaq_py.queue.disk.lock import FolderLock
 from metaq_py.queue.judge import folders_problem
+from metaq_py.queue.layout import Layout
 from metaq_py.queue.settings.trust import Trust, user_name
 from metaq_py.task_spec import TaskSpec
 
-__all__ = ["ArrayInfo", "index_file",
-           "index_program", "make_array", "read_array", "split_ref"]
+__all__ = ["ArrayInfo", "array_lock", "index_file", "index_program", "make_array", "move_home",
+           "read_array", "read_script", "recall", "retire", "split_ref", "write_indices"]
 
 ARRAY_LIMIT = 64 * 1024
 """The largest ``.array`` (bytes) that is read: it holds a script name, indices and a time."""
@@ -55,12 +64,15 @@ ARRAY_LIMIT = 64 * 1024
 @dataclass(frozen=True, slots=True)
 class ArrayInfo:
     """An array as its ``.array`` file tells it: its identity ``id`` (``todo/run.sh``), the
-    ``script`` name it was submitted as, its ``indices`` in order and its ``submit`` time."""
+    ``script`` name it was submitted as, its ``indices`` in order, its ``submit`` time and
+    its ``throttle``."""
 
     id: str
     script: str
     indices: tuple[int, ...]
     submit: float
+    throttle: int | None = None
+    """At most this many of its indices run at once (``ARRAY 0-19%4``); ``None``: no limit."""
 
     def member(self, index: int) -> str:
         """The identity of the task of ``index``."""
@@ -68,13 +80,27 @@ class ArrayInfo:
 
 
 def read_array(root: Path, array_id: str) -> ArrayInfo | None:
-    """The array of identity ``array_id`` (``folder/relpath``), or ``None`` if that is not an
+    """The array of identity ``array_id`` (``folder/relpath``), waiting or ended (wherever
+    :func:`~metaq_py.queue.disk.folders.array_home` finds it), or ``None`` if that is not an
     array (no readable ``.array`` there)."""
+    for _ in range(2):  # it may move to finished/ between finding it and reading it
+        home = array_home(root, array_id)
+        if home is None:
+            return None
+        info = _read_info(root / home / ARRAY_FILE, array_id)
+        if info is not None:
+            return info
+    return None
+
+
+def _read_info(path: Path, array_id: str) -> ArrayInfo | None:
     try:
-        raw, _ = read_regular(root / array_id / ARRAY_FILE, limit=ARRAY_LIMIT)
+        raw, _ = read_regular(path, limit=ARRAY_LIMIT)
         data = json.loads(raw)
+        throttle = data.get("throttle")
         return ArrayInfo(array_id, str(data["script"]), parse_indices(str(data["indices"])),
-                         float(data["submit"]))
+                         float(data["submit"]),
+                         int(throttle) if throttle is not None and int(throttle) >= 1 else None)
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -98,12 +124,11 @@ def index_program(root: Path, folder: str, relpath: str, stub: Program, *,
     if match is None or not array_rel or match.group(1) != match.group(2) or \
             match.group(1).decode() != index:
         return None
-    array = root / folder / array_rel
     what = f"the script of the task array {folder}/{array_rel}"
-    try:
-        data, st = read_regular(array / SCRIPT_FILE, limit=SCRIPT_LIMIT)
-    except Refused as e:
-        return f"{what} cannot be run: {e}"
+    found = read_script(root, f"{folder}/{array_rel}")
+    if isinstance(found, Refused):
+        return f"{what} cannot be run: {found}"
+    array, data, st = found
     why = trust.problem(st, what) or folders_problem(array, root=root, trust=trust)
     if why is None and st.st_uid != stub.owner:
         why = (f"{what} belongs to {user_name(st.st_uid)}, and its index files to "
@@ -112,6 +137,22 @@ def index_program(root: Path, folder: str, relpath: str, stub: Program, *,
         return why
     return Program(data, str(array / SCRIPT_FILE), st.st_uid,
                    {"METAQ_ARRAY_INDEX": index, "METAQ_ARRAY_ID": f"{folder}/{array_rel}"})
+
+
+def read_script(root: Path, ident: str) -> tuple[Path, bytes, os.stat_result] | Refused:
+    """The array ``ident``'s folder, script and its status, read where the array waits or
+    else where it ended (its last other index may end meanwhile, moving it there); what
+    refused the first read if neither is readable."""
+    first: Refused | None = None
+    for home in (ident, f"{ENDED_ARRAYS}/{ident}", ident):
+        try:
+            data, st = read_regular(root / home / SCRIPT_FILE, limit=SCRIPT_LIMIT)
+        except Refused as e:
+            first = first or e
+            continue
+        return root / home, data, st
+    assert first is not None
+    return first
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
@@ -156,38 +197,16 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
     """Make the array folder ``dst`` (which must not exist) for the script ``data``: its
     ``.array``, ``.script`` and one task file per index, all written in a hidden folder beside
     ``dst`` and then renamed into place at once. Returns ``dst``."""
-    indices = parse_indices(indices_text)
+    indices, throttle = parse_array(indices_text)
     tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
     os.mkdir(tmp, 0o777)
     try:
-        script = dst.absolute() / SCRIPT_FILE
         _write(tmp / SCRIPT_FILE, data, mode)
-        meta = {"script": Path(spec.path).name, "indices": indices_text, "submit": now}
+        meta = {"script": Path(spec.path).name, "indices": indices_text.partition("%")[0],
+                "submit": now, "throttle": throttle}
         _write(tmp / ARRAY_FILE, json.dumps(meta).encode(), 0o644)
-        plain = None
-        if not any(INDEX in n for n in (*spec.after, *spec.after_any, spec.log or "")):
-            after, after_any = resolve(indices[0])
-            plain = index_file(spec, script=script, index=0, array_id=array_id,
-                               after=after, after_any=after_any)
-        base_ns = int(now * 1e9)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        for n, i in enumerate(indices):
-            if plain is not None:
-                # Only the two index lines differ from index 0's file.
-                body = plain.replace(b"index 0 of", f"index {i} of".encode(), 1).replace(
-                    b"METAQ_ARRAY_INDEX=0 ", f"METAQ_ARRAY_INDEX={i} ".encode(), 1)
-            else:
-                after, after_any = resolve(i)
-                body = index_file(spec, script=script, index=i, array_id=array_id,
-                                  after=after, after_any=after_any)
-            fd = os.open(tmp / str(i), flags, mode)
-            try:
-                write_all(fd, body)
-                # Submit times one microsecond apart, in index order: the queue order.
-                at = base_ns + n * 1000
-                os.utime(fd, ns=(at, at))
-            finally:
-                os.close(fd)
+        write_indices(tmp, spec, script=dst.absolute() / SCRIPT_FILE, array_id=array_id,
+                      indices=indices, mode=mode, now=now, resolve=resolve)
         os.rename(tmp, dst)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -201,6 +220,36 @@ def make_array(data: bytes, spec: TaskSpec, *, dst: Path, array_id: str, indices
     return dst
 
 
+def write_indices(folder: Path, spec: TaskSpec, *, script: Path, array_id: str,
+                  indices: tuple[int, ...], mode: int, now: float, resolve: Resolve) -> None:
+    """Write the task file of each of ``indices`` into ``folder`` (new files), each an
+    ``exec`` of ``script``; their modification times go up with the index from ``now``."""
+    plain = None
+    if not any(INDEX in n for n in (*spec.after, *spec.after_any, spec.log or "")):
+        after, after_any = resolve(indices[0])
+        plain = index_file(spec, script=script, index=0, array_id=array_id,
+                           after=after, after_any=after_any)
+    base_ns = int(now * 1e9)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    for n, i in enumerate(indices):
+        if plain is not None:
+            # Only the two index lines differ from index 0's file.
+            body = plain.replace(b"index 0 of", f"index {i} of".encode(), 1).replace(
+                b"METAQ_ARRAY_INDEX=0 ", f"METAQ_ARRAY_INDEX={i} ".encode(), 1)
+        else:
+            after, after_any = resolve(i)
+            body = index_file(spec, script=script, index=i, array_id=array_id,
+                              after=after, after_any=after_any)
+        fd = os.open(folder / str(i), flags, mode)
+        try:
+            write_all(fd, body)
+            # Submit times one microsecond apart, in index order: the queue order.
+            at = base_ns + n * 1000
+            os.utime(fd, ns=(at, at))
+        finally:
+            os.close(fd)
+
+
 def _write(path: Path, data: bytes, mode: int) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
@@ -208,3 +257,87 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         os.fchmod(fd, mode)
     finally:
         os.close(fd)
+
+
+# --- where an array's own files sit --------------------------------------------------------
+
+
+def retire(q: Layout, ident: str) -> bool:
+    """After an index of the array ``ident`` ended, move the array's ``.array`` and
+    ``.script`` to ``finished/<ident>/`` if none of its indices waits, is held or runs any
+    more, so that a finished array no longer sits in its task folder. Whether it moved.
+
+    Under the queue's array lock (:func:`array_lock`), as :func:`recall` and an array's
+    extension. A task's lease is written before its claim and removed after its way back,
+    so the folders are looked at before the leases, and once more after the move: an index
+    requeued meanwhile brings the files straight back."""
+    root = q.root
+    if not os.path.lexists(root / ident / ARRAY_FILE):
+        return False
+    folder, _, rel = ident.partition("/")
+    try:
+        with array_lock(root):
+            if array_home(root, ident) != ident or _busy(q, folder, rel, leases=True):
+                return False
+            move_home(root, ident, f"{ENDED_ARRAYS}/{ident}")
+            if _busy(q, folder, rel, leases=False):
+                move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
+                return False
+    except OSError:
+        return False  # it stays in its task folder, where every reader finds it too
+    with contextlib.suppress(OSError):
+        os.rmdir(root / ident)  # the folder made for its indices, empty now
+    return True
+
+
+def recall(q: Layout, ident: str) -> bool:
+    """After an index of the array ``ident`` went back to wait (``metaq retry``), bring its
+    ``.array`` and ``.script`` back from ``finished/`` into its task folder. Whether they
+    moved."""
+    root = q.root
+    if not os.path.lexists(root / ENDED_ARRAYS / ident / ARRAY_FILE):
+        return False
+    with array_lock(root):
+        if array_home(root, ident) == ident:
+            return False
+        make_folders(root, root / ident)
+        move_home(root, f"{ENDED_ARRAYS}/{ident}", ident)
+    return True
+
+
+def array_lock(root: Path) -> FolderLock:
+    """The lock of every move of an array's own files and of an array's extension:
+    ``finished/.arrays.lock`` (hidden: never a task)."""
+    return FolderLock(root / ENDED_ARRAYS / ".arrays.lock", timeout=LOCK_TIMEOUT)
+
+
+LOCK_TIMEOUT = 60.0
+"""The longest (seconds) a move of an array's files waits for another one."""
+
+
+def _busy(q: Layout, folder: str, rel: str, *, leases: bool) -> bool:
+    """Whether an index of the array ``folder/rel`` waits or is held (or, with ``leases``,
+    runs)."""
+    places = [q.root / folder / rel, *q.held_paths(folder, rel)]
+    if any(_has_task(p) for p in places):
+        return True
+    prefix = f"{rel}/"
+    return leases and any(c.folder == folder and c.relpath.startswith(prefix)
+                          for c in q.leases())
+
+
+def _has_task(path: Path) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(not e.name.startswith(".") for e in it)
+    except OSError:
+        return False
+
+
+def move_home(root: Path, src: str, dst: str) -> None:
+    """Move an array's ``.script`` and then its ``.array`` from ``src`` to ``dst`` (both
+    relative to ``root``): a reader finds the array by its ``.array``, and reads the script
+    from wherever it is (see :func:`index_program`)."""
+    make_folders(root, root / dst)
+    for name in (SCRIPT_FILE, ARRAY_FILE):
+        os.rename(root / src / name, root / dst / name)

@@ -33,12 +33,14 @@ from metaq_py.queue.disk.fileio import Refused, read_regular, umask
 __all__ = [
     "ARRAY_FILE",
     "CANCEL_SUFFIX",
+    "ENDED_ARRAYS",
     "PLANTED",
     "REASON_LIMIT",
     "REASON_SUFFIX",
     "SCRIPT_FILE",
     "MadeFolders",
     "PeopleIds",
+    "array_home",
     "companion",
     "free_name",
     "is_array",
@@ -68,10 +70,27 @@ SCRIPT_FILE = ".script"
 """An array's script, beside its :data:`ARRAY_FILE`: read once for all its indices."""
 
 
+ENDED_ARRAYS = "finished"
+"""Where an array's own files (:data:`ARRAY_FILE`, :data:`SCRIPT_FILE`) go once its last
+index has ended: ``finished/<folder>/<array>/``, beside its finished indices (the name of
+the state ``finished``, :data:`~metaq_py.queue.layout.FINISHED`)."""
+
+
+def array_home(root: Path | str, ident: str) -> str | None:
+    """Where the array ``ident`` (``todo/prop.sh``) keeps its ``.array`` and ``.script``,
+    relative to the queue at ``root``: ``ident`` itself while an index of it waits, is held
+    or runs, ``finished/<ident>`` once its last index has ended; ``None`` if ``ident`` is no
+    array (an ``.array`` is never followed if it is a link)."""
+    for home in (ident, f"{ENDED_ARRAYS}/{ident}"):
+        if os.path.lexists(os.path.join(root, home, ARRAY_FILE)):
+            return home
+    return None
+
+
 def is_array(root: Path, ident: str) -> bool:
-    """Whether ``ident`` (``todo/prop.sh``) names an array of the queue at ``root``: its
-    folder holds an ``.array`` (not followed if it is a link)."""
-    return os.path.lexists(os.path.join(root, ident, ARRAY_FILE))
+    """Whether ``ident`` (``todo/prop.sh``) names an array of the queue at ``root``, waiting
+    or ended (see :func:`array_home`)."""
+    return array_home(root, ident) is not None
 
 
 class PeopleIds:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,88 @@ def test_split_ref_never_raises_and_keeps_the_name(text: str) -> None:
     assert text.startswith(base)
     if sel is not None:
         assert text == f"{base}[{sel}]"
+
+
+def test_an_array_leaves_its_folder_only_when_no_index_waits_is_held_or_runs(
+        q: Queue, tmp_path: Path) -> None:
+    Submitter(q).submit(script(tmp_path / "p.sh", "true"), array="0-3")
+    admin = QueueAdmin(q)
+    admin.hold("p.sh[3]")
+    running = q.claim(next(t for t in q.scan().tasks if t.relpath == "p.sh/2"),
+                      machine="m", jobid="1")
+    assert running is not None
+    for t in q.scan().tasks:  # 0 and 1 end; 2 runs; 3 is held
+        claim = q.claim(t, machine="m", jobid="1")
+        assert claim is not None
+        q.finish(claim, exit_code=0)
+    assert (q.root / "todo/p.sh/.array").exists()
+    q.finish(running, exit_code=0)
+    assert (q.root / "todo/p.sh/.array").exists()  # 3 is held still
+    admin.cancel("p.sh[3]")  # a person's move ends the last index
+    assert not (q.root / "todo/p.sh").exists()
+    assert sorted(os.listdir(q.root / "finished/todo/p.sh")) == [".array", ".script", "0", "1",
+                                                                "2"]
+    info = read_array(q.root, "todo/p.sh")
+    assert info is not None and info.indices == (0, 1, 2, 3)
+    assert [e.id for e in admin.select("p.sh[*]", states=("cancelled",))] == ["todo/p.sh/3"]
+    # A retried index waits in a whole array again: the runner claims and runs it.
+    admin.retry("p.sh[3]")
+    assert sorted(os.listdir(q.root / "todo/p.sh")) == [".3.record", ".array", ".script", "3"]
+    claim = q.claim(q.scan().tasks[0], machine="m", jobid="2")
+    assert claim is not None and claim.program is not None
+    assert claim.program.data == (q.root / "todo/p.sh/.script").read_bytes()
+
+
+def test_an_index_claimed_as_its_array_leaves_still_reads_its_script(
+        q: Queue, tmp_path: Path) -> None:
+    from metaq_py.queue.campaign.arrays import move_home
+
+    Submitter(q).submit(script(tmp_path / "p.sh", "print('hi')"), array="0")
+    # The files moved while the claim was under way (their move races a claim's rename).
+    move_home(q.root, "todo/p.sh", "finished/todo/p.sh")
+    claim = q.claim(q.scan().tasks[0], machine="m", jobid="1")
+    assert claim is not None and claim.program is not None
+    assert b"print('hi')" in claim.program.data
+    assert claim.program.source == str(q.root / "finished/todo/p.sh/.script")
+
+
+_GROW = """
+import sys
+from metaq_py.errors import QueueError
+from metaq_py.queue.layout import Layout
+from metaq_py.queue.submit import Submitter
+root, src, indices = sys.argv[1:]
+q = Layout(root)
+sys.stdin.readline()  # both start together, once both are ready
+try:
+    Submitter(q).submit(src, array=indices, again=False)
+    print("ok")
+except QueueError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("second", ["8-11", "6-9"])
+def test_two_members_growing_one_array_lose_and_repeat_no_index(
+        q: Queue, tmp_path: Path, second: str) -> None:
+    src = script(tmp_path / "p.sh", "true")
+    Submitter(q).submit(src, array="0-3")
+    procs = [subprocess.Popen([sys.executable, "-c", _GROW, str(q.root), str(src), indices],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for indices in ("4-7", second)]
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    info = read_array(q.root, "todo/p.sh")
+    assert info is not None
+    files = sorted(int(n) for n in os.listdir(q.root / "todo/p.sh") if n.isdigit())
+    assert sorted(info.indices) == files  # every index file listed, every listed one there
+    if second == "8-11":  # disjoint: both grow it
+        assert outs == ["ok", "ok"] and files == list(range(12))
+    else:  # 6-7 in both: exactly one of them got them, the other wrote nothing
+        assert "ok" in outs and any("already has the indices 6-7 (waiting)" in o
+                                    for o in outs), outs
+        assert files in (list(range(8)), [0, 1, 2, 3, 6, 7, 8, 9])
+    assert not [n for n in os.listdir(q.root / "todo/p.sh") if n.endswith(".tmp")]
