@@ -280,7 +280,9 @@ class ShareRoom:
         free by then (EASY's protection of its head); with ``extend`` false it must not hold
         the node past its expected end at all (conservative backfilling's promise)."""
         for c, g in self.full:
-            if cores >= c and gpus >= g:
+            # a larger share finds no room either, except a GPU share after a CPU-only one:
+            # the cores kept back for GPUs are free to it
+            if cores >= c and gpus >= g and (g or not gpus):
                 return None
         roomy = False
         taken, dropped, oracle = self.taken, self.dropped, self.oracle

@@ -326,3 +326,17 @@ def test_a_node_this_decision_fills_is_no_longer_open() -> None:
     assert room.any_open()
     room.take(2, 4, 2, 50.0)
     assert not room.any_open()
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_a_gpu_share_joins_where_a_cpu_only_share_found_no_room(policy: str) -> None:
+    """Node 0 keeps 2 of its 4 cores for its GPU, and a CPU-only share holds the other 2: a
+    CPU-only share of 1 core finds no room, but a share of 1 core and the GPU does (cores kept
+    for GPUs are free to GPU shares), though it comes after the refused one in the queue."""
+    shape = NodeShape(cores=4, gpus=1, cores_per_gpu=2)
+    d = Driver(1, shape, policy)
+    d.cluster.start(share("cpu", 2, walltime=100.0), (0,), now=0.0)
+    d.submit(share("more_cpu", 1, walltime=50.0, submit=1.0),
+             share("gpu", 1, 1, walltime=50.0, submit=2.0))
+    d.decide()
+    assert set(d.cluster.running) == {"cpu", "gpu"}

@@ -1,0 +1,125 @@
+"""One decision's view of the shared nodes (:class:`ShareRoom`), against a plain model of it
+written from its docstrings: what each node has free, what this decision took there, when it
+is expected to be free, and EASY's and conservative's rules for joining one."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from metaq_py.policy.shares import NodeShape, SharedNodes, ShareRoom
+
+SHAPES = st.builds(NodeShape, cores=st.integers(1, 5), gpus=st.integers(0, 2),
+                   cores_per_gpu=st.integers(0, 2))
+ENDS = st.sampled_from([10.0, 20.0, 30.0, 40.0])
+SIZES = st.tuples(st.integers(1, 5), st.integers(0, 2))
+
+
+class Model:
+    """What the room should see: each node's free ids in the snapshot, less the shares this
+    decision started there; the node's expected end, the latest of its shares'."""
+
+    def __init__(self, shared: SharedNodes, shape: NodeShape, oracle: bool) -> None:
+        self.shape = shape
+        self.base = {n: (len(load.free_cores), len(load.free_gpus), load.cpu_room,
+                         load.true_end if oracle else load.end)
+                     for n, load in shared.open.items()}
+        self.opened: list[int] = []
+        self.taken: dict[int, list[tuple[int, int, float]]] = {}
+        self.dropped: set[int] = set()
+
+    def room(self, node: int) -> tuple[int, int, int, float]:
+        if node in self.base:
+            c, g, cpu, end = self.base[node]
+        else:  # opened by this decision: an empty node
+            c, g, cpu, end = self.shape.cores, self.shape.gpus, self.shape.cpu_only, -math.inf
+        for cores, gpus, e in self.taken.get(node, []):
+            c, g, end = c - cores, g - gpus, max(end, e)
+            if not gpus:
+                cpu -= cores
+        return c, g, cpu, end
+
+    def candidates(self) -> list[int]:
+        return [n for n in self.base if n not in self.dropped] + self.opened
+
+    def fits(self, node: int, cores: int, gpus: int) -> bool:
+        c, g, cpu, _ = self.room(node)
+        return cores <= c and gpus <= g and (gpus > 0 or cores <= cpu)
+
+    def may_join(self, node: int, cores: int, gpus: int, end: float, shadow: float,
+                 extend: bool) -> bool:
+        """It fits, and holds the node no later than its expected end, or (EASY) ends by the
+        shadow time or joins a node that stays busy past it anyway."""
+        node_end = self.room(node)[3]
+        return self.fits(node, cores, gpus) and (
+            end <= node_end or (extend and (end <= shadow or node_end > shadow)))
+
+
+@st.composite
+def rooms(draw: st.DrawFn) -> tuple[ShareRoom, Model, NodeShape, float]:
+    shape = draw(SHAPES)
+    oracle = draw(st.booleans())
+    shared = SharedNodes(shape)
+    for node in range(draw(st.integers(0, 4))):
+        for i in range(draw(st.integers(1, 3))):
+            cores, gpus = draw(SIZES)
+            load = shared.loads.get(node)
+            fits = load.fits(cores, gpus) if load is not None else shape.fits(cores, gpus)
+            if fits:
+                end = draw(ENDS)
+                shared.add(node, f"{node}.{i}", cores, gpus, end,
+                           draw(st.sampled_from([end, end - 5.0])))
+    room = ShareRoom(shared, oracle)
+    model = Model(shared, shape, oracle)
+    for node in list(shared.loads):
+        if draw(st.booleans()) and draw(st.booleans()):
+            room.drop(node)
+            model.dropped.add(node)
+    for node in range(10, 10 + draw(st.integers(0, 2))):
+        room.open_node(node)
+        model.opened.append(node)
+    for _ in range(draw(st.integers(0, 4))):
+        cores, gpus = draw(SIZES)
+        places = [n for n in model.candidates() if model.fits(n, cores, gpus)]
+        if places:
+            node = draw(st.sampled_from(places))
+            end = draw(ENDS)
+            room.take(node, cores, gpus, end)
+            model.taken.setdefault(node, []).append((cores, gpus, end))
+    return room, model, shape, draw(st.sampled_from([15.0, 25.0, 35.0, math.inf]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(rooms(), st.lists(st.tuples(SIZES, ENDS, st.booleans()), min_size=1, max_size=4))
+def test_a_share_joins_a_node_it_may_join_and_only_when_there_is_one(
+        made: tuple[ShareRoom, Model, NodeShape, float],
+        asks: list[tuple[tuple[int, int], float, bool]]) -> None:
+    room, model, _, shadow = made
+    for (cores, gpus), end, extend in asks:
+        node = room.join(cores, gpus, end, shadow=shadow, extend=extend)
+        allowed = [n for n in model.candidates()
+                   if model.may_join(n, cores, gpus, end, shadow, extend)]
+        if node is None:
+            assert allowed == [], f"{cores} cores, {gpus} GPUs to {end} refused; {allowed} fit"
+        else:
+            assert node in allowed, f"{cores} cores, {gpus} GPUs to {end} joined {node}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(rooms(), st.sampled_from([0.0, 10.0, 20.0, 25.0, 40.0]))
+def test_each_shared_node_is_released_once_at_its_expected_end(
+        made: tuple[ShareRoom, Model, NodeShape, float], now: float) -> None:
+    room, model, _, _ = made
+    snapshot_nodes = set(room.shared.loads) - model.dropped
+    expected = sorted(
+        [(max(model.room(n)[3] if n in model.base else _end(room, n), now), 1)
+         for n in snapshot_nodes if n not in model.taken]
+        + [(max(model.room(n)[3], now), 1) for n in model.taken])
+    assert room.releases(now) == expected
+
+
+def _end(room: ShareRoom, node: int) -> float:
+    """The expected end of a full shared node (not open: not in the model's base)."""
+    return room.shared.loads[node].expected_end(room.oracle)
