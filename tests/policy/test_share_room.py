@@ -123,3 +123,21 @@ def test_each_shared_node_is_released_once_at_its_expected_end(
 def _end(room: ShareRoom, node: int) -> float:
     """The expected end of a full shared node (not open: not in the model's base)."""
     return room.shared.loads[node].expected_end(room.oracle)
+
+
+def test_the_cores_kept_for_gpus_count_what_this_decision_gave_cpu_only_shares() -> None:
+    """4 cores and a GPU, 2 cores kept for it: 2 cores for CPU-only shares per node. On a
+    shared node (a GPU share holds a core and the GPU) and on one the decision opened, a
+    CPU-only share this decision started leaves 1 CPU-only core: a second share of 2 cores
+    without a GPU no longer fits, one of 1 core does."""
+    shape = NodeShape(cores=4, gpus=1, cores_per_gpu=2)
+    shared = SharedNodes(shape)
+    shared.add(0, "gpu", 1, 1, 100.0, 100.0)
+    for node, opened in ((0, False), (10, True)):
+        room = ShareRoom(shared, oracle=False)
+        if opened:
+            room.drop(0)  # node 0 out of the way: only the opened node is left
+            room.open_node(node)
+        room.take(node, 1, 0, 50.0)
+        assert room.join(2, 0, 50.0, shadow=math.inf) is None
+        assert room.join(1, 0, 50.0, shadow=math.inf) == node
