@@ -265,3 +265,32 @@ def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
              job("Y", 2, 120.0, submit=4.0)]
     d = make_scheduler(name).decide(c.snapshot(now=0.0, waiting=queue, end=150.0))
     assert [a.job for a in d.actions] == ["Z"]
+
+
+@pytest.mark.parametrize("name", ["easy", "conservative"])
+def test_a_malleable_job_starts_at_no_size_that_would_run_past_the_end(name: str) -> None:
+    """A malleable job of 4 nodes and 60 s ends by the allocation's end (t=100) at full size,
+    but only 2 nodes are free, on which it needs 120 s, and at any smaller size longer still:
+    it must not start now."""
+    w = World(4, name, end=100.0)
+    w.run(job("A", 2, 1000.0), range(2))
+    w.submit(job("M", 4, 60.0, kind=Kind.MALLEABLE, min_size=1, submit=1.0))
+    assert started(w) == []
+
+
+def test_a_job_too_long_for_the_time_left_is_no_head() -> None:
+    """4 nodes, 2 of them held for a notice, A on node 0 until 50, node 1 free; the
+    allocation ends at 100. L (3 nodes, 200 s) can never run here: it is skipped, even though
+    the free nodes could never make its 3 either. H (2 nodes, 40 s) is the head: it starts at
+    50 on nodes 0 and 1 and ends by 90, so X (1 node, 80 s), which would hold node 1 until 80,
+    must not start now."""
+    w = World(4, "easy", end=100.0)
+    w.run(job("A", 1, 50.0), [0])
+    w.notice("n1", 2, arrival=500.0)
+    w.cluster.reserve("n1", (2, 3))
+    w.submit(job("L", 3, 200.0, submit=1.0), job("H", 2, 40.0, submit=2.0),
+             job("X", 1, 80.0, submit=3.0))
+    assert started(w) == []
+    w.now = 50.0
+    w.finish("A")
+    assert started(w) == ["H"]
