@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaq_py.cluster import Cluster
-from metaq_py.policy.work import ending_order
+from metaq_py.policy import Notice
+from metaq_py.policy.model import Kind
+from metaq_py.policy.work import Work, ending_order
 from tests.policy_world import job
 
 # each job: its nodes (a block of the machine's 8) and its walltime and runtime
@@ -35,3 +37,32 @@ def test_the_end_order_sorted_here_is_the_one_the_cluster_keeps(
     assert one.ending_true is None
     assert list(ending_order(one, oracle=True)) == list(both.ending_true or ())
     assert list(ending_order(one, oracle=False)) == list(both.ending or ())
+
+
+def test_a_job_shrunk_then_preempted_in_one_decision_releases_nothing_later() -> None:
+    """Preempted, a job hands its nodes back now: the decision must not also expect the
+    nodes of its shrunk self to free at its end."""
+    c = Cluster(4)
+    c.start(job("M", 4, 100.0, kind=Kind.MALLEABLE, min_size=1), (0, 1, 2, 3), now=0.0)
+    work = Work(c.snapshot(now=0.0, waiting=[]), oracle=False)
+    assert list(work.releases()) == [(100.0, 4)]
+    work.shrink("M", 2, for_job=None)
+    assert list(work.releases()) == [(200.0, 2)], "2 nodes for twice as long"
+    assert work.preempt("M") == (0, 1)
+    assert list(work.releases()) == []
+    assert work.free.count == 2
+
+
+def test_a_preempted_borrower_gives_its_nodes_back_to_the_reservation_while_it_holds() -> None:
+    """A job backfilled onto a notice's reserved nodes gives them back to that reservation
+    when preempted (R7), or to the free pool once the notice is closed."""
+    for closed in (False, True):
+        c = Cluster(4)
+        c.add_notice(Notice("n1", 2, 500.0, 100.0, 0.0))
+        c.reserve("n1", (2, 3))
+        c.start(job("B", 2, 50.0), (2, 3), now=0.0, borrowed="n1")
+        work = Work(c.snapshot(now=0.0, waiting=[]), oracle=False)
+        if closed:
+            work.close("n1", release=True)
+        assert work.preempt("B") == (2, 3)
+        assert (work.reserved("n1").count, work.free.count) == ((0, 4) if closed else (2, 2))
