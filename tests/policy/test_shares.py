@@ -340,3 +340,37 @@ def test_a_gpu_share_joins_where_a_cpu_only_share_found_no_room(policy: str) -> 
              share("gpu", 1, 1, walltime=50.0, submit=2.0))
     d.decide()
     assert set(d.cluster.running) == {"cpu", "gpu"}
+
+
+def test_a_share_takes_cores_next_to_its_gpu_where_the_shape_says_which_are() -> None:
+    """GPU 0 is next to cores 0 and 1, GPU 1 next to cores 2 and 3: a GPU share takes its GPU's
+    cores, and a CPU-only share a core next to no free GPU (core 1, by the busy GPU 0) before
+    one that a later GPU share would want."""
+    c = Cluster(1, shape=NodeShape(cores=4, gpus=2, near=((0, 1), (2, 3))))
+    c.start(share("g0", 1, 1), (0,), now=0.0)
+    c.start(share("cpu", 1), (0,), now=0.0)
+    c.start(share("g1", 2, 1), (0,), now=0.0)
+    p = c.placements
+    assert (p["g0"].cores, p["g0"].gpus) == ((0,), (0,))
+    assert p["cpu"].cores == (1,)
+    assert (p["g1"].cores, p["g1"].gpus) == ((2, 3), (1,))
+    c.check()
+
+
+def test_cores_next_to_a_gpu_the_shape_does_not_name_are_any_free_ones() -> None:
+    """Only GPU 0's cores are known (core 0): a share on GPU 1 takes the lowest free core."""
+    c = Cluster(1, shape=NodeShape(cores=4, gpus=2, near=((0,),)))
+    c.start(share("g0", 1, 1), (0,), now=0.0)
+    c.start(share("g1", 1, 1), (0,), now=0.0)
+    p = c.placements
+    assert (p["g0"].cores, p["g0"].gpus) == ((0,), (0,))
+    assert (p["g1"].cores, p["g1"].gpus) == ((1,), (1,))
+
+
+def test_a_one_gpu_share_may_use_the_cores_kept_for_gpus() -> None:
+    """8 cores, 2 GPUs, 3 cores kept per GPU: CPU-only shares may use 2 cores together. Once
+    they do, a share of 5 cores and one GPU still fits (5 cores are free)."""
+    c = Cluster(1, shape=NodeShape(cores=8, gpus=2, cores_per_gpu=3))
+    c.start(share("cpu", 2), (0,), now=0.0)
+    c.start(share("gpu", 5, 1), (0,), now=0.0)
+    c.check()
