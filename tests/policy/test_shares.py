@@ -374,3 +374,32 @@ def test_a_one_gpu_share_may_use_the_cores_kept_for_gpus() -> None:
     c.start(share("cpu", 2), (0,), now=0.0)
     c.start(share("gpu", 5, 1), (0,), now=0.0)
     c.check()
+
+
+def test_a_share_with_no_room_and_no_free_node_is_easys_head() -> None:
+    """Node 0 runs a whole-node job until 100; node 1 is shared, 3 of its 4 cores held until
+    50. S (2 cores) finds no room and no free node: it heads the queue, and waits for node 1
+    at 50. S2 (1 core, 200 s) would hold node 1 past 50: it must not join."""
+    d = Driver(2, NodeShape(cores=4))
+    d.cluster.start(whole("W", 1, walltime=100.0), (0,), now=0.0)
+    d.cluster.start(share("A", 3, walltime=50.0), (1,), now=0.0)
+    d.submit(share("S", 2, walltime=10.0, submit=1.0),
+             share("S2", 1, walltime=200.0, submit=2.0))
+    d.decide()
+    assert set(d.cluster.running) == {"W", "A"}
+    d.run()
+    assert d.starts["S"] == [50.0]
+
+
+def test_a_share_that_leaves_its_node_by_the_shadow_time_uses_no_extra_node() -> None:
+    """4 nodes, W on 2 of them until 100: head H (3 nodes) starts at 100 with one node to
+    spare. S opens a free node and leaves it exactly at 100, so X (1 node, 500 s) may still
+    take the spare node."""
+    d = Driver(4, NodeShape(cores=4))
+    d.cluster.start(whole("W", 2, walltime=100.0), (0, 1), now=0.0)
+    d.submit(whole("H", 3, 10.0, submit=1.0), share("S", 1, walltime=100.0, submit=2.0),
+             whole("X", 1, 500.0, submit=3.0))
+    d.decide()
+    assert set(d.cluster.running) == {"W", "S", "X"}
+    d.run()
+    assert d.starts["H"] == [100.0]
