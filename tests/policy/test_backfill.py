@@ -248,6 +248,25 @@ def test_the_reservation_depth_protects_that_many_waiting_jobs() -> None:
     assert starts(3) == starts(ALL) == [], "every waiting job protected"
 
 
+def test_a_job_the_machine_never_has_room_for_takes_one_of_the_reservations() -> None:
+    """10 nodes, 2 held for a notice, A on 6 until t=100. H (7 nodes) is reserved from 100;
+    B (9 nodes) can never have room while the notice holds its 2, yet it waits and counts as
+    the second reservation of depth 2 (nothing held for it). So H3 (8 nodes) gets none, and C
+    (1 node, 350 s), which would delay only H3, starts now; with depth 3 H3 is protected."""
+    w = World(10)
+    w.notice("n", 2, arrival=5000.0)
+    w.cluster.reserve("n", (8, 9))
+    w.run(job("A", 6, 100.0), range(6))
+    w.submit(job("H", 7, 100.0, submit=1.0), job("B", 9, 100.0, submit=2.0),
+             job("H3", 8, 100.0, submit=3.0), job("C", 1, 350.0, submit=4.0))
+
+    def starts(depth: int) -> list[object]:
+        return [a.job for a in decision(w.snapshot(), depth=depth, oracle=False).actions]
+
+    assert starts(2) == ["C"]
+    assert starts(3) == []
+
+
 @pytest.mark.parametrize("shape", [None, NodeShape(4)])
 @pytest.mark.parametrize("name", ["easy", "conservative"])
 def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
