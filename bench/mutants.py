@@ -294,7 +294,7 @@ def _selected(mutant: Mutant, base: Baseline, everything: list[str]) -> list[str
     killed soon); a module-level change counts where its name is read."""
     if not base.covered:
         return everything
-    lines = range(mutant.line, mutant.end_line + 1)
+    lines = range(mutant.statement or mutant.line, mutant.end_line + 1)
     if mutant.function == "<module>":
         if not mutant.uses:
             return everything
