@@ -291,21 +291,24 @@ class Tally:
 
 def _selected(mutant: Mutant, base: Baseline, everything: list[str]) -> list[str]:
     """The tests that run the mutant's lines, the quickest first (so that a killed mutant is
-    killed soon); a module-level change counts where its name is read."""
+    killed soon). A module-level change (a constant) may be read by a test itself, which
+    coverage of the module cannot see: every test runs, those that run the lines that read
+    its name first."""
     if not base.covered:
         return everything
     lines = range(mutant.statement or mutant.line, mutant.end_line + 1)
     if mutant.function == "<module>":
-        if not mutant.uses:
-            return everything
-        lines = mutant.uses
+        lines = range(0) if not mutant.uses else mutant.uses
     by_line = base.lines.get(mutant.path, {})
     ids: set[str] = set()
     for n in lines:
         ids.update(by_line.get(n, ()))
     if "" in ids:  # run at import time: every test depends on it
         return everything
-    return sorted((t for t in everything if t in ids), key=lambda t: base.durations[t])
+    first = sorted((t for t in everything if t in ids), key=lambda t: base.durations[t])
+    if mutant.function == "<module>":
+        return first + [t for t in everything if t not in ids]
+    return first
 
 
 def try_mutants(module: Module, mutants: list[Mutant], base: Baseline, workdir: Path,
