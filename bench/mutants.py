@@ -91,7 +91,8 @@ MODULES = {m.name: m for m in [
     ), ("tests/queue",)),
     Module("policy", _policy_files(),
            ("tests/policy", "tests/test_cluster.py", "tests/test_cluster_resize_cost.py")),
-    Module("study", (Target("sim/study/observations.py"),), ("tests/sim/study",)),
+    Module("study", (Target("sim/study/observations.py"), Target("sim/study/judging.py")),
+           ("tests/sim/study",)),
 ]}
 
 
