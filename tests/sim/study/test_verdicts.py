@@ -402,3 +402,16 @@ def test_a_variant_observation_needs_its_own_variant_study(number: int) -> None:
     evidence = VARIANTS[number](Word.HOLDS)
     part, policies = NEEDS[number]
     assert set(evidence.variants) == {part} and set(policies) == set(MECHANISM_NAMES)
+
+
+def test_observation_15_is_contradicted_when_a_larger_minimum_shortens_turnaround() -> None:
+    """With the larger malleable minimum every mechanism turns around faster (10 h → 9.5 h
+    under SPAA, → 8 h under PAA): it does not hurt, though SPAA gains least."""
+    def change(i: int, p: str, s: int, f: Figures) -> None:
+        if i == 1:
+            f["turnaround_all"] = 9.5 if p.endswith("SPAA") else 8.0
+
+    evidence = Evidence(None, {"malleable-min": variants(
+        ((("malleable_min_fraction", 0.6),),), change)})
+    v = judged(15, evidence)
+    assert v.word is Word.CONTRADICTED and "turnaround -" in v.broken, v
