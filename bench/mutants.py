@@ -173,8 +173,25 @@ def _child(workdir: Path, log: Path, work: Callable[[], int], timeout: float) ->
 _PYTEST = ["-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-W", "ignore"]
 
 
-def _pytest(ids: list[str]) -> Callable[[], int]:
-    return lambda: int(pytest.main([*_PYTEST, *ids]))
+HUNG = 124
+"""The exit code of a child whose test ran past its own time limit (see :func:`_pytest`)."""
+
+
+def _pytest(ids: list[str], limits: dict[str, float] | None = None) -> Callable[[], int]:
+    """Run the tests ``ids``; with ``limits``, a test that runs longer than its limit ends the
+    run at once with :data:`HUNG`: a mutant that makes one test hang (a read that loops) is
+    then caught in that test's time, not in the time of all of them."""
+
+    class Alarm:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):  # type: ignore[no-untyped-def]
+            signal.signal(signal.SIGALRM, lambda *_: os._exit(HUNG))
+            signal.setitimer(signal.ITIMER_REAL, (limits or {}).get(item.nodeid, 0.0))
+            yield
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+
+    plugins = [Alarm()] if limits else []
+    return lambda: int(pytest.main([*_PYTEST, *ids], plugins=plugins))
 
 
 @dataclass
@@ -346,8 +363,9 @@ def _try_one(m: Mutant, base: Baseline, everything: list[str], workdir: Path,
     if not ids:
         return "uncovered"
     limit = 3 * sum(base.durations.get(t, 1.0) for t in ids) + 10
-    code = _child(workdir, logs / "mutant.log", _pytest(ids), timeout=limit)
-    if code is None:
+    limits = {t: 3 * base.durations.get(t, 1.0) + 10 for t in ids}
+    code = _child(workdir, logs / "mutant.log", _pytest(ids, limits), timeout=limit)
+    if code is None or code == HUNG:
         return "timeout"
     if code != 0:
         return "killed"
