@@ -141,3 +141,27 @@ def test_the_cores_kept_for_gpus_count_what_this_decision_gave_cpu_only_shares()
         room.take(node, 1, 0, 50.0)
         assert room.join(2, 0, 50.0, shadow=math.inf) is None
         assert room.join(1, 0, 50.0, shadow=math.inf) == node
+
+
+@settings(max_examples=300, deadline=None)
+@given(rooms())
+def test_a_room_is_open_while_a_node_it_may_use_has_a_free_core(
+        made: tuple[ShareRoom, Model, NodeShape, float]) -> None:
+    """any_open: a snapshot's open node not dropped, or a node the decision opened, that the
+    decision's starts have not filled."""
+    room, model, _, _ = made
+    assert room.any_open() == any(model.room(n)[0] > 0 for n in model.candidates())
+
+
+def test_a_full_shared_node_preempted_whole_closes_no_open_one() -> None:
+    """Node 0 is full, node 1 has a free core: preempting node 0 whole (twice, even) leaves
+    node 1 open to shares."""
+    shared = SharedNodes(NodeShape(cores=2))
+    shared.add(0, "a", 2, 0, 100.0, 100.0)
+    shared.add(1, "b", 1, 0, 100.0, 100.0)
+    room = ShareRoom(shared, oracle=False)
+    room.drop(0)
+    room.drop(0)
+    assert room.any_open() and room.join(1, 0, 50.0, shadow=math.inf) == 1
+    room.drop(1)
+    assert not room.any_open()
