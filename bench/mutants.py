@@ -14,12 +14,14 @@ folder once; one baseline run of each module's tests (under ``coverage``, when i
 the test process and in the Python processes the tests start) records which tests run each
 line; each mutant is then written into the copy and only the tests that run its lines are run,
 quickest first, in a forked child (pytest already imported), stopping at the first failure,
-with a time limit of three times their baseline time plus ten seconds. A mutant whose lines no
-test was seen to run is listed as such, untried (a process killed with SIGKILL saves no
-coverage, so a very few of them may be reached after all). One mutant runs at a time, at low
-priority: one core for this, the other for everyone else (the equivalent of mutmut's
-``--max-children 1``). Past ``--budget``
-seconds per module the rest is left untried; mutants are tried in a shuffled order
+with a time limit of three times their baseline time plus ten seconds, and the same for each
+test on its own (a mutant that hangs one test is a timeout in that test's time). A change at
+module level (a constant) runs every test, those that run the lines that read it first: a
+test may read it itself. A mutant whose lines no test was seen to run is listed as such,
+untried (a process killed with SIGKILL saves no coverage, so a very few of them may be reached
+after all). One mutant runs at a time, at low priority: one core for this, the other for
+everyone else (the equivalent of mutmut's ``--max-children 1``). Past ``--budget`` seconds
+per module the rest is left untried; mutants are tried in a shuffled order
 (``--seed``), so that a partial run is a fair sample.
 
     python bench/mutants.py [--module queue/disk --module claim+lease ...] [--budget 1800]
