@@ -394,32 +394,70 @@ def read_equivalent(path: Path = EQUIVALENT) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Survivor:
+    """A mutant no test killed: ``result`` is ``survived`` or ``uncovered``."""
+
+    path: str
+    line: int
+    key: str
+    result: str
+
+
 def report(module: Module, tally: Tally, equivalent: dict[str, str], seconds: float) -> dict:
-    print(f"\n== {module.name} (tests: {' '.join(module.tests)}; {seconds:.0f} s)")
+    counts = {}
+    for path in [t.path for t in module.targets]:
+        got = [o for o in tally.outcomes if o.mutant.path == path]
+        counts[path] = (len(got), sum(o.result in ("killed", "timeout") for o in got),
+                        tally.untried[path])
+    survivors = [Survivor(o.mutant.path, o.mutant.line, o.mutant.key, o.result)
+                 for o in tally.outcomes if o.result in ("survived", "uncovered")]
+    return print_report(module, seconds, counts, survivors, equivalent)
+
+
+def print_report(module: Module, seconds: float | None,
+                 counts: dict[str, tuple[int, int, int]], survivors: list[Survivor],
+                 equivalent: dict[str, str]) -> dict:
+    """The table (per file: mutants tried, killed, explained as equivalent, left, untried,
+    and the kill rate among the tried ones not equivalent) and the list of survivors."""
+    took = "" if seconds is None else f"; {seconds:.0f} s"
+    print(f"\n== {module.name} (tests: {' '.join(module.tests)}{took})")
     print(f"{'file':44} {'tried':>6} {'killed':>6} {'equiv':>6} {'left':>5} {'untried':>7} "
           f"{'kill rate':>9}")
     rows = {}
+    total = [0, 0, 0]
     for path in [*(t.path for t in module.targets), "total"]:
-        got = [o for o in tally.outcomes if path in ("total", o.mutant.path)]
-        untried = sum(tally.untried.values()) if path == "total" else tally.untried[path]
-        killed = sum(o.result in ("killed", "timeout") for o in got)
-        equiv = sum(o.result in ("survived", "uncovered") and o.mutant.key in equivalent
-                    for o in got)
-        left = len(got) - killed - equiv
-        rate = killed / (len(got) - equiv) if len(got) > equiv else 1.0
-        rows[path] = {"tried": len(got), "killed": killed, "equivalent": equiv, "left": left,
+        if path == "total":
+            tried, killed, untried = total
+        else:
+            tried, killed, untried = counts.get(path, (0, 0, 0))
+            total = [a + b for a, b in zip(total, (tried, killed, untried), strict=True)]
+        equiv = sum(s.key in equivalent for s in survivors if path in ("total", s.path))
+        left = tried - killed - equiv
+        rate = killed / (tried - equiv) if tried > equiv else 1.0
+        rows[path] = {"tried": tried, "killed": killed, "equivalent": equiv, "left": left,
                       "untried": untried, "rate": rate}
-        print(f"{path:44} {len(got):6} {killed:6} {equiv:6} {left:5} {untried:7} "
+        print(f"{path:44} {tried:6} {killed:6} {equiv:6} {left:5} {untried:7} "
               f"{100 * rate:8.1f}%")
-    survivors = [o for o in tally.outcomes if o.result in ("survived", "uncovered")]
     if survivors:
         print("survivors:")
-    for o in sorted(survivors, key=lambda o: (o.mutant.path, o.mutant.line)):
-        why = equivalent.get(o.mutant.key)
-        mark = "[equivalent] " if why is not None else (
-            "[no test runs it] " if o.result == "uncovered" else "")
-        print(f"  {o.mutant.path}:{o.mutant.line}  {mark}{o.mutant.key}")
+    for s in sorted(survivors, key=lambda s: (s.path, s.line)):
+        mark = "[equivalent] " if s.key in equivalent else (
+            "[no test runs it] " if s.result == "uncovered" else "")
+        print(f"  {s.path}:{s.line}  {mark}{s.key}")
     return rows
+
+
+def report_again(saved: Path, equivalent: dict[str, str]) -> None:
+    """The report of a run saved with ``--json``, with the explained equivalents as they
+    are now (a run reads them when it starts)."""
+    for name, got in json.loads(saved.read_text()).items():
+        module = MODULES[name]
+        counts = {p: (r["tried"], r["killed"], r["untried"]) for p, r in got["rows"].items()
+                  if p != "total"}
+        survivors = [Survivor(s["key"].split(" | ")[0], s["line"], s["key"], s["result"])
+                     for s in got["survivors"]]
+        print_report(module, got.get("seconds"), counts, survivors, equivalent)
 
 
 def scratch_copy(root: Path, module: Module) -> Path:
@@ -459,8 +497,9 @@ def run_module(module: Module, args: argparse.Namespace, equivalent: dict[str, s
             print(f"{module.name}: left out, failing on the original code: {base.failed}")
         tally = try_mutants(module, mutants, base, workdir, root, args.budget,
                             args.verbose)
-    rows = report(module, tally, equivalent, time.monotonic() - started)
-    return {"rows": rows, "survivors": [
+    seconds = time.monotonic() - started
+    rows = report(module, tally, equivalent, seconds)
+    return {"rows": rows, "seconds": seconds, "survivors": [
         {"key": o.mutant.key, "line": o.mutant.line, "result": o.result}
         for o in tally.outcomes if o.result in ("survived", "uncovered")]}
 
@@ -477,10 +516,16 @@ def main() -> None:
                     help="only the mutants of this file of the module (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each mutant's result")
     ap.add_argument("--json", type=Path, help="write the figures and survivors here")
+    ap.add_argument("--again", type=Path, metavar="JSON",
+                    help="print the report of a run saved with --json again, with the "
+                         "equivalent mutants explained by now; run nothing")
     args = ap.parse_args()
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     sys.dont_write_bytecode = True
     equivalent = read_equivalent()
+    if args.again:
+        report_again(args.again, equivalent)
+        return
     results = {}
     for name in args.module or sorted(MODULES):
         module = MODULES[name]
