@@ -165,3 +165,12 @@ def test_a_full_shared_node_preempted_whole_closes_no_open_one() -> None:
     assert room.any_open() and room.join(1, 0, 50.0, shadow=math.inf) == 1
     room.drop(1)
     assert not room.any_open()
+
+
+def test_a_node_with_room_but_a_late_end_does_not_mark_the_size_as_full() -> None:
+    """The decision opened node 10 (its end: none yet). A share to t=50 may not join it past
+    the shadow time 10 (EASY), but the node has room: a share of the same size to t=5 may."""
+    room = ShareRoom(SharedNodes(NodeShape(cores=2)), oracle=False)
+    room.open_node(10)
+    assert room.join(1, 0, 50.0, shadow=10.0) is None
+    assert room.join(1, 0, 5.0, shadow=10.0) == 10
