@@ -415,3 +415,25 @@ def test_observation_15_is_contradicted_when_a_larger_minimum_shortens_turnaroun
         ((("malleable_min_fraction", 0.6),),), change)})
     v = judged(15, evidence)
     assert v.word is Word.CONTRADICTED and "turnaround -" in v.broken, v
+
+
+def test_observation_9_is_contradicted_when_the_mechanisms_start_instantly_unequally() -> None:
+    """Instant start 0.90 under CUP&SPAA, 0.99 under the others: on average about 98%, but
+    9 points apart, more than slightly (5 points)."""
+    def change(p: str, w: str, s: int, f: Figures) -> None:
+        f["instant_start"] = 0.9 if p == "CUP&SPAA" else 0.99
+
+    v = on_paper(9, change)
+    assert v.word is Word.CONTRADICTED and "spread between mechanisms" in v.broken, v
+
+
+def test_an_offered_load_of_exactly_the_machine_lets_utilisation_move() -> None:
+    """Observation 1's utilisation part is judged at an offered load of 1.0 (saturated), not
+    only above it."""
+    holds = obs1(Word.HOLDS)
+
+    def change(p: str, w: str, s: int, f: Figures) -> None:
+        holds(p, w, s, f)
+        f["offered_load"] = 1.0
+
+    assert on_paper(1, change).word is Word.HOLDS
