@@ -106,3 +106,10 @@ def test_an_untrusted_file_is_refused_and_the_walk_goes_on_with_no_descriptor_le
     got = {rel: err for rel, _path, _st, err, _book in walked}
     assert set(got) == {"p/a-bad.sh", "p/b-good.sh"}
     assert "writable" in str(got["p/a-bad.sh"]) and got["p/b-good.sh"] is None
+
+
+def test_a_task_folder_that_became_a_file_has_nothing_to_walk(tmp_path: Path) -> None:
+    """A folder replaced by a file between the listing of its parent and its walk is gone:
+    the walk yields nothing for it, and never reads the file as a folder."""
+    became = _task(tmp_path / "sub")
+    assert _walk(became) == ([], [])
