@@ -174,3 +174,14 @@ def test_a_node_with_room_but_a_late_end_does_not_mark_the_size_as_full() -> Non
     room.open_node(10)
     assert room.join(1, 0, 50.0, shadow=10.0) is None
     assert room.join(1, 0, 5.0, shadow=10.0) == 10
+
+
+def test_filling_a_node_the_decision_opened_closes_no_snapshot_node() -> None:
+    """Node 0 (a snapshot's shared node) keeps a free core; the decision opens node 10 and
+    fills it: node 0 is still open to shares."""
+    shared = SharedNodes(NodeShape(cores=2))
+    shared.add(0, "a", 1, 0, 100.0, 100.0)
+    room = ShareRoom(shared, oracle=False)
+    room.open_node(10)
+    room.take(10, 2, 0, 50.0)
+    assert room.any_open() and room.join(1, 0, 50.0, shadow=math.inf) == 0

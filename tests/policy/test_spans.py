@@ -139,3 +139,12 @@ def test_runs_are_found_only_for_ascending_distinct_ids(nodes: list[int]) -> Non
                 for i in range(lo, hi)] == nodes
     else:
         assert got is None
+
+
+def test_nodes_named_in_any_order_are_removed_and_added_back() -> None:
+    spans = Spans.full(8)
+    spans.remove((5, 1, 3))
+    assert list(spans) == [0, 2, 4, 6, 7]
+    spans.add((3, 5, 1))
+    assert list(spans) == list(range(8))
+    _canonical(spans)
