@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sim.study.judging import Paired
+from sim.study.judging import Paired, Word, _band
 
 
 def test_the_interval_of_a_mean_is_students_over_the_runs() -> None:
@@ -17,3 +17,14 @@ def test_the_interval_of_a_mean_is_students_over_the_runs() -> None:
     half = 4.303 / math.sqrt(3)
     assert n == 3
     assert low == pytest.approx(2 - half, abs=1e-3) and high == pytest.approx(2 + half, abs=1e-3)
+
+
+def test_an_interval_that_touches_the_band_is_not_wholly_outside_it() -> None:
+    """The band's part holds when the interval lies inside it, is contradicted when it lies
+    wholly outside, and is undecided when it reaches an edge: touching one counts."""
+    x = Paired({("W5", 0): 1.0, ("W5", 1): 2.0, ("W5", 2): 3.0})
+    low, high, _ = x.interval()
+    assert _band(x, low - 1, low) is Word.UNDECIDED
+    assert _band(x, high, high + 1) is Word.UNDECIDED
+    assert _band(x, low - 2, low - 1) is Word.CONTRADICTED
+    assert _band(x, low, high) is Word.HOLDS

@@ -437,3 +437,18 @@ def test_an_offered_load_of_exactly_the_machine_lets_utilisation_move() -> None:
         f["offered_load"] = 1.0
 
     assert on_paper(1, change).word is Word.HOLDS
+
+
+def test_observation_11_names_the_utilisation_that_contradicts_it() -> None:
+    """CUP's utilisation is higher on W3 (0.90) than on W2 (0.85): contradicted, and the
+    sentence says which part, on which workloads."""
+    holds = obs11(Word.HOLDS)
+
+    def change(p: str, w: str, s: int, f: Figures) -> None:
+        holds(p, w, s, f)
+        if p.startswith("CUP") and w == "W3":
+            f["utilisation"] = 0.9
+
+    v = on_paper(11, change)
+    assert v.word is Word.CONTRADICTED, v
+    assert "CUP utilisation W2 85.0% vs W3 90.0%" in v.broken, v
