@@ -452,3 +452,8 @@ def test_observation_11_names_the_utilisation_that_contradicts_it() -> None:
     v = on_paper(11, change)
     assert v.word is Word.CONTRADICTED, v
     assert "CUP utilisation W2 85.0% vs W3 90.0%" in v.broken, v
+
+
+def test_an_observation_the_study_lacks_figures_for_shows_none() -> None:
+    """What our tables show is "n/a" where the study lacks the figures."""
+    assert {v.ours for v in judge_all(Evidence(None))} == {"n/a"}
