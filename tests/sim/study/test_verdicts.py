@@ -457,3 +457,30 @@ def test_observation_11_names_the_utilisation_that_contradicts_it() -> None:
 def test_an_observation_the_study_lacks_figures_for_shows_none() -> None:
     """What our tables show is "n/a" where the study lacks the figures."""
     assert {v.ours for v in judge_all(Evidence(None))} == {"n/a"}
+
+
+def test_observation_12_is_contradicted_when_instant_start_falls_on_w4() -> None:
+    """CUA turns around fastest on W4, but starts 90% of on-demand jobs at once there against
+    95% elsewhere: the rise the paper reports is not there."""
+    holds = obs12(Word.HOLDS)
+
+    def change(p: str, w: str, s: int, f: Figures) -> None:
+        holds(p, w, s, f)
+        if p.startswith("CUA") and w == "W4":
+            f["instant_start"] = 0.9
+
+    v = on_paper(12, change)
+    assert v.word is Word.CONTRADICTED and "CUA instant start W4" in v.broken, v
+
+
+def test_observation_16_leaves_both_utilisation_steps_unjudged_below_saturation() -> None:
+    """At an offered load of 0.9 utilisation cannot move, whichever way its two steps go:
+    here the second goes against the claim (higher setup, higher utilisation), and the
+    verdict is still that it cannot be judged."""
+    def change(i: int, p: str, s: int, f: Figures) -> None:
+        f["turnaround_all"] = (10.0, 9.0, 11.0)[i]
+        f["utilisation"] = (0.8, 0.85, 0.9)[i]
+        crowded(f)
+
+    v = judged(16, Evidence(None, {"setup": variants(SETUPS, change)}))
+    assert v.word is Word.CANNOT and v.broken == "", v
