@@ -14,12 +14,14 @@ folder once; one baseline run of each module's tests (under ``coverage``, when i
 the test process and in the Python processes the tests start) records which tests run each
 line; each mutant is then written into the copy and only the tests that run its lines are run,
 quickest first, in a forked child (pytest already imported), stopping at the first failure,
-with a time limit of three times their baseline time plus ten seconds. A mutant whose lines no
-test was seen to run is listed as such, untried (a process killed with SIGKILL saves no
-coverage, so a very few of them may be reached after all). One mutant runs at a time, at low
-priority: one core for this, the other for everyone else (the equivalent of mutmut's
-``--max-children 1``). Past ``--budget``
-seconds per module the rest is left untried; mutants are tried in a shuffled order
+with a time limit of three times their baseline time plus ten seconds, and the same for each
+test on its own (a mutant that hangs one test is a timeout in that test's time). A change at
+module level (a constant) runs every test, those that run the lines that read it first: a
+test may read it itself. A mutant whose lines no test was seen to run is listed as such,
+untried (a process killed with SIGKILL saves no coverage, so a very few of them may be reached
+after all). One mutant runs at a time, at low priority: one core for this, the other for
+everyone else (the equivalent of mutmut's ``--max-children 1``). Past ``--budget`` seconds
+per module the rest is left untried; mutants are tried in a shuffled order
 (``--seed``), so that a partial run is a fair sample.
 
     python bench/mutants.py [--module queue/disk --module claim+lease ...] [--budget 1800]
@@ -92,7 +94,8 @@ MODULES = {m.name: m for m in [
     ), ("tests/queue",)),
     Module("policy", _policy_files(),
            ("tests/policy", "tests/test_cluster.py", "tests/test_cluster_resize_cost.py")),
-    Module("study", (Target("sim/study/observations.py"),), ("tests/sim/study",)),
+    Module("study", (Target("sim/study/observations.py"), Target("sim/study/judging.py")),
+           ("tests/sim/study",)),
 ]}
 
 
@@ -173,8 +176,25 @@ def _child(workdir: Path, log: Path, work: Callable[[], int], timeout: float) ->
 _PYTEST = ["-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-W", "ignore"]
 
 
-def _pytest(ids: list[str]) -> Callable[[], int]:
-    return lambda: int(pytest.main([*_PYTEST, *ids]))
+HUNG = 124
+"""The exit code of a child whose test ran past its own time limit (see :func:`_pytest`)."""
+
+
+def _pytest(ids: list[str], limits: dict[str, float] | None = None) -> Callable[[], int]:
+    """Run the tests ``ids``; with ``limits``, a test that runs longer than its limit ends the
+    run at once with :data:`HUNG`: a mutant that makes one test hang (a read that loops) is
+    then caught in that test's time, not in the time of all of them."""
+
+    class Alarm:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_protocol(self, item, nextitem):  # type: ignore[no-untyped-def]
+            signal.signal(signal.SIGALRM, lambda *_: os._exit(HUNG))
+            signal.setitimer(signal.ITIMER_REAL, (limits or {}).get(item.nodeid, 0.0))
+            yield
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+
+    plugins = [Alarm()] if limits else []
+    return lambda: int(pytest.main([*_PYTEST, *ids], plugins=plugins))
 
 
 @dataclass
@@ -292,21 +312,24 @@ class Tally:
 
 def _selected(mutant: Mutant, base: Baseline, everything: list[str]) -> list[str]:
     """The tests that run the mutant's lines, the quickest first (so that a killed mutant is
-    killed soon); a module-level change counts where its name is read."""
+    killed soon). A module-level change (a constant) may be read by a test itself, which
+    coverage of the module cannot see: every test runs, those that run the lines that read
+    its name first."""
     if not base.covered:
         return everything
-    lines = range(mutant.line, mutant.end_line + 1)
+    lines = range(mutant.statement or mutant.line, mutant.end_line + 1)
     if mutant.function == "<module>":
-        if not mutant.uses:
-            return everything
-        lines = mutant.uses
+        lines = range(0) if not mutant.uses else mutant.uses
     by_line = base.lines.get(mutant.path, {})
     ids: set[str] = set()
     for n in lines:
         ids.update(by_line.get(n, ()))
     if "" in ids:  # run at import time: every test depends on it
         return everything
-    return sorted((t for t in everything if t in ids), key=lambda t: base.durations[t])
+    first = sorted((t for t in everything if t in ids), key=lambda t: base.durations[t])
+    if mutant.function == "<module>":
+        return first + [t for t in everything if t not in ids]
+    return first
 
 
 def try_mutants(module: Module, mutants: list[Mutant], base: Baseline, workdir: Path,
@@ -343,8 +366,9 @@ def _try_one(m: Mutant, base: Baseline, everything: list[str], workdir: Path,
     if not ids:
         return "uncovered"
     limit = 3 * sum(base.durations.get(t, 1.0) for t in ids) + 10
-    code = _child(workdir, logs / "mutant.log", _pytest(ids), timeout=limit)
-    if code is None:
+    limits = {t: 3 * base.durations.get(t, 1.0) + 10 for t in ids}
+    code = _child(workdir, logs / "mutant.log", _pytest(ids, limits), timeout=limit)
+    if code is None or code == HUNG:
         return "timeout"
     if code != 0:
         return "killed"
@@ -371,32 +395,70 @@ def read_equivalent(path: Path = EQUIVALENT) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Survivor:
+    """A mutant no test killed: ``result`` is ``survived`` or ``uncovered``."""
+
+    path: str
+    line: int
+    key: str
+    result: str
+
+
 def report(module: Module, tally: Tally, equivalent: dict[str, str], seconds: float) -> dict:
-    print(f"\n== {module.name} (tests: {' '.join(module.tests)}; {seconds:.0f} s)")
+    counts = {}
+    for path in [t.path for t in module.targets]:
+        got = [o for o in tally.outcomes if o.mutant.path == path]
+        counts[path] = (len(got), sum(o.result in ("killed", "timeout") for o in got),
+                        tally.untried[path])
+    survivors = [Survivor(o.mutant.path, o.mutant.line, o.mutant.key, o.result)
+                 for o in tally.outcomes if o.result in ("survived", "uncovered")]
+    return print_report(module, seconds, counts, survivors, equivalent)
+
+
+def print_report(module: Module, seconds: float | None,
+                 counts: dict[str, tuple[int, int, int]], survivors: list[Survivor],
+                 equivalent: dict[str, str]) -> dict:
+    """The table (per file: mutants tried, killed, explained as equivalent, left, untried,
+    and the kill rate among the tried ones not equivalent) and the list of survivors."""
+    took = "" if seconds is None else f"; {seconds:.0f} s"
+    print(f"\n== {module.name} (tests: {' '.join(module.tests)}{took})")
     print(f"{'file':44} {'tried':>6} {'killed':>6} {'equiv':>6} {'left':>5} {'untried':>7} "
           f"{'kill rate':>9}")
     rows = {}
+    total = [0, 0, 0]
     for path in [*(t.path for t in module.targets), "total"]:
-        got = [o for o in tally.outcomes if path in ("total", o.mutant.path)]
-        untried = sum(tally.untried.values()) if path == "total" else tally.untried[path]
-        killed = sum(o.result in ("killed", "timeout") for o in got)
-        equiv = sum(o.result in ("survived", "uncovered") and o.mutant.key in equivalent
-                    for o in got)
-        left = len(got) - killed - equiv
-        rate = killed / (len(got) - equiv) if len(got) > equiv else 1.0
-        rows[path] = {"tried": len(got), "killed": killed, "equivalent": equiv, "left": left,
+        if path == "total":
+            tried, killed, untried = total
+        else:
+            tried, killed, untried = counts.get(path, (0, 0, 0))
+            total = [a + b for a, b in zip(total, (tried, killed, untried), strict=True)]
+        equiv = sum(s.key in equivalent for s in survivors if path in ("total", s.path))
+        left = tried - killed - equiv
+        rate = killed / (tried - equiv) if tried > equiv else 1.0
+        rows[path] = {"tried": tried, "killed": killed, "equivalent": equiv, "left": left,
                       "untried": untried, "rate": rate}
-        print(f"{path:44} {len(got):6} {killed:6} {equiv:6} {left:5} {untried:7} "
+        print(f"{path:44} {tried:6} {killed:6} {equiv:6} {left:5} {untried:7} "
               f"{100 * rate:8.1f}%")
-    survivors = [o for o in tally.outcomes if o.result in ("survived", "uncovered")]
     if survivors:
         print("survivors:")
-    for o in sorted(survivors, key=lambda o: (o.mutant.path, o.mutant.line)):
-        why = equivalent.get(o.mutant.key)
-        mark = "[equivalent] " if why is not None else (
-            "[no test runs it] " if o.result == "uncovered" else "")
-        print(f"  {o.mutant.path}:{o.mutant.line}  {mark}{o.mutant.key}")
+    for s in sorted(survivors, key=lambda s: (s.path, s.line)):
+        mark = "[equivalent] " if s.key in equivalent else (
+            "[no test runs it] " if s.result == "uncovered" else "")
+        print(f"  {s.path}:{s.line}  {mark}{s.key}")
     return rows
+
+
+def report_again(saved: Path, equivalent: dict[str, str]) -> None:
+    """The report of a run saved with ``--json``, with the explained equivalents as they
+    are now (a run reads them when it starts)."""
+    for name, got in json.loads(saved.read_text()).items():
+        module = MODULES[name]
+        counts = {p: (r["tried"], r["killed"], r["untried"]) for p, r in got["rows"].items()
+                  if p != "total"}
+        survivors = [Survivor(s["key"].split(" | ")[0], s["line"], s["key"], s["result"])
+                     for s in got["survivors"]]
+        print_report(module, got.get("seconds"), counts, survivors, equivalent)
 
 
 def scratch_copy(root: Path, module: Module) -> Path:
@@ -436,8 +498,9 @@ def run_module(module: Module, args: argparse.Namespace, equivalent: dict[str, s
             print(f"{module.name}: left out, failing on the original code: {base.failed}")
         tally = try_mutants(module, mutants, base, workdir, root, args.budget,
                             args.verbose)
-    rows = report(module, tally, equivalent, time.monotonic() - started)
-    return {"rows": rows, "survivors": [
+    seconds = time.monotonic() - started
+    rows = report(module, tally, equivalent, seconds)
+    return {"rows": rows, "seconds": seconds, "survivors": [
         {"key": o.mutant.key, "line": o.mutant.line, "result": o.result}
         for o in tally.outcomes if o.result in ("survived", "uncovered")]}
 
@@ -454,10 +517,16 @@ def main() -> None:
                     help="only the mutants of this file of the module (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each mutant's result")
     ap.add_argument("--json", type=Path, help="write the figures and survivors here")
+    ap.add_argument("--again", type=Path, metavar="JSON",
+                    help="print the report of a run saved with --json again, with the "
+                         "equivalent mutants explained by now; run nothing")
     args = ap.parse_args()
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     sys.dont_write_bytecode = True
     equivalent = read_equivalent()
+    if args.again:
+        report_again(args.again, equivalent)
+        return
     results = {}
     for name in args.module or sorted(MODULES):
         module = MODULES[name]

@@ -43,6 +43,10 @@ class Mutant:
     uses: tuple[int, ...] = ()
     """For a change at module level: the lines of the file that read the names it assigns
     (the tests that run those lines are the ones that can see it); empty when unknown."""
+    statement: int = 0
+    """The first line of the innermost statement that holds the change: line coverage
+    records a statement at its first line only, so a change on a later line of a statement
+    written over several lines is run by the tests that run this one (0: ``line``)."""
 
     @property
     def key(self) -> str:
@@ -74,6 +78,7 @@ def mutants_of(path: str, text: str, functions: frozenset[str] | None = None
     out: list[Mutant] = []
     seen: dict[str, int] = {}
     uses = _uses(tree)
+    starts_at = _statement_starts(tree)
     for function, node, replacement in _sites(tree):
         if functions is not None and function not in functions:
             continue
@@ -90,7 +95,21 @@ def mutants_of(path: str, text: str, functions: frozenset[str] | None = None
         if function == "<module>":
             used = uses.get(_assigned_at(tree, node.lineno), ())
         out.append(Mutant(path, node.lineno, node.end_lineno or node.lineno, function, before,
-                          after, new.decode(), used))
+                          after, new.decode(), used, starts_at.get(node.lineno, node.lineno)))
+    return out
+
+
+def _statement_starts(tree: ast.Module) -> dict[int, int]:
+    """For each line inside a statement, the first line of the innermost statement that
+    holds it (for a compound statement, up to its body: the header's lines)."""
+    out: dict[int, int] = {}
+    for node in ast.walk(tree):  # outer statements before the inner ones they hold
+        if isinstance(node, ast.stmt):
+            body = [getattr(node, f) for f in ("body", "orelse", "finalbody", "handlers")
+                    if isinstance(getattr(node, f, None), list) and getattr(node, f)]
+            last = min((b[0].lineno - 1 for b in body), default=node.end_lineno or node.lineno)
+            for n in range(node.lineno, max(node.lineno, last) + 1):
+                out[n] = node.lineno
     return out
 
 

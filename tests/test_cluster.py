@@ -207,6 +207,37 @@ def test_debt_dies_with_a_preempted_lender() -> None:
     c.check()
 
 
+@pytest.mark.parametrize("how", ["finish", "preempt"])
+def test_nodes_owed_to_a_lender_that_stops_become_free(how: str) -> None:
+    """The on-demand job ended first: its nodes are owed to the lender. The lender then stops
+    before it expands onto them: they become free, not lost."""
+    c = Cluster(4)
+    c.start(job("m", 4, 600.0, kind=Kind.MALLEABLE, min_size=1), range(4), now=0.0)
+    c.shrink("m", (2, 3), now=0.0, for_job="o")
+    c.start(job("o", 2, kind=Kind.ONDEMAND), (2, 3), now=0.0)
+    c.finish("o", now=10.0)
+    assert c.owed == {"m": (2, 3)} and not set(c.free)
+    if how == "finish":
+        c.finish("m", now=20.0)
+    else:
+        c.apply(Preempt("m"), now=20.0)
+    assert set(c.free) == set(range(4)) and not c.owed
+    c.check()
+
+
+def test_a_notice_keeps_its_other_borrowers_when_one_ends() -> None:
+    c = Cluster(6)
+    c.add_notice(Notice("n", 4, 100.0, 50.0, 0.0))
+    c.reserve("n", (0, 1, 2, 3))
+    c.start(job("b1", 2), (0, 1), now=0.0, borrowed="n")
+    c.start(job("b2", 2), (2, 3), now=0.0, borrowed="n")
+    c.finish("b1", now=10.0)
+    assert c.snapshot(now=10.0, waiting=[]).borrowers == {"n": {"b2"}}
+    c.finish("b2", now=20.0)
+    assert c.snapshot(now=20.0, waiting=[]).borrowers == {}
+    c.check()
+
+
 def test_apply_start_needs_the_job_record() -> None:
     c = Cluster(2)
     with pytest.raises(ClusterError, match="needs its waiting Job record"):

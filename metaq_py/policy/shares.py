@@ -320,7 +320,9 @@ class ShareRoom:
         it must not hold the node past its expected end at all (conservative backfilling's
         promise)."""
         for c, g, m in self.full:
-            if cores >= c and gpus >= g and mem >= m:
+            # a larger share finds no room either, except a GPU share after a CPU-only one:
+            # the cores kept back for GPUs are free to it
+            if cores >= c and gpus >= g and mem >= m and (g or not gpus):
                 return None
         roomy = False
         taken, dropped, oracle = self.taken, self.dropped, self.oracle

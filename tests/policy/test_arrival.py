@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -227,6 +228,25 @@ def test_borrowers_as_needed_preempts_one_and_all_preempts_both() -> None:
     assert kinds(d.actions)[:3] == [("Preempt", "b2", 0), ("Preempt", "b1", 0),
                                     ("Start", "O", 2)]
     assert paper.lost == {"b1": 50.0, "b2": 50.0} and paper.holder("R") is not None
+
+
+@pytest.mark.parametrize(("old", "new"), [(1, 2), (2, 1)])
+@pytest.mark.parametrize("old_nodes", [(2, 3), (4, 5)])
+def test_borrowers_as_needed_go_cheapest_first(old: int, new: int,
+                                               old_nodes: tuple[int, int]) -> None:
+    """Of two borrowers of the job's own reservation, the one that started later has lost
+    less (R9: ascending preemption overhead), so it alone goes, whatever their ids and
+    whichever holds the lower nodes."""
+    w = World(6, "CUA&PAA")
+    w.run(job("R", 2, 1000.0), range(2), start=0.0)
+    w.notice("n", 4, arrival=300.0)
+    w.cluster.reserve("n", (2, 3, 4, 5))
+    new_nodes = (4, 5) if old_nodes == (2, 3) else (2, 3)
+    w.cluster.start(job(old, 2, 1000.0), old_nodes, now=0.0, borrowed="n")
+    w.cluster.start(job(new, 2, 1000.0), new_nodes, now=30.0, borrowed="n")
+    w.submit(job("O", 2, kind=Kind.ONDEMAND, notice="n", submit=50.0))
+    assert kinds(w.decide(50.0).actions) == [("Preempt", new, 0), ("Start", "O", 2)]
+    assert w.lost == {new: 20.0}
 
 
 def test_borrowers_all_preempts_them_even_when_free_nodes_suffice() -> None:

@@ -248,6 +248,25 @@ def test_the_reservation_depth_protects_that_many_waiting_jobs() -> None:
     assert starts(3) == starts(ALL) == [], "every waiting job protected"
 
 
+def test_a_job_the_machine_never_has_room_for_takes_one_of_the_reservations() -> None:
+    """10 nodes, 2 held for a notice, A on 6 until t=100. H (7 nodes) is reserved from 100;
+    B (9 nodes) can never have room while the notice holds its 2, yet it waits and counts as
+    the second reservation of depth 2 (nothing held for it). So H3 (8 nodes) gets none, and C
+    (1 node, 350 s), which would delay only H3, starts now; with depth 3 H3 is protected."""
+    w = World(10)
+    w.notice("n", 2, arrival=5000.0)
+    w.cluster.reserve("n", (8, 9))
+    w.run(job("A", 6, 100.0), range(6))
+    w.submit(job("H", 7, 100.0, submit=1.0), job("B", 9, 100.0, submit=2.0),
+             job("H3", 8, 100.0, submit=3.0), job("C", 1, 350.0, submit=4.0))
+
+    def starts(depth: int) -> list[object]:
+        return [a.job for a in decision(w.snapshot(), depth=depth, oracle=False).actions]
+
+    assert starts(2) == ["C"]
+    assert starts(3) == []
+
+
 @pytest.mark.parametrize("shape", [None, NodeShape(4)])
 @pytest.mark.parametrize("name", ["easy", "conservative"])
 def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
@@ -265,3 +284,32 @@ def test_a_head_that_cannot_end_by_the_allocations_end_blocks_nothing(
              job("Y", 2, 120.0, submit=4.0)]
     d = make_scheduler(name).decide(c.snapshot(now=0.0, waiting=queue, end=150.0))
     assert [a.job for a in d.actions] == ["Z"]
+
+
+@pytest.mark.parametrize("name", ["easy", "conservative"])
+def test_a_malleable_job_starts_at_no_size_that_would_run_past_the_end(name: str) -> None:
+    """A malleable job of 4 nodes and 60 s ends by the allocation's end (t=100) at full size,
+    but only 2 nodes are free, on which it needs 120 s, and at any smaller size longer still:
+    it must not start now."""
+    w = World(4, name, end=100.0)
+    w.run(job("A", 2, 1000.0), range(2))
+    w.submit(job("M", 4, 60.0, kind=Kind.MALLEABLE, min_size=1, submit=1.0))
+    assert started(w) == []
+
+
+def test_a_job_too_long_for_the_time_left_is_no_head() -> None:
+    """4 nodes, 2 of them held for a notice, A on node 0 until 50, node 1 free; the
+    allocation ends at 100. L (3 nodes, 200 s) can never run here: it is skipped, even though
+    the free nodes could never make its 3 either. H (2 nodes, 40 s) is the head: it starts at
+    50 on nodes 0 and 1 and ends by 90, so X (1 node, 80 s), which would hold node 1 until 80,
+    must not start now."""
+    w = World(4, "easy", end=100.0)
+    w.run(job("A", 1, 50.0), [0])
+    w.notice("n1", 2, arrival=500.0)
+    w.cluster.reserve("n1", (2, 3))
+    w.submit(job("L", 3, 200.0, submit=1.0), job("H", 2, 40.0, submit=2.0),
+             job("X", 1, 80.0, submit=3.0))
+    assert started(w) == []
+    w.now = 50.0
+    w.finish("A")
+    assert started(w) == ["H"]

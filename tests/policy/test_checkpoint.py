@@ -96,6 +96,17 @@ def test_resumed_malleable_rescales_to_full_size() -> None:
     assert (back.walltime, back.runtime) == (55.0, 30.0)
 
 
+def test_resumed_amdahl_malleable_rescales_by_its_slowdown() -> None:
+    """Serial fraction 0.5, size 4, running on 2: the slowdown on 2 nodes is
+    (0.5 + 0.5 / 2) / (0.5 + 0.5 / 4) = 1.2, so 60 s left on 2 nodes are 50 s at full size,
+    and 36 s true left are 30 s; plus the setup."""
+    m = job("m", 4, 100.0, kind=Kind.MALLEABLE, min_size=1, setup=5.0, serial=0.5,
+            runtime=70.0)
+    r = Running(m, (0, 1), 0.0, 120.0, 96.0)
+    back = resumed(r, 60.0)
+    assert back.walltime == pytest.approx(55.0) and back.runtime == pytest.approx(35.0)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(0, 5000), st.floats(1, 50), st.floats(10, 500), st.floats(0, 100),
        st.floats(0, 1))

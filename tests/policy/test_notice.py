@@ -217,3 +217,27 @@ def test_cup_orders_its_victims_as_paa_does() -> None:
     d = by_nodes.decide(100.0)
     assert d.actions[0] == Preempt("narrow", None) and isinstance(d.actions[1], Reserve)
     assert by_nodes.lost == {"narrow": 300.0}
+
+
+def test_one_reserved_idle_node_is_lent_to_a_job_that_ends_before_the_arrival() -> None:
+    """R7: the notice's one reserved node lends to a 1-node job that ends by t=100, before
+    the on-demand job's estimated arrival at 300."""
+    w = World(2, "CUA&PAA")
+    w.run(job("R", 1, 1000.0), [0], start=0.0)
+    w.notice("n", 1, arrival=300.0)
+    w.submit(job("short", 1, 100.0, submit=0.0))
+    w.decide(0.0)
+    holder = w.holder("short")
+    assert holder is not None and holder.borrowed == "n" and holder.nodes == (1,)
+
+
+def test_the_last_reserved_idle_node_is_lent_to_a_malleable_job() -> None:
+    """R7: what no job ending before the arrival took goes to malleable jobs, down to the
+    last idle node: M (2 nodes, minimum 1) runs past the arrival, on the one reserved node."""
+    w = World(2, "CUA&PAA")
+    w.run(job("R", 1, 1000.0), [0], start=0.0)
+    w.notice("n", 1, arrival=300.0)
+    w.submit(job("M", 2, 1000.0, kind=Kind.MALLEABLE, min_size=1, submit=0.0))
+    w.decide(0.0)
+    holder = w.holder("M")
+    assert holder is not None and holder.borrowed == "n" and holder.nodes == (1,)

@@ -67,3 +67,9 @@ def test_walking_down_across_runs_by_hand() -> None:
     assert pool.take(3) == (5, 6, 8)
     assert pool.take(3) == (0, 1, 2)
     assert pool.count == 0
+
+
+def test_a_pool_hands_out_its_lowest_ids_first_unless_told_otherwise() -> None:
+    """NodeOrder's default, lowest-first, is also the pool's own."""
+    assert NodePool({5, 1, 3, 7}).take(2) == (1, 3)
+    assert NodePool({5, 1, 3, 7}, down=True).take(2) == (5, 7)

@@ -97,6 +97,15 @@ def test_a_shape_that_would_not_end_in_time_is_never_chosen() -> None:
     assert c.apply(start, now=0.0, job=job) is not None
 
 
+def test_a_shape_that_ends_exactly_at_the_allocations_end_may_be_chosen() -> None:
+    """Its first choice (4 nodes, 7200 s) ends after the end at 3600; the second (8 nodes,
+    3600 s) ends exactly at it, which is in time."""
+    job = shaped("t", (4, 7200.0), (8, 3600.0))
+    snap = Snapshot(0.0, 8, frozenset(range(8)), {}, [job], end=3600.0)
+    [start] = [a for a in make_scheduler("easy").decide(snap).actions]
+    assert isinstance(start, Start) and (start.shape, len(start.nodes)) == (1, 8)
+
+
 def test_a_start_naming_a_shape_the_job_lacks_is_refused() -> None:
     c = Cluster(4)
     with pytest.raises(ClusterError, match="has no shape 3"):

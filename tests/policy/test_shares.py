@@ -327,3 +327,80 @@ def test_a_node_this_decision_fills_is_no_longer_open() -> None:
     assert room.any_open()
     room.take(2, 4, 2, 50.0)
     assert not room.any_open()
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_a_gpu_share_joins_where_a_cpu_only_share_found_no_room(policy: str) -> None:
+    """Node 0 keeps 2 of its 4 cores for its GPU, and a CPU-only share holds the other 2: a
+    CPU-only share of 1 core finds no room, but a share of 1 core and the GPU does (cores kept
+    for GPUs are free to GPU shares), though it comes after the refused one in the queue."""
+    shape = NodeShape(cores=4, gpus=1, cores_per_gpu=2)
+    d = Driver(1, shape, policy)
+    d.cluster.start(share("cpu", 2, walltime=100.0), (0,), now=0.0)
+    d.submit(share("more_cpu", 1, walltime=50.0, submit=1.0),
+             share("gpu", 1, 1, walltime=50.0, submit=2.0))
+    d.decide()
+    assert set(d.cluster.running) == {"cpu", "gpu"}
+
+
+def test_a_share_takes_cores_next_to_its_gpu_where_the_shape_says_which_are() -> None:
+    """GPU 0 is next to cores 0 and 1, GPU 1 next to cores 2 and 3: a GPU share takes its GPU's
+    cores, and a CPU-only share a core next to no free GPU (core 1, by the busy GPU 0) before
+    one that a later GPU share would want."""
+    c = Cluster(1, shape=NodeShape(cores=4, gpus=2, near=((0, 1), (2, 3))))
+    c.start(share("g0", 1, 1), (0,), now=0.0)
+    c.start(share("cpu", 1), (0,), now=0.0)
+    c.start(share("g1", 2, 1), (0,), now=0.0)
+    p = c.placements
+    assert (p["g0"].cores, p["g0"].gpus) == ((0,), (0,))
+    assert p["cpu"].cores == (1,)
+    assert (p["g1"].cores, p["g1"].gpus) == ((2, 3), (1,))
+    c.check()
+
+
+def test_cores_next_to_a_gpu_the_shape_does_not_name_are_any_free_ones() -> None:
+    """Only GPU 0's cores are known (core 0): a share on GPU 1 takes the lowest free core."""
+    c = Cluster(1, shape=NodeShape(cores=4, gpus=2, near=((0,),)))
+    c.start(share("g0", 1, 1), (0,), now=0.0)
+    c.start(share("g1", 1, 1), (0,), now=0.0)
+    p = c.placements
+    assert (p["g0"].cores, p["g0"].gpus) == ((0,), (0,))
+    assert (p["g1"].cores, p["g1"].gpus) == ((1,), (1,))
+
+
+def test_a_one_gpu_share_may_use_the_cores_kept_for_gpus() -> None:
+    """8 cores, 2 GPUs, 3 cores kept per GPU: CPU-only shares may use 2 cores together. Once
+    they do, a share of 5 cores and one GPU still fits (5 cores are free)."""
+    c = Cluster(1, shape=NodeShape(cores=8, gpus=2, cores_per_gpu=3))
+    c.start(share("cpu", 2), (0,), now=0.0)
+    c.start(share("gpu", 5, 1), (0,), now=0.0)
+    c.check()
+
+
+def test_a_share_with_no_room_and_no_free_node_is_easys_head() -> None:
+    """Node 0 runs a whole-node job until 100; node 1 is shared, 3 of its 4 cores held until
+    50. S (2 cores) finds no room and no free node: it heads the queue, and waits for node 1
+    at 50. S2 (1 core, 200 s) would hold node 1 past 50: it must not join."""
+    d = Driver(2, NodeShape(cores=4))
+    d.cluster.start(whole("W", 1, walltime=100.0), (0,), now=0.0)
+    d.cluster.start(share("A", 3, walltime=50.0), (1,), now=0.0)
+    d.submit(share("S", 2, walltime=10.0, submit=1.0),
+             share("S2", 1, walltime=200.0, submit=2.0))
+    d.decide()
+    assert set(d.cluster.running) == {"W", "A"}
+    d.run()
+    assert d.starts["S"] == [50.0]
+
+
+def test_a_share_that_leaves_its_node_by_the_shadow_time_uses_no_extra_node() -> None:
+    """4 nodes, W on 2 of them until 100: head H (3 nodes) starts at 100 with one node to
+    spare. S opens a free node and leaves it exactly at 100, so X (1 node, 500 s) may still
+    take the spare node."""
+    d = Driver(4, NodeShape(cores=4))
+    d.cluster.start(whole("W", 2, walltime=100.0), (0, 1), now=0.0)
+    d.submit(whole("H", 3, 10.0, submit=1.0), share("S", 1, walltime=100.0, submit=2.0),
+             whole("X", 1, 500.0, submit=3.0))
+    d.decide()
+    assert set(d.cluster.running) == {"W", "S", "X"}
+    d.run()
+    assert d.starts["H"] == [100.0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from metaq_py.policy.spans import Spans, size
@@ -108,3 +108,43 @@ def test_claim_refuses_what_is_not_node_ids() -> None:
     assert spans.claim((1.5,)) is None
     assert spans.claim(()) == ([], ())
     assert len(spans) == 8
+
+
+@given(free=node_sets, a=st.integers(0, TOTAL - 1), n=st.integers(1, 8))
+@settings(max_examples=300)
+def test_claim_of_consecutive_ids_takes_them_only_when_all_are_free(free: set[int], a: int,
+                                                                    n: int) -> None:
+    """A run of consecutive ids, the shape a decision's take usually has: claimed whole when
+    every id is free, else refused with nothing changed, even when it starts in a free run."""
+    spans = _pool(free)
+    before = list(spans.bounds)
+    want = tuple(range(a, min(a + n, TOTAL)))
+    got = spans.claim(want)
+    if set(want) <= free:
+        assert got is not None and got[1] == want
+        assert set(spans) == free - set(want)
+    else:
+        assert got is None and spans.bounds == before
+    _canonical(spans)
+
+
+@example(nodes=[0, 5, 3])
+@given(nodes=st.lists(st.integers(0, TOTAL - 1), max_size=8))
+@settings(max_examples=300)
+def test_runs_are_found_only_for_ascending_distinct_ids(nodes: list[int]) -> None:
+    got = Spans.full(TOTAL).runs(tuple(nodes))
+    if all(a < b for a, b in pairwise(nodes)):
+        assert got is not None and got[1] == tuple(nodes)
+        assert [i for lo, hi in zip(got[0][::2], got[0][1::2], strict=True)
+                for i in range(lo, hi)] == nodes
+    else:
+        assert got is None
+
+
+def test_nodes_named_in_any_order_are_removed_and_added_back() -> None:
+    spans = Spans.full(8)
+    spans.remove((5, 1, 3))
+    assert list(spans) == [0, 2, 4, 6, 7]
+    spans.add((3, 5, 1))
+    assert list(spans) == list(range(8))
+    _canonical(spans)

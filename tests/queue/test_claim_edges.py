@@ -138,3 +138,20 @@ def test_a_working_folder_on_another_file_system_is_refused_in_one_sentence(
         assert (q.root / "todo/t.sh").is_file()  # still waiting, never lost
     finally:
         subprocess.run(["umount", str(q.root / "working")], check=True)
+
+
+def test_a_job_folder_under_a_folder_anyone_may_write_is_never_trusted(tmp_path: Path) -> None:
+    """``working/`` made writable by every user: a claim into a job folder below it is
+    refused, and so is the next one into the same job folder: a refused claim does not make
+    its folders trusted."""
+    q = Queue.init(tmp_path / "q")
+    put(q.root / "todo" / "a.sh")
+    put(q.root / "todo" / "b.sh")
+    first, second = q.pending()
+    (q.root / "working").chmod(0o777)
+    assert q.claim(first, machine="m", jobid="1") is None
+    assert q.claim(second, machine="m", jobid="1") is None
+    reasons = sorted((q.root / "rejected" / "todo").glob("*.reason"))
+    assert [r.name for r in reasons] == ["a.sh.reason", "b.sh.reason"]
+    assert all("writable by every user" in r.read_text() for r in reasons)
+

@@ -115,3 +115,19 @@ def test_a_history_entry_leaves_out_what_is_not_known() -> None:
     assert history_entry("requeued", now=5.0, job="7", host=None, reason="preempted",
                          exit_code=None) == {"time": 5.0, "event": "requeued", "job": "7",
                                              "reason": "preempted"}
+
+
+def test_a_packed_logbook_replaces_the_old_which_is_removed_not_moved(tmp_path: Path) -> None:
+    """With a pack (a runner keeping the logbooks of done tasks together), the new logbook
+    goes to the pack before the rename, and the old one beside the task is removed: it does
+    not follow the task, where it would stand beside it as a second, stale record."""
+    src = _task(tmp_path / "working" / "t.sh")
+    write_logbook(src, Logbook(inode=inode_of(src), submit=5.0, attempts=1))
+    dst = tmp_path / "finished" / "t.sh"
+    new = Logbook(inode=inode_of(src), submit=5.0, attempts=3)
+    packed: list[tuple[Path, Logbook]] = []
+    moved = move_task(src, dst, root=tmp_path, logbook=new,
+                      pack=lambda at, book: packed.append((at, book)))
+    assert moved == dst and packed == [(dst, new)]
+    assert not os.path.lexists(logbook_path(src))
+    assert not os.path.lexists(logbook_path(dst))

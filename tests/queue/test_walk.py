@@ -13,6 +13,7 @@ from metaq_py.errors import TaskError
 from metaq_py.queue.disk.fileio import COMPANION_ROOM, MAX_TASK_NAME, PATH_MAX, name_problem
 from metaq_py.queue.settings.trust import Trust
 from metaq_py.queue.walk import CachedFile, stat_key, walk_folder
+from tests.capability import missing, stranger
 
 TRUST = Trust(gid=None, uids=frozenset())
 
@@ -145,3 +146,28 @@ def test_a_name_is_refused_by_the_walk_exactly_when_the_queue_cannot_keep_it(
     expected = name_problem(name, path=path)
     assert (err is None) == (expected is None), (len(name.encode()), room)
     assert expected is None or expected in str(err)
+
+
+def test_a_task_folder_that_became_a_file_has_nothing_to_walk(tmp_path: Path) -> None:
+    """A folder replaced by a file between the listing of its parent and its walk is gone:
+    the walk yields nothing for it, and never reads the file as a folder."""
+    became = _task(tmp_path / "sub")
+    assert _walk(became) == ([], [])
+
+
+def test_a_symlink_a_stranger_made_is_refused_though_its_target_is_trusted(
+        tmp_path: Path) -> None:
+    """With trusted_users, a link's own owner decides (whoever made it chose where it points),
+    not its target's."""
+    user = stranger()
+    if os.geteuid() != 0:
+        missing("root, to give a symlink to another user (lchown)")
+    target = _task(tmp_path / "real.sh")
+    link = tmp_path / "link.sh"
+    link.symlink_to(target)
+    os.lchown(link, user.pw_uid, user.pw_gid)
+    trust = Trust(gid=None, uids=frozenset({os.getuid()}))
+    got = {rel: err for rel, _, _, err, _ in walk_folder(str(tmp_path), "p/", trust, None, [],
+                                                         {})}
+    assert got["p/real.sh"] is None
+    assert got["p/link.sh"] is not None and "the symlink belongs to" in str(got["p/link.sh"])
