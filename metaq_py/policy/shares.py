@@ -123,23 +123,17 @@ class NodeLoad:
             (gpus > 0 or cores <= self.cpu_room) and mem <= self.mem_room
 
     def add(self, jid: JobId, cores: int, gpus: int, end: float, true_end: float,
-            at: Placement | None = None, mem: int = 0) -> Placement:
+            mem: int = 0) -> Placement:
         """Give a share the lowest free ids, its cores next to its GPUs first where the
-        shape says which are, or the ids of ``at`` (the caller checked :meth:`fits`, or
-        :meth:`free_at`)."""
-        if at is not None:
-            given_cores, given_gpus = at.cores, at.gpus
-            self.free_gpus = [g for g in self.free_gpus if g not in given_gpus]
+        shape says which are (the caller checked :meth:`fits`)."""
+        given_gpus = tuple(self.free_gpus[:gpus])
+        del self.free_gpus[:gpus]
+        if self.near:
+            given_cores = self._near_cores(cores, given_gpus)
             self._take_cores(given_cores)
         else:
-            given_gpus = tuple(self.free_gpus[:gpus])
-            del self.free_gpus[:gpus]
-            if self.near:
-                given_cores = self._near_cores(cores, given_gpus)
-                self._take_cores(given_cores)
-            else:
-                given_cores = tuple(self.free_cores[:cores])
-                del self.free_cores[:cores]
+            given_cores = tuple(self.free_cores[:cores])
+            del self.free_cores[:cores]
         if not gpus:
             self.cpu_room -= cores
         self.mem_room -= mem
@@ -152,12 +146,6 @@ class NodeLoad:
     def _take_cores(self, cores: tuple[int, ...]) -> None:
         taken = set(cores)
         self.free_cores = [c for c in self.free_cores if c not in taken]
-
-    def free_at(self, at: Placement) -> bool:
-        """Whether every core and GPU id of ``at`` is free here, and the cores a share without
-        GPUs may take and the memory leave room for it."""
-        return set(at.cores) <= set(self.free_cores) and set(at.gpus) <= set(self.free_gpus) \
-            and (bool(at.gpus) or len(at.cores) <= self.cpu_room) and at.mem <= self.mem_room
 
     def _near_cores(self, cores: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
         """``cores`` free cores: next to ``gpus`` first, then (for every share) those next to
@@ -206,15 +194,15 @@ class SharedNodes:
         return len(self.loads)
 
     def add(self, node: NodeId, jid: JobId, cores: int, gpus: int, end: float,
-            true_end: float, at: Placement | None = None, mem: int = 0) -> Placement:
+            true_end: float, mem: int = 0) -> Placement:
         """Place a share of ``mem`` bytes on ``node`` (a free node, which becomes shared, or
-        a shared node with room: the caller checked), on the ids of ``at`` if given."""
+        a shared node with room: the caller checked)."""
         load = self.loads.get(node)
         if load is None:
             load = self.loads[node] = self.open[node] = NodeLoad(node, self.shape)
         else:
             self._unlist(load)
-        placed = load.add(jid, cores, gpus, end, true_end, at, mem)
+        placed = load.add(jid, cores, gpus, end, true_end, mem)
         self._list(load)
         if not load.free_cores:
             self.open.pop(node, None)
