@@ -52,7 +52,7 @@ from metaq_py.launch.spawn import spawn
 from metaq_py.launch.spec import LaunchError, LaunchSpec
 from metaq_py.launch.sweep import discard_start, kill_session, sweep_ended
 from metaq_py.launch.tee import OutputTee
-from metaq_py.launch.usage import Usage, reap
+from metaq_py.launch.usage import Usage, peak_rss_self, reap
 from metaq_py.launch.workdir import Aside
 
 if TYPE_CHECKING:  # loaded only where a queue streams its output
@@ -124,6 +124,7 @@ class TaskProcess:
         cgroup: Path | None = None,
         contained: bool = False,
         limited: bool = False,
+        inherited_rss: int = 0,
     ) -> None:
         self.spec = spec
         self.pid = pid
@@ -138,6 +139,10 @@ class TaskProcess:
         self.contained = contained
         """Whether the cgroup holds every process of the task (none was forked before the
         script was moved in): the sweep at its exit then looks only there."""
+        self.inherited_rss = inherited_rss
+        """Bytes of the script's ``ru_maxrss`` that may be the runner's, not its own: Linux
+        starts a process's peak at ``exec`` from the memory it was spawned from (the
+        runner's, shared by ``posix_spawn``), so only a peak above this is the task's."""
         self.started_at = started_at
         self.ended_at: float | None = None
         self.sent_signals: list[signal.Signals] = []
@@ -253,10 +258,11 @@ class TaskProcess:
                 else None
             if ended is not None and ended.peak is not None and usage is not None:
                 usage = replace(usage, memory_peak_bytes=ended.peak)
+            own = None if usage is None or usage.max_rss_bytes is None \
+                or usage.max_rss_bytes <= self.inherited_rss else usage.max_rss_bytes
             oom = out_of_memory(
                 returncode, mem=self.spec.mem,
-                oom_kills=None if ended is None else ended.oom_kills,
-                max_rss=None if usage is None else usage.max_rss_bytes,
+                oom_kills=None if ended is None else ended.oom_kills, max_rss=own,
                 runner_killed=signal.SIGKILL in self.sent_signals)
         if self.cgroup is not None and (self.sent_signals or self.limited):
             remove_cgroup(self.cgroup, wait=1.0)  # its killed processes may linger a moment
@@ -377,6 +383,7 @@ def launch(
     except OSError as e:
         ready.abandon()
         raise LaunchError(start_failure(spec, command, e)) from None
+    inherited = peak_rss_self()  # at least the peak the script started from at its exec
     # The child has its own copy; the parent's must go, or the pipe would never end.
     os.close(ready.output)
     if ready.error is not None:
@@ -396,6 +403,7 @@ def launch(
     return TaskProcess(
         spec=spec, pid=pid, tee=tee, on_exit=on_exit, clock=clock, started_at=started_at,
         mark=ready.mark, cgroup=cgroup, contained=contained, limited=limited,
+        inherited_rss=inherited,
     )
 
 

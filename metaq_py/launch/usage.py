@@ -20,7 +20,7 @@ import resource
 import sys
 from dataclasses import dataclass
 
-__all__ = ["Usage", "reap"]
+__all__ = ["Usage", "peak_rss_self", "reap"]
 
 # ru_maxrss is in kibibytes on Linux and in bytes on macOS.
 _RSS_UNIT = 1 if sys.platform == "darwin" else 1024
@@ -72,3 +72,8 @@ def reap(pid: int) -> tuple[int, Usage | None]:
         # Reaped by someone else (SIGCHLD ignored): its status is lost. Popen says 0 then.
         return 0, None
     return os.waitstatus_to_exitcode(status), Usage.from_rusage(rusage)
+
+
+def peak_rss_self() -> int:
+    """This process's own peak resident set, in bytes (``ru_maxrss``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _RSS_UNIT
