@@ -59,13 +59,15 @@ def test_a_campaign_ends_as_its_directives_say(slurm: SlurmCluster, tmp_path: Pa
         while true; do sleep 0.2; done
     """, TIME_LIMIT="3s", SIGNAL="USR1@2")
     task(q, "hog.sh", f"echo hog >> {ledger}", MEM="900T")
-    # Fills twice its MEM, 1 MiB at a time, then is killed as the node's OOM killer would
-    # (where its cgroup holds it to its MEM, the kernel kills it first).
+    # Fills four times its MEM, 1 MiB at a time, then is killed as the node's OOM killer
+    # would (where its cgroup holds it to its MEM, the kernel kills it first). 256 MiB is
+    # also past the runner's own peak (a `metaq run` of this campaign, under 100 MB), which a
+    # script's peak starts from at its exec: only a peak above it is the task's own.
     task(q, "greedy.sh", f"""
         echo greedy >> {ledger}
         {sys.executable} -c '
 import os, signal
-pieces = [b"x" * (1 << 20) for _ in range(128)]
+pieces = [b"x" * (1 << 20) for _ in range(256)]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || exit $?
         echo survived >> {ledger}

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from metaq_py.launch.usage import peak_rss_self
 from metaq_py.queue.logbook import Logbook, find_logbook
 from metaq_py.queue.store import Queue
 from metaq_py.queue.submit import Submitter
@@ -359,7 +360,7 @@ HOG = f"""
     echo started >> {{ledger}}
     {sys.executable} -c '
 import os, signal
-pieces = [b"x" * (1 << 20) for _ in range(128)]
+pieces = [b"x" * (1 << 20) for _ in range({{pieces}})]
 os.kill(os.getpid(), signal.SIGKILL)
 ' || exit $?
     echo survived >> {{ledger}}
@@ -369,7 +370,10 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_a_task_past_its_mem_ends_oom_with_its_peak_memory(tmp_path: Path) -> None:
     q = make_queue(tmp_path / "q")
     ledger = tmp_path / "ledger"
-    task(q, "hog.sh", HOG.format(ledger=ledger), MEM="64M", RETRIES=1)
+    # Past its MEM and past the runner's own peak (this process runs the runner), which a
+    # script's peak starts from at its exec: only a peak above that is the task's own.
+    pieces = peak_rss_self() // (1 << 20) + 128
+    task(q, "hog.sh", HOG.format(ledger=ledger, pieces=pieces), MEM="64M", RETRIES=1)
     r = runner(q, nodes=1)
     r.run()
     assert where(q, "hog.sh") == "failed"
