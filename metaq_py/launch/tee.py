@@ -18,6 +18,7 @@ import os
 import select
 import threading
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from metaq_py.queue.disk.fileio import write_all
@@ -31,7 +32,7 @@ DRAIN_SECONDS = 2.0
 """How long the copier keeps reading after the task has ended."""
 
 
-class Copier:
+class Copier(ABC):
     """A thread copying a task's output until told the task is over (:meth:`finish`), then
     closing what it owns (:meth:`_close`); :attr:`errors` lists what went wrong, one sentence
     each. The tee of a task's log and the copier of its stream frames are its two kinds."""
@@ -61,11 +62,13 @@ class Copier:
         os.close(self._wake_r)
         os.close(self._wake_w)
 
+    @abstractmethod
     def _copy(self) -> None:
-        raise NotImplementedError
+        """Copy until the task is over (run on the copier's thread)."""
 
+    @abstractmethod
     def _close(self) -> None:
-        raise NotImplementedError
+        """Close what the copier owns."""
 
 
 class OutputTee(Copier):
